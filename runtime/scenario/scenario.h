@@ -1,0 +1,95 @@
+#pragma once
+// The typed, validated form of one scenario file (one experiment). The reference
+// for every key, its unit and default is scenarios/README.md.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/device_profile.h"
+#include "sim/network.h"
+
+namespace lowband {
+
+struct ModelConfig {
+  int layers = 0;
+  int d_model = 0;
+  int heads = 0;
+  int kv_heads = 0;            // grouped-query attention when < heads
+  int ffn_hidden = 0;          // SwiGLU hidden size
+  int vocab = 0;
+  int64_t seq_len = 0;         // tokens per sequence (the context length)
+  int bytes_per_element = 2;   // of activations and gradients on the wire
+  bool tie_embeddings = false;
+
+  int head_dim() const { return d_model / heads; }
+  int d_kv() const { return kv_heads * head_dim(); }
+  double parameters() const;   // total parameter count
+};
+
+enum class CpSplit { contiguous, zigzag };
+enum class CpExchange { ring, all_gather };
+
+struct ParallelConfig {
+  int context = 1;   // context-parallel degree P
+  int pipeline = 1;  // reserved
+  int data = 1;      // reserved
+  CpSplit split = CpSplit::zigzag;
+  CpExchange exchange = CpExchange::ring;
+  int ranks() const { return context * pipeline * data; }
+};
+
+enum class CompressionMethod { none, mos };
+
+// How the weights stay equal across context-parallel ranks.
+enum class WeightSync { all_reduce, sparse };
+
+struct CompressionConfig {
+  CompressionMethod method = CompressionMethod::none;
+  // MoS: per head, the rank r kept for K and for V (r = head_dim * (1 - ratio)).
+  double k_ratio = 0;          // fraction removed, e.g. 0.98
+  double v_ratio = 0;
+  int k_rank_set = 0;          // an explicit rank instead of a ratio (0: use the ratio)
+  int v_rank_set = 0;
+  int warmup_steps = 500;      // uncompressed steps before U0 is taken
+  WeightSync weight_sync = WeightSync::all_reduce;
+  double sync_fraction = 0.05; // sparse: fraction of each tensor averaged per sync
+  int sync_every = 1;          // sparse: steps between syncs
+
+  int k_rank(int head_dim) const;
+  int v_rank(int head_dim) const;
+};
+
+struct DeviceConfig {
+  sim::DeviceProfile default_profile;
+  std::vector<std::pair<int, sim::DeviceProfile>> node_profiles;  // per-node overrides
+  sim::DType dtype = sim::DType::bf16;                            // compute precision
+  const sim::DeviceProfile& for_node(int node) const;
+};
+
+struct TrainingConfig {
+  int steps = 100;
+  int batch_size = 1;          // sequences per step
+  double lr = 3e-4;
+  int lr_warmup_steps = 0;
+  double weight_decay = 0.01;
+  double grad_clip = 1.0;
+  uint64_t seed = 1;
+  std::string data;            // text or .u16 file; empty: the built-in corpus
+  std::string tokenizer = "byte";
+  int eval_every = 0;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string source;          // the file it came from ("builtin:NAME" for built-ins)
+  ModelConfig model;
+  ParallelConfig parallel;
+  CompressionConfig compression;
+  sim::NetworkSpec network;
+  DeviceConfig devices;
+  TrainingConfig training;
+};
+
+}  // namespace lowband

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages lowband builds against, if any is missing.
+# Run as root (or with sudo available). Idempotent: does nothing when all are present.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config
+  libsimgrid-dev          # the network simulator
+  nlohmann-json3-dev      # scenario files and outputs
+  libcli11-dev            # command line
+  libdnnl-dev             # oneDNN: the CPU GEMM (see kernels/README.md for why)
+  libomp-dev              # one OpenMP runtime for our loops and oneDNN's
+  libgtest-dev libbenchmark-dev
+  gnuplot-nox             # plots
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "lowband: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

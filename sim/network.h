@@ -1,0 +1,62 @@
+#pragma once
+// What the network looks like: the typed form of a scenario's "network" section.
+// Units are SI: bytes per second, seconds. Nodes are numbered 0..nodes-1 and rank i
+// runs on node i.
+#include <string>
+#include <vector>
+
+namespace lowband::sim {
+
+// Which SimGrid network model times the transfers. Echoed in every output.
+//  ideal: CM02, no ACK cross-traffic, no TCP window cap: alpha-beta times exactly.
+//  tcp:   LV08 (SimGrid's default) with its latency/bandwidth factors and TCP window.
+enum class NetworkModel { ideal, tcp };
+
+struct Link {
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+enum class Topology {
+  star,       // each node has its own full-duplex access link to one switch;
+              // a message crosses the sender's and the receiver's access links
+  full_mesh,  // one full-duplex link per pair of nodes
+  clusters,   // stars (fast access links) whose switches are joined pairwise by WAN links
+  explicit_links,  // only the listed node-to-node links; routes take the fewest hops
+};
+
+struct NodeLink {  // a per-node override of its access link (star, clusters)
+  int node = 0;
+  Link link;
+};
+
+struct PairLink {  // a per-pair override (full_mesh: node pair; clusters: cluster pair)
+  int a = 0, b = 0;
+  Link link;
+};
+
+struct Cluster {
+  int nodes = 0;
+  Link access;  // each node's access link inside this cluster
+};
+
+struct NetworkSpec {
+  NetworkModel model = NetworkModel::ideal;
+  Topology topology = Topology::star;
+  int nodes = 0;
+
+  Link link;                         // star: every access link; full_mesh: every pair link
+  std::vector<NodeLink> node_links;  // star, clusters: per-node access overrides
+  std::vector<PairLink> pair_links;  // full_mesh: per node-pair overrides; explicit_links: the links
+
+  std::vector<Cluster> clusters;     // clusters: nodes are numbered cluster by cluster
+  Link wan;                          // clusters: link between each pair of clusters
+  std::vector<PairLink> wan_links;   // clusters: per cluster-pair overrides
+};
+
+const char* to_string(NetworkModel model);
+const char* to_string(Topology topology);
+// One line for humans, e.g. "star, 8 nodes, 300 Mbps / 1 ms access links, model ideal".
+std::string describe(const NetworkSpec& network);
+
+}  // namespace lowband::sim
