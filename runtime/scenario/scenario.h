@@ -36,6 +36,7 @@ struct ParallelConfig {
   int data = 1;      // reserved
   CpSplit split = CpSplit::zigzag;
   CpExchange exchange = CpExchange::ring;
+  bool overlap = true;  // overlap K/V transfers with attention on blocks already received
   int ranks() const { return context * pipeline * data; }
 };
 

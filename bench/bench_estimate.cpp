@@ -1,0 +1,93 @@
+// How long `lowband estimate` takes: the paper's three scenarios end to end
+// (build the graph, replay it on SimGrid), and the replay alone of a 512-rank
+// context-parallel step graph. Targets: under 1 s and under 10 s. Times are wall
+// times (UseRealTime): SimGrid runs in a forked child process.
+//   build-*/bench_estimate --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "runtime/estimate.h"
+#include "runtime/parallel/context_schedule.h"
+#include "runtime/scenario/load.h"
+#include "sim/device_profile.h"
+#include "sim/replay.h"
+
+namespace {
+
+using namespace lowband;
+
+void BM_EstimatePaperScenario(benchmark::State& state, const std::string& file) {
+  const Scenario s = load_scenario_file(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/" + file);
+  double tokens_per_s = 0;
+  for (auto _ : state) {
+    EstimateResult e = estimate(s);
+    benchmark::DoNotOptimize(e);  // (DoNotOptimize on a double read later gave garbage here)
+    tokens_per_s = e.tokens_per_s;
+  }
+  state.counters["tokens_per_s"] = tokens_per_s;
+}
+// Real time: the replay runs in a forked child, which CPU time would not count.
+BENCHMARK_CAPTURE(BM_EstimatePaperScenario, centralized, std::string("mos-paper-centralized-100gbps.json"))
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_EstimatePaperScenario, decentralized, std::string("mos-paper-decentralized-300mbps.json"))
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_EstimatePaperScenario, mos, std::string("mos-paper-mos-300mbps.json"))
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The paper's model cut to 2 layers, 131072 tokens over 512 ranks (zigzag, 128
+// tokens per chunk), ring exchange, a star of 512 nodes at 10 Gbps / 10 us,
+// A100-80GB, bf16, per-layer ring all-reduce of the gradients.
+Scenario cp512_scenario() {
+  Scenario s;
+  s.name = "cp512";
+  s.model = {};
+  s.model.layers = 2;
+  s.model.d_model = 2048;
+  s.model.heads = 8;
+  s.model.kv_heads = 8;
+  s.model.ffn_hidden = 8192;
+  s.model.vocab = 50257;
+  s.model.seq_len = 131072;
+  s.parallel.context = 512;
+  s.network.model = sim::NetworkModel::ideal;
+  s.network.topology = sim::Topology::star;
+  s.network.nodes = 512;
+  s.network.link = {10e9 / 8, 10e-6};
+  s.devices.default_profile = *sim::find_builtin_device("A100-80GB");
+  return s;
+}
+
+// Argument: 1 with the per-layer gradient all-reduce (4 buckets of 2·511·512
+// transfers: half the graph's 4.2M tasks), 0 without (a step between sparse syncs).
+void BM_Replay512RankContextParallelStep(benchmark::State& state) {
+  const Scenario s = cp512_scenario();
+  const sim::StepGraph graph = parallel::build_context_parallel_step(s, state.range(0) != 0);
+  double step_seconds = 0;
+  for (auto _ : state) {
+    sim::ReplayResult r = sim::replay(s.network, graph);
+    benchmark::DoNotOptimize(r);
+    step_seconds = r.step_seconds;
+  }
+  state.counters["tasks"] = static_cast<double>(graph.tasks().size());
+  state.counters["simulated_step_s"] = step_seconds;
+}
+BENCHMARK(BM_Replay512RankContextParallelStep)
+    ->ArgName("weight_sync")->Arg(0)->Arg(1)
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+void BM_Build512RankContextParallelStep(benchmark::State& state) {
+  const Scenario s = cp512_scenario();
+  size_t tasks = 0;
+  for (auto _ : state) {
+    sim::StepGraph graph = parallel::build_context_parallel_step(s);
+    benchmark::DoNotOptimize(graph);
+    tasks = graph.tasks().size();
+  }
+  state.counters["tasks"] = static_cast<double>(tasks);
+}
+BENCHMARK(BM_Build512RankContextParallelStep)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

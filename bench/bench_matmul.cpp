@@ -1,0 +1,141 @@
+// matmul throughput at a small model's training-step shapes (n = 4096 tokens,
+// d = 256, ffn = 768) and at squares, as GFLOP/s and % of the probed fp32 peak.
+// CPU: oneDNN sgemm on all OpenMP threads. CUDA (where a device is present):
+// cuBLAS on device buffers, against the GPU's probed peak.
+//   ./bench_matmul --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/peak.h"
+#include "kernels/device.h"
+#include "kernels/matmul.h"
+
+namespace {
+
+using lowband::kernels::Trans;
+
+struct GemmCase {
+  const char* label;  // what the product is in a training step
+  Trans ta, tb;
+  int64_t M, N, K;
+};
+
+// Linear layers Y = X·W with X (n, in), W (in, out): forward NN, input gradient
+// dX = dY·Wᵀ (NT), weight gradient dW = Xᵀ·dY (TN, K = n tokens).
+const std::vector<GemmCase>& cases() {
+  static const std::vector<GemmCase> all = {
+      {"fwd_qkvo", Trans::no, Trans::no, 4096, 256, 256},
+      {"fwd_up_gate", Trans::no, Trans::no, 4096, 768, 256},
+      {"fwd_down", Trans::no, Trans::no, 4096, 256, 768},
+      {"dx_qkvo", Trans::no, Trans::yes, 4096, 256, 256},
+      {"dx_up_gate", Trans::no, Trans::yes, 4096, 256, 768},
+      {"dx_down", Trans::no, Trans::yes, 4096, 768, 256},
+      {"dw_qkvo", Trans::yes, Trans::no, 256, 256, 4096},
+      {"dw_up_gate", Trans::yes, Trans::no, 256, 768, 4096},
+      {"dw_down", Trans::yes, Trans::no, 768, 256, 4096},
+      {"dw_qkvo_as_NT", Trans::no, Trans::yes, 256, 256, 4096},  // the weak layout, for the record
+      {"square", Trans::no, Trans::no, 512, 512, 512},
+      {"square", Trans::no, Trans::no, 1024, 1024, 1024},
+      {"square", Trans::no, Trans::no, 1536, 1536, 1536},
+      {"square", Trans::no, Trans::no, 2048, 2048, 2048},
+  };
+  return all;
+}
+
+std::vector<float> random_matrix(int64_t rows, int64_t cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> m(size_t(rows * cols));
+  for (auto& x : m) x = dist(rng);
+  return m;
+}
+
+// Rate counters: GFLOP/s, and the same as % of peak.
+void set_counters(benchmark::State& state, const GemmCase& c, double peak_gflops) {
+  const double gflop = 2.0 * double(c.M) * double(c.N) * double(c.K) * 1e-9;
+  state.counters["GFLOP/s"] = benchmark::Counter(gflop, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["pct_peak"] =
+      benchmark::Counter(gflop * 100.0 / peak_gflops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bench_cpu(benchmark::State& state, GemmCase c, double peak_gflops) {
+  const int64_t a_rows = c.ta == Trans::yes ? c.K : c.M, a_cols = c.ta == Trans::yes ? c.M : c.K;
+  const int64_t b_rows = c.tb == Trans::yes ? c.N : c.K, b_cols = c.tb == Trans::yes ? c.K : c.N;
+  const auto A = random_matrix(a_rows, a_cols, 1), B = random_matrix(b_rows, b_cols, 2);
+  std::vector<float> C(size_t(c.M * c.N));
+  auto run = [&] {
+    lowband::kernels::cpu::matmul(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), a_cols, B.data(),
+                                  b_cols, 0.0f, C.data(), c.N);
+  };
+  run();  // oneDNN generates its kernel on the first call: keep that out of the timing
+  for (auto _ : state) {
+    run();
+    benchmark::DoNotOptimize(C.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, c, peak_gflops);
+}
+
+void bench_cuda(benchmark::State& state, GemmCase c, double peak_gflops) {
+  namespace cuda = lowband::kernels::cuda;
+  const int64_t a_cols = c.ta == Trans::yes ? c.M : c.K, b_cols = c.tb == Trans::yes ? c.K : c.N;
+  const size_t a_bytes = size_t(c.M * c.K) * 4, b_bytes = size_t(c.K * c.N) * 4;
+  const size_t c_bytes = size_t(c.M * c.N) * 4;
+  const auto A = random_matrix(c.M, c.K, 1), B = random_matrix(c.K, c.N, 2);
+  float* dA = static_cast<float*>(cuda::device_alloc(a_bytes));
+  float* dB = static_cast<float*>(cuda::device_alloc(b_bytes));
+  float* dC = static_cast<float*>(cuda::device_alloc(c_bytes));
+  cuda::copy_to_device(dA, A.data(), a_bytes);
+  cuda::copy_to_device(dB, B.data(), b_bytes);
+  auto run = [&] {
+    cuda::matmul(c.ta, c.tb, c.M, c.N, c.K, 1.0f, dA, a_cols, dB, b_cols, 0.0f, dC, c.N);
+  };
+  run();
+  cuda::synchronize();
+  for (auto _ : state) {
+    run();
+    cuda::synchronize();
+  }
+  set_counters(state, c, peak_gflops);
+  cuda::device_free(dA);
+  cuda::device_free(dB);
+  cuda::device_free(dC);
+}
+
+std::string name_of(const char* backend, const GemmCase& c) {
+  return std::string(backend) + "/" + c.label + "/" + (c.ta == Trans::yes ? "T" : "N") +
+         (c.tb == Trans::yes ? "T" : "N") + "/" + std::to_string(c.M) + "x" +
+         std::to_string(c.N) + "x" + std::to_string(c.K);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  const int threads = omp_get_max_threads();
+  const double cpu_peak = lowband::bench::measure_peak_fp32_gflops(threads);
+  benchmark::AddCustomContext("cpu_threads", std::to_string(threads));
+  benchmark::AddCustomContext("cpu_peak_fp32_gflops", std::to_string(cpu_peak));
+  for (const GemmCase& c : cases())
+    benchmark::RegisterBenchmark(name_of("cpu", c).c_str(), bench_cpu, c, cpu_peak)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  std::string why;
+  if (lowband::kernels::cuda_available(&why)) {
+    const double gpu_peak = lowband::kernels::cuda::measure_peak_fp32_gflops();
+    benchmark::AddCustomContext("gpu_peak_fp32_gflops", std::to_string(gpu_peak));
+    for (const GemmCase& c : cases())
+      benchmark::RegisterBenchmark(name_of("cuda", c).c_str(), bench_cuda, c, gpu_peak)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+  } else {
+    benchmark::AddCustomContext("cuda", "skipped: " + why);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,27 @@
+#pragma once
+// The `lowband` subcommands. Each add_*_command registers one subcommand on the
+// app; its callback does the work and throws lowband::InputError on bad input
+// (main prints it on one line and exits with status 2).
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::cli {
+
+// Where a command's scenario comes from: a file, or a built-in by name, with --set overrides.
+struct ScenarioSource {
+  std::string file;
+  std::string builtin;
+  std::vector<std::string> sets;
+};
+void add_scenario_options(CLI::App* command, ScenarioSource& source);
+Scenario load_scenario(const ScenarioSource& source);
+
+void add_validate_command(CLI::App& app);
+void add_estimate_command(CLI::App& app);
+void add_bench_comm_command(CLI::App& app);
+
+}  // namespace lowband::cli

@@ -1,0 +1,34 @@
+// lowband: network-bandwidth simulator and experiment harness for decentralized training.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "common/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"lowband: how fast does a model converge, in wall-clock time, when it is trained\n"
+               "across machines joined by slow links, with and without compression?"};
+  app.require_subcommand(1);
+  lowband::cli::add_validate_command(app);
+  lowband::cli::add_estimate_command(app);
+  lowband::cli::add_bench_comm_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const lowband::InputError& e) {
+    std::fprintf(stderr, "lowband: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lowband: internal error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

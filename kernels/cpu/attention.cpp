@@ -1,0 +1,266 @@
+// Blockwise attention on the CPU: per (head, query tile) an online softmax over
+// key tiles, the tile products in a register-blocked AVX-512 GEMM
+// (attention_gemm.h), the exp in AVX-512. Memory beyond the inputs and outputs:
+// per-thread tiles, a transposed copy of K (and of V in the backward), and in
+// the backward one private dq per thread.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/cpu/attention_gemm.h"
+#include "kernels/cpu/softmax_simd.h"
+
+namespace lowband::kernels::cpu {
+namespace {
+
+// Tile sizes: the score tile and the Q, K, V tiles it reads stay in L2; rows
+// come in multiples of the GEMM's 6-row blocks (tuned with bench_attention,
+// see kernels/README.md).
+#ifndef LOWBAND_ATT_QT
+#define LOWBAND_ATT_QT 126
+#define LOWBAND_ATT_KT 252
+#endif
+constexpr int64_t kQueryTile = LOWBAND_ATT_QT;
+constexpr int64_t kKeyTile = LOWBAND_ATT_KT;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Below this many multiply-adds a call runs on one thread: waking the OpenMP
+// team costs more than it saves (and much more on a loaded machine).
+constexpr double kMinParallelMacs = 1 << 20;
+
+// Keys of this block that query row `i` may attend, as a prefix [0, n).
+inline int64_t attended_keys(const AttentionShape& s, int64_t i) {
+  if (!s.causal) return s.nk;
+  return std::clamp<int64_t>(s.q_offset + i - s.k_offset + 1, 0, s.nk);
+}
+
+// A per-head copy of x (rows, heads, head_dim) so that the tile GEMMs read
+// their B operand row-contiguous and free of cache-set aliasing: head h starts
+// at data + h * head_stride; row i at + i * ld (transposed: dimension d at
+// + d * ld, rows contiguous, ld padded to an odd number of cache lines).
+struct PerHead {
+  std::vector<float> data;
+  int64_t ld = 0, head_stride = 0;
+  const float* head(int64_t h) const { return data.data() + h * head_stride; }
+};
+
+PerHead pack_heads(int64_t rows, int64_t heads, int64_t hd, const float* x, bool transposed,
+                   bool parallel) {
+  PerHead p;
+  if (transposed) {
+    int64_t lines = (rows + 15) / 16;
+    if (lines % 2 == 0) ++lines;
+    p.ld = lines * 16;
+    p.head_stride = hd * p.ld;
+  } else {
+    p.ld = hd;
+    p.head_stride = rows * hd;
+  }
+  p.data.resize(heads * p.head_stride);
+  const int64_t chunks = (rows + 255) / 256;
+#pragma omp parallel for schedule(static) collapse(2) if (parallel)
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t i0 = c * 256, n = std::min<int64_t>(256, rows - i0);
+      const float* src = x + (i0 * heads + h) * hd;
+      float* dst = p.data.data() + h * p.head_stride;
+      if (transposed) {
+        detail::transpose(n, hd, src, heads * hd, dst + i0, p.ld);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          std::copy(src + i * heads * hd, src + i * heads * hd + hd, dst + (i0 + i) * hd);
+      }
+    }
+  return p;
+}
+
+}  // namespace
+
+void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v,
+                       float* out, float* lse) {
+  check_attention_shape(s, "attention_forward");
+  const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
+  const int64_t ldq = s.heads * hd;
+  const int64_t q_tiles = (s.nq + kQueryTile - 1) / kQueryTile;
+  const int64_t tasks = q_tiles * s.heads;
+  const bool parallel = double(s.nq) * double(s.nk) * double(s.heads * hd) >= kMinParallelMacs;
+  const PerHead kt = pack_heads(s.nk, s.kv_heads, hd, k, true, parallel);
+  const PerHead vp = pack_heads(s.nk, s.kv_heads, hd, v, false, parallel);
+
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> scores(kQueryTile * kKeyTile), acc(kQueryTile * hd);
+    std::vector<float> row_m(kQueryTile), row_l(kQueryTile);
+    // Causal tiles late in the sequence cost most: hand them out first.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t qt = q_tiles - 1 - t / s.heads, h = t % s.heads, hk = h / group;
+      const int64_t i0 = qt * kQueryTile, bq = std::min(kQueryTile, s.nq - i0);
+      const float* qp = q + (i0 * s.heads + h) * hd;
+      std::fill(acc.begin(), acc.begin() + bq * hd, 0.0f);
+      std::fill(row_m.begin(), row_m.end(), kNegInf);
+      std::fill(row_l.begin(), row_l.end(), 0.0f);
+      const int64_t key_end = attended_keys(s, i0 + bq - 1);  // the tile's last row sees most
+      for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
+        const int64_t bk = std::min(kKeyTile, key_end - j0);
+        float* S = scores.data();
+        detail::tile_gemm(bq, bk, hd, s.scale, qp, ldq, 1, kt.head(hk) + j0, kt.ld, false, S, bk);
+        for (int64_t r = 0; r < bq; ++r) {
+          float* row = S + r * bk;
+          const int64_t valid = std::clamp<int64_t>(attended_keys(s, i0 + r) - j0, 0, bk);
+          std::fill(row + valid, row + bk, 0.0f);  // masked keys get P = 0
+          if (valid == 0) continue;
+          const float m_new = std::max(row_m[r], detail::row_max(row, valid));
+          const float corr = std::exp(row_m[r] - m_new);  // 0 on the first keys (m = -inf)
+          row_l[r] = row_l[r] * corr + detail::exp_shift_sum(row, valid, m_new);
+          row_m[r] = m_new;
+          if (corr != 1.0f) {
+            float* a = acc.data() + r * hd;
+            for (int64_t d = 0; d < hd; ++d) a[d] *= corr;
+          }
+        }
+        detail::tile_gemm(bq, hd, bk, 1.0f, S, bk, 1, vp.head(hk) + j0 * hd, hd, true, acc.data(),
+                          hd);
+      }
+      for (int64_t r = 0; r < bq; ++r) {
+        float* o = out + ((i0 + r) * s.heads + h) * hd;
+        const float* a = acc.data() + r * hd;
+        if (row_l[r] > 0.0f) {
+          const float inv = 1.0f / row_l[r];
+          for (int64_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
+          lse[h * s.nq + i0 + r] = row_m[r] + std::log(row_l[r]);
+        } else {  // this row attends no key of the block
+          std::fill(o, o + hd, 0.0f);
+          lse[h * s.nq + i0 + r] = kNegInf;
+        }
+      }
+    }
+  }
+}
+
+void attention_merge(int64_t nq, int64_t heads, int64_t head_dim, float* out_a, float* lse_a,
+                     const float* out_b, const float* lse_b) {
+#pragma omp parallel for schedule(static) if (double(nq * heads * head_dim) >= kMinParallelMacs)
+  for (int64_t i = 0; i < nq; ++i) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float la = lse_a[h * nq + i], lb = lse_b[h * nq + i];
+      float* oa = out_a + (i * heads + h) * head_dim;
+      const float* ob = out_b + (i * heads + h) * head_dim;
+      if (lb == kNegInf) continue;  // b saw no key
+      if (la == kNegInf) {
+        std::copy(ob, ob + head_dim, oa);
+        lse_a[h * nq + i] = lb;
+        continue;
+      }
+      const float m = std::max(la, lb);
+      const float wa = std::exp(la - m), wb = std::exp(lb - m), sum = wa + wb;
+      const float ca = wa / sum, cb = wb / sum;
+      for (int64_t d = 0; d < head_dim; ++d) oa[d] = ca * oa[d] + cb * ob[d];
+      lse_a[h * nq + i] = m + std::log(sum);
+    }
+  }
+}
+
+void attention_backward_delta(int64_t nq, int64_t heads, int64_t head_dim, const float* out,
+                              const float* dout, float* delta) {
+#pragma omp parallel for schedule(static) if (double(nq * heads * head_dim) >= kMinParallelMacs)
+  for (int64_t i = 0; i < nq; ++i) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* o = out + (i * heads + h) * head_dim;
+      const float* g = dout + (i * heads + h) * head_dim;
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t d = 0; d < head_dim; ++d) sum += o[d] * g[d];
+      delta[h * nq + i] = sum;
+    }
+  }
+}
+
+// Tasks are (kv head, key tile): a task owns its rows of dk and dv, so those
+// accumulate without races; dq is summed over key tiles in per-thread copies
+// (laid out per head). Q, dO, K (and Kᵀ, Vᵀ) are repacked per head first.
+void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
+                        const float* lse, const float* delta, const float* dout, float* dq,
+                        float* dk, float* dv) {
+  check_attention_shape(s, "attention_backward");
+  const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
+  const int64_t ldq = s.heads * hd;
+  const int64_t k_tiles = (s.nk + kKeyTile - 1) / kKeyTile;
+  const int64_t tasks = k_tiles * s.kv_heads;
+  const int64_t dq_size = s.nq * ldq;
+  const bool parallel = double(s.nq) * double(s.nk) * double(s.heads * hd) >= kMinParallelMacs;
+  const int threads =
+      parallel ? std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), tasks)) : 1;
+  std::vector<float> dq_private(size_t(threads) * dq_size, 0.0f);  // (heads, nq, hd) each
+  const PerHead qp = pack_heads(s.nq, s.heads, hd, q, false, parallel);
+  const PerHead gp = pack_heads(s.nq, s.heads, hd, dout, false, parallel);
+  const PerHead kp = pack_heads(s.nk, s.kv_heads, hd, k, false, parallel);
+  const PerHead kt = pack_heads(s.nk, s.kv_heads, hd, k, true, parallel);
+  const PerHead vt = pack_heads(s.nk, s.kv_heads, hd, v, true, parallel);
+
+#pragma omp parallel num_threads(threads)
+  {
+    float* my_dq = dq_private.data() + size_t(omp_get_thread_num()) * dq_size;
+    std::vector<float> P(kQueryTile * kKeyTile), dS(kQueryTile * kKeyTile);
+    std::vector<float> dk_tile(kKeyTile * hd), dv_tile(kKeyTile * hd);
+    // Early key tiles see the most (causal) queries: hand them out first.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t key_tile = t / s.kv_heads, hk = t % s.kv_heads;
+      const int64_t j0 = key_tile * kKeyTile, bk = std::min(kKeyTile, s.nk - j0);
+      std::fill(dk_tile.begin(), dk_tile.end(), 0.0f);
+      std::fill(dv_tile.begin(), dv_tile.end(), 0.0f);
+      // First query that attends key j0 (all later ones do too).
+      const int64_t i_start =
+          s.causal ? std::clamp<int64_t>(s.k_offset + j0 - s.q_offset, 0, s.nq) : 0;
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+        for (int64_t i0 = i_start; i0 < s.nq; i0 += kQueryTile) {
+          const int64_t bq = std::min(kQueryTile, s.nq - i0);
+          const float* qi = qp.head(h) + i0 * hd;
+          const float* gi = gp.head(h) + i0 * hd;
+          detail::tile_gemm(bq, bk, hd, s.scale, qi, hd, 1, kt.head(hk) + j0, kt.ld, false, P.data(), bk);
+          detail::tile_gemm(bq, bk, hd, 1.0f, gi, hd, 1, vt.head(hk) + j0, vt.ld, false, dS.data(), bk);
+          for (int64_t r = 0; r < bq; ++r) {  // P = exp(S − lse), dS = P ∘ (dP − D)
+            float* p = P.data() + r * bk;
+            float* ds = dS.data() + r * bk;
+            const float L = lse[h * s.nq + i0 + r], D = delta[h * s.nq + i0 + r];
+            const int64_t valid =
+                L == kNegInf ? 0 : std::clamp<int64_t>(attended_keys(s, i0 + r) - j0, 0, bk);
+            detail::exp_shift(p, valid, L);
+            std::fill(p + valid, p + bk, 0.0f);
+#pragma omp simd
+            for (int64_t j = 0; j < bk; ++j) ds[j] = p[j] * (ds[j] - D);
+          }
+          // dV += Pᵀ·dO, dK += scale·dSᵀ·Q, dQ += scale·dS·K.
+          detail::tile_gemm(bk, hd, bq, 1.0f, P.data(), 1, bk, gi, hd, true, dv_tile.data(), hd);
+          detail::tile_gemm(bk, hd, bq, s.scale, dS.data(), 1, bk, qi, hd, true, dk_tile.data(), hd);
+          detail::tile_gemm(bq, hd, bk, s.scale, dS.data(), bk, 1, kp.head(hk) + j0 * hd, hd, true,
+                            my_dq + (h * s.nq + i0) * hd, hd);
+        }
+      }
+      for (int64_t j = 0; j < bk; ++j) {
+        float* dkr = dk + ((j0 + j) * s.kv_heads + hk) * hd;
+        float* dvr = dv + ((j0 + j) * s.kv_heads + hk) * hd;
+        for (int64_t d = 0; d < hd; ++d) {
+          dkr[d] += dk_tile[j * hd + d];
+          dvr[d] += dv_tile[j * hd + d];
+        }
+      }
+    }
+    // Sum the private copies into dq, each thread a slice of the query rows.
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < s.nq; ++i)
+      for (int64_t h = 0; h < s.heads; ++h)
+        for (int t = 0; t < threads; ++t) {
+          const float* src = dq_private.data() + size_t(t) * dq_size + (h * s.nq + i) * hd;
+          float* dst = dq + i * ldq + h * hd;
+#pragma omp simd
+          for (int64_t d = 0; d < hd; ++d) dst[d] += src[d];
+        }
+  }
+}
+
+}  // namespace lowband::kernels::cpu

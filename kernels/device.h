@@ -1,0 +1,29 @@
+#pragma once
+// Device (GPU) memory and availability, behind a header with no CUDA includes so
+// the CPU-only build stays clean. Implemented in kernels/cuda/device.cu when nvcc
+// exists (LOWBAND_HAVE_CUDA=1), else in kernels/cuda/no_cuda/device.cpp.
+#include <cstddef>
+#include <string>
+
+namespace lowband::kernels {
+
+// True when CUDA is compiled in and at least one device can be used. When false,
+// *why_not (if given) says why: "built without CUDA", or the error string from
+// cudaGetDeviceCount (e.g. "no CUDA-capable device is detected").
+bool cuda_available(std::string* why_not = nullptr);
+
+namespace cuda {
+// All of these throw std::runtime_error (with file:line and the CUDA error
+// string) on failure, and always throw in a build without CUDA.
+void* device_alloc(size_t bytes);
+void device_free(void* ptr);  // nullptr is a no-op
+void copy_to_device(void* dst_device, const void* src_host, size_t bytes);
+void copy_to_host(void* dst_host, const void* src_device, size_t bytes);
+void synchronize();
+
+// The device's fp32 FMA throughput, measured with a register-only FMA kernel
+// (for benchmarks' "% of peak"; a probe, not a datasheet figure). GFLOP/s.
+double measure_peak_fp32_gflops();
+}  // namespace cuda
+
+}  // namespace lowband::kernels

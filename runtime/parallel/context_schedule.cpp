@@ -1,0 +1,266 @@
+#include "runtime/parallel/context_schedule.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+#include "runtime/cost_model.h"
+#include "sim/collectives.h"
+
+namespace lowband::parallel {
+
+std::vector<TokenRange> rank_token_ranges(int64_t seq_len, int ranks, CpSplit split, int rank) {
+  if (split == CpSplit::contiguous)
+    return {{rank * seq_len / ranks, (rank + 1) * seq_len / ranks}};
+  const int64_t chunks = 2LL * ranks;
+  auto chunk = [&](int64_t c) { return TokenRange{c * seq_len / chunks, (c + 1) * seq_len / chunks}; };
+  return {chunk(rank), chunk(chunks - 1 - rank)};
+}
+
+double causal_pairs(const std::vector<TokenRange>& queries, const std::vector<TokenRange>& keys) {
+  double pairs = 0;
+  for (const auto& q : queries)
+    for (const auto& k : keys) pairs += cost::causal_pairs(q.first, q.second, k.first, k.second);
+  return pairs;
+}
+
+double kv_block_bytes(const ModelConfig& m, const CompressionConfig& c, double tokens, int chunks) {
+  const double bpe = m.bytes_per_element;
+  if (c.method == CompressionMethod::none) return tokens * 2.0 * m.d_kv() * bpe;
+  const double ranks = c.k_rank(m.head_dim()) + c.v_rank(m.head_dim());
+  return tokens * ranks * m.kv_heads * bpe + chunks * 2.0 * m.kv_heads * 4.0;
+}
+
+namespace {
+
+using sim::TaskId;
+constexpr TaskId kNone = -1;
+
+void validate(const Scenario& s) {
+  const auto& m = s.model;
+  const int P = s.parallel.context;
+  if (P < 1) throw InputError("parallel.context", "must be at least 1");
+  if (s.parallel.pipeline != 1)
+    throw InputError("parallel.pipeline", "estimate models context parallelism only (expected 1)");
+  if (s.parallel.data != 1)
+    throw InputError("parallel.data", "estimate models context parallelism only (expected 1)");
+  if (m.layers < 1) throw InputError("model.layers", "must be at least 1");
+  if (m.heads < 1 || m.d_model % m.heads != 0)
+    throw InputError("model.heads", "must divide model.d_model");
+  if (m.kv_heads < 1 || m.heads % m.kv_heads != 0)
+    throw InputError("model.kv_heads", "must divide model.heads");
+  const int64_t chunks = s.parallel.split == CpSplit::zigzag ? 2LL * P : P;
+  if (m.seq_len < chunks)
+    throw InputError("model.seq_len", "fewer tokens (" + std::to_string(m.seq_len) + ") than the " +
+                                          std::to_string(chunks) + " context-parallel chunks");
+  if (s.network.nodes < P)
+    throw InputError("network.nodes", std::to_string(s.network.nodes) + " nodes for " +
+                                          std::to_string(P) + " context-parallel ranks");
+  if (s.training.batch_size < 1) throw InputError("training.batch_size", "must be at least 1");
+}
+
+class Builder {
+ public:
+  Builder(const Scenario& s, const ContextScheduleOptions& opt)
+      : s_(s), m_(s.model), opt_(opt), P_(s.parallel.context), batch_(s.training.batch_size),
+        elem_(cost::dtype_bytes(s.devices.dtype)), out_{sim::StepGraph(P_)},
+        last_(P_, kNone) {
+    out_.tokens = batch_ * static_cast<double>(m_.seq_len);
+    const bool mos = s.compression.method == CompressionMethod::mos;
+    k_rank_ = mos ? s.compression.k_rank(m_.head_dim()) : 0;
+    v_rank_ = mos ? s.compression.v_rank(m_.head_dim()) : 0;
+    CompressionConfig none;
+    for (int r = 0; r < P_; ++r) {
+      ranges_.push_back(rank_token_ranges(m_.seq_len, P_, s.parallel.split, r));
+      double n = 0;
+      for (const auto& rg : ranges_.back()) n += static_cast<double>(rg.second - rg.first);
+      tokens_.push_back(n * batch_);
+      const int chunks = static_cast<int>(ranges_.back().size());
+      wire_bytes_.push_back(batch_ * kv_block_bytes(m_, s.compression, n, chunks));
+      plain_bytes_.push_back(batch_ * kv_block_bytes(m_, none, n, chunks));
+    }
+    pairs_.assign(P_, std::vector<double>(P_));
+    for (int q = 0; q < P_; ++q)
+      for (int k = 0; k < P_; ++k) pairs_[q][k] = batch_ * causal_pairs(ranges_[q], ranges_[k]);
+  }
+
+  ContextStep build() {
+    for (int r = 0; r < P_; ++r) compute(r, cost::embedding_forward(m_, tokens_[r], elem_), {}, "embed");
+    for (int l = 0; l < m_.layers; ++l) layer_forward();
+    for (int r = 0; r < P_; ++r) {
+      const cost::Cost head = cost::rmsnorm_forward(m_, tokens_[r], elem_) + cost::lm_head_forward(m_, tokens_[r], elem_);
+      forward_model_flops_ += head.flops;
+      compute(r, head, {}, "lm_head");
+      compute(r, cost::dense_backward(head), {}, "lm_head_bwd");
+    }
+    grad_sync(cost::head_parameters(m_));
+    for (int l = 0; l < m_.layers; ++l) {
+      layer_backward();
+      grad_sync(cost::layer_parameters(m_));
+    }
+    for (int r = 0; r < P_; ++r)
+      compute(r, cost::dense_backward(cost::embedding_forward(m_, tokens_[r], elem_)), {}, "embed_bwd");
+    grad_sync(cost::embedding_parameters(m_));
+    if (opt_.include_optimizer)
+      for (int r = 0; r < P_; ++r) compute(r, cost::adamw_step(m_.parameters()), sync_done_[r], "optimizer");
+    out_.model_flops = 3.0 * forward_model_flops_;
+    return std::move(out_);
+  }
+
+ private:
+  // A compute task on `rank`, after the rank's previous compute task.
+  TaskId compute(int rank, const cost::Cost& c, std::vector<TaskId> deps, const char* tag) {
+    if (last_[rank] != kNone) deps.push_back(last_[rank]);
+    const double sec = cost::seconds(s_.devices.for_node(rank), c, s_.devices.dtype);
+    return last_[rank] = out_.graph.add_compute(rank, sec, std::move(deps), tag);
+  }
+
+  TaskId transfer(int src, int dst, int owner, std::vector<TaskId> deps, const char* tag) {
+    out_.uncompressed_kv_bytes += plain_bytes_[owner];
+    return out_.graph.add_transfer(src, dst, wire_bytes_[owner], std::move(deps), tag);
+  }
+
+  cost::Cost mos_project(int owner) const {
+    return k_rank_ + v_rank_ > 0 ? cost::mos_project(m_, k_rank_, v_rank_, tokens_[owner], elem_) : cost::Cost{};
+  }
+  cost::Cost mos_reconstruct(int owner) const {
+    return k_rank_ + v_rank_ > 0 ? cost::mos_reconstruct(m_, k_rank_, v_rank_, tokens_[owner], elem_)
+                                 : cost::Cost{};
+  }
+  cost::Cost attention(int q, int k, bool backward) const {
+    return backward ? cost::attention_backward(m_, pairs_[q][k], tokens_[q], tokens_[k], elem_)
+                    : cost::attention_forward(m_, pairs_[q][k], tokens_[q], tokens_[k], elem_);
+  }
+  cost::Cost pre_attention(int r) const {  // norm + QKV
+    return cost::rmsnorm_forward(m_, tokens_[r], elem_) + cost::qkv_forward(m_, tokens_[r], elem_);
+  }
+  cost::Cost post_attention(int r) const {  // out proj + norm + MLP
+    return cost::out_proj_forward(m_, tokens_[r], elem_) + cost::rmsnorm_forward(m_, tokens_[r], elem_) +
+           cost::mlp_forward(m_, tokens_[r], elem_);
+  }
+
+  // The rank whose block reaches `r` in exchange round k (1..P-1): r - k.
+  int owner_at(int r, int k) const { return ((r - k) % P_ + P_) % P_; }
+
+  void layer_forward() {
+    std::vector<TaskId> qkv(P_);
+    for (int r = 0; r < P_; ++r) {
+      forward_model_flops_ += pre_attention(r).flops;
+      qkv[r] = compute(r, pre_attention(r) + mos_project(r), {}, "qkv");
+    }
+    // arrival[r][k-1]: the transfer that delivers owner_at(r, k)'s block to r.
+    std::vector<std::vector<TaskId>> arrival(P_, std::vector<TaskId>(P_ > 1 ? P_ - 1 : 0));
+    for (int k = 1; k < P_; ++k)
+      for (int r = 0; r < P_; ++r) {
+        if (s_.parallel.exchange == CpExchange::ring) {  // forward what arrived last round
+          const int dst = (r + 1) % P_;
+          const TaskId dep = k == 1 ? qkv[r] : arrival[r][k - 2];
+          arrival[dst][k - 1] = transfer(r, dst, owner_at(r, k - 1), {dep}, "kv");
+        } else {  // all_gather: every block straight from its owner
+          const int dst = (r + k) % P_;
+          arrival[dst][k - 1] = transfer(r, dst, r, {qkv[r]}, "kv");
+        }
+      }
+    for (int r = 0; r < P_; ++r) {
+      std::vector<TaskId> wait_all = s_.parallel.overlap ? std::vector<TaskId>{} : arrival[r];
+      forward_model_flops_ += attention(r, r, false).flops;
+      compute(r, attention(r, r, false), wait_all, "attention");
+      for (int k = 1; k < P_; ++k) {
+        const int o = owner_at(r, k);
+        if (pairs_[r][o] <= 0) continue;  // fully masked block: nothing to compute
+        forward_model_flops_ += attention(r, o, false).flops;
+        compute(r, attention(r, o, false) + mos_reconstruct(o), {arrival[r][k - 1]}, "attention");
+      }
+      forward_model_flops_ += post_attention(r).flops;
+      compute(r, post_attention(r), {}, "mlp");
+    }
+  }
+
+  void layer_backward() {
+    for (int r = 0; r < P_; ++r) {
+      compute(r, cost::dense_backward(post_attention(r)), {}, "mlp_bwd");
+      compute(r, attention(r, r, true), {}, "attention_bwd");
+    }
+    // incoming[r]: the dK/dV transfers r must have before its QKV backward.
+    std::vector<std::vector<TaskId>> incoming(P_);
+    const bool ring = s_.parallel.exchange == CpExchange::ring;
+    const bool overlap = s_.parallel.overlap;
+    // Without overlap every attention backward of the rank runs before its first send.
+    std::vector<std::vector<TaskId>> done(P_, std::vector<TaskId>(P_ > 1 ? P_ - 1 : 0, kNone));
+    for (int k = 1; k < P_; ++k)
+      for (int r = 0; r < P_; ++r) {
+        const int o = owner_at(r, k);
+        // dK/dV of o's block, projected onto o's subspace before it is sent; a
+        // fully masked block adds nothing (the ring just passes its accumulator on).
+        done[r][k - 1] = pairs_[r][o] <= 0 ? last_[r]
+                         : compute(r, attention(r, o, true) + mos_project(o), {}, "attention_bwd");
+      }
+    std::vector<TaskId> acc_in(P_, kNone);  // ring: the accumulator that arrived last round
+    for (int k = 1; k < P_; ++k) {
+      std::vector<TaskId> acc_next(P_, kNone);
+      for (int r = 0; r < P_; ++r) {
+        const int o = owner_at(r, k);
+        std::vector<TaskId> deps = {overlap ? done[r][k - 1] : done[r].back()};
+        if (ring) {  // add to the accumulator for o's block and pass it on towards o
+          if (acc_in[r] != kNone) deps.push_back(acc_in[r]);
+          const int dst = (r + 1) % P_;
+          acc_next[dst] = transfer(r, dst, o, deps, "dkv");
+        } else {  // all_gather: the partial straight back to its owner
+          incoming[o].push_back(transfer(r, o, o, deps, "dkv"));
+        }
+      }
+      acc_in = acc_next;
+    }
+    if (ring && P_ > 1)
+      for (int r = 0; r < P_; ++r) incoming[r].push_back(acc_in[r]);  // round P-1 ends at the owner
+    for (int r = 0; r < P_; ++r) {
+      const cost::Cost c = cost::dense_backward(pre_attention(r)) + mos_reconstruct(r);
+      compute(r, c, incoming[r], "qkv_bwd");
+    }
+  }
+
+  // Keeps `params` parameters' gradients equal across ranks, from each rank's
+  // latest compute task on (bucketed like DDP: overlaps the rest of the backward).
+  void grad_sync(double params) {
+    if (P_ < 2 || !opt_.include_weight_sync) return;
+    const auto& c = s_.compression;
+    const double fraction = c.weight_sync == WeightSync::sparse ? c.sync_fraction : 1.0;
+    const double bytes = params * fraction * m_.bytes_per_element;
+    std::vector<int> ranks(P_);
+    sim::RankDeps after(P_);
+    for (int r = 0; r < P_; ++r) ranks[r] = r, after[r] = {last_[r]};
+    const std::vector<TaskId> finished = sim::ring_all_reduce(out_.graph, ranks, bytes, after, "grad_sync");
+    for (int r = 0; r < P_; ++r) sync_done_[r].push_back(finished[r]);
+  }
+
+  const Scenario& s_;
+  const ModelConfig& m_;
+  ContextScheduleOptions opt_;
+  int P_;
+  double batch_;
+  double elem_;
+  ContextStep out_;
+  std::vector<TaskId> last_;               // each rank's latest compute task
+  std::vector<std::vector<TaskId>> sync_done_ = std::vector<std::vector<TaskId>>(P_);
+  std::vector<std::vector<TokenRange>> ranges_;
+  std::vector<double> tokens_;             // per rank, whole batch
+  std::vector<double> wire_bytes_, plain_bytes_;  // per owner's block, whole batch
+  std::vector<std::vector<double>> pairs_;  // [query rank][key rank], whole batch
+  int k_rank_ = 0, v_rank_ = 0;
+  double forward_model_flops_ = 0;
+};
+
+}  // namespace
+
+ContextStep build_context_parallel(const Scenario& scenario, const ContextScheduleOptions& options) {
+  validate(scenario);
+  return Builder(scenario, options).build();
+}
+
+sim::StepGraph build_context_parallel_step(const Scenario& scenario, bool include_weight_sync) {
+  ContextScheduleOptions options;
+  options.include_weight_sync = include_weight_sync;
+  return build_context_parallel(scenario, options).graph;
+}
+
+}  // namespace lowband::parallel

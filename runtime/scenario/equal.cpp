@@ -1,0 +1,131 @@
+#include "runtime/scenario/equal.h"
+
+#include <sstream>
+
+namespace lowband {
+namespace {
+
+// Collects the first difference; later comparisons are skipped once one is found.
+class Diff {
+ public:
+  template <typename T>
+  void field(const std::string& path, const T& a, const T& b) {
+    if (!first_.empty() || a == b) return;
+    std::ostringstream os;
+    os.precision(17);
+    os << path << ": " << a << " vs " << b;
+    first_ = os.str();
+  }
+  template <typename E>
+  void enumeration(const std::string& path, E a, E b) {
+    field(path, static_cast<int>(a), static_cast<int>(b));
+  }
+  void link(const std::string& path, const sim::Link& a, const sim::Link& b) {
+    field(path + ".bandwidth_bytes_per_s", a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s);
+    field(path + ".latency_s", a.latency_s, b.latency_s);
+  }
+  void device(const std::string& path, const sim::DeviceProfile& a, const sim::DeviceProfile& b) {
+    field(path + ".name", a.name, b.name);
+    field(path + ".peak_flops_fp32", a.peak_flops_fp32, b.peak_flops_fp32);
+    field(path + ".peak_flops_tf32", a.peak_flops_tf32, b.peak_flops_tf32);
+    field(path + ".peak_flops_bf16", a.peak_flops_bf16, b.peak_flops_bf16);
+    field(path + ".memory_bandwidth_bytes_per_s", a.memory_bandwidth_bytes_per_s, b.memory_bandwidth_bytes_per_s);
+    field(path + ".memory_bytes", a.memory_bytes, b.memory_bytes);
+    field(path + ".efficiency", a.efficiency, b.efficiency);
+  }
+  // Lists: the sizes, then each element with `each(path_i, a_i, b_i)`.
+  template <typename T, typename Each>
+  void list(const std::string& path, const std::vector<T>& a, const std::vector<T>& b, Each each) {
+    field(path + ".size", a.size(), b.size());
+    for (size_t i = 0; first_.empty() && i < a.size(); ++i) each(path + "." + std::to_string(i), a[i], b[i]);
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+}  // namespace
+
+std::string scenario_difference(const Scenario& a, const Scenario& b) {
+  Diff d;
+  d.field("name", a.name, b.name);
+  d.field("description", a.description, b.description);
+
+  const auto &ma = a.model, &mb = b.model;
+  d.field("model.layers", ma.layers, mb.layers);
+  d.field("model.d_model", ma.d_model, mb.d_model);
+  d.field("model.heads", ma.heads, mb.heads);
+  d.field("model.kv_heads", ma.kv_heads, mb.kv_heads);
+  d.field("model.ffn_hidden", ma.ffn_hidden, mb.ffn_hidden);
+  d.field("model.vocab", ma.vocab, mb.vocab);
+  d.field("model.seq_len", ma.seq_len, mb.seq_len);
+  d.field("model.bytes_per_element", ma.bytes_per_element, mb.bytes_per_element);
+  d.field("model.tie_embeddings", ma.tie_embeddings, mb.tie_embeddings);
+
+  const auto &pa = a.parallel, &pb = b.parallel;
+  d.field("parallel.context", pa.context, pb.context);
+  d.field("parallel.pipeline", pa.pipeline, pb.pipeline);
+  d.field("parallel.data", pa.data, pb.data);
+  d.enumeration("parallel.split", pa.split, pb.split);
+  d.enumeration("parallel.exchange", pa.exchange, pb.exchange);
+  d.field("parallel.overlap", pa.overlap, pb.overlap);
+
+  const auto &ca = a.compression, &cb = b.compression;
+  d.enumeration("compression.method", ca.method, cb.method);
+  d.field("compression.k_ratio", ca.k_ratio, cb.k_ratio);
+  d.field("compression.v_ratio", ca.v_ratio, cb.v_ratio);
+  d.field("compression.k_rank_set", ca.k_rank_set, cb.k_rank_set);
+  d.field("compression.v_rank_set", ca.v_rank_set, cb.v_rank_set);
+  d.field("compression.warmup_steps", ca.warmup_steps, cb.warmup_steps);
+  d.enumeration("compression.weight_sync", ca.weight_sync, cb.weight_sync);
+  d.field("compression.sync_fraction", ca.sync_fraction, cb.sync_fraction);
+  d.field("compression.sync_every", ca.sync_every, cb.sync_every);
+
+  const auto &na = a.network, &nb = b.network;
+  d.enumeration("network.model", na.model, nb.model);
+  d.enumeration("network.topology", na.topology, nb.topology);
+  d.field("network.nodes", na.nodes, nb.nodes);
+  d.link("network.link", na.link, nb.link);
+  d.list("network.node_links", na.node_links, nb.node_links,
+         [&](const std::string& p, const sim::NodeLink& x, const sim::NodeLink& y) {
+           d.field(p + ".node", x.node, y.node);
+           d.link(p + ".link", x.link, y.link);
+         });
+  const auto pair = [&](const std::string& p, const sim::PairLink& x, const sim::PairLink& y) {
+    d.field(p + ".a", x.a, y.a);
+    d.field(p + ".b", x.b, y.b);
+    d.link(p + ".link", x.link, y.link);
+  };
+  d.list("network.pair_links", na.pair_links, nb.pair_links, pair);
+  d.list("network.clusters", na.clusters, nb.clusters,
+         [&](const std::string& p, const sim::Cluster& x, const sim::Cluster& y) {
+           d.field(p + ".nodes", x.nodes, y.nodes);
+           d.link(p + ".access", x.access, y.access);
+         });
+  d.link("network.wan", na.wan, nb.wan);
+  d.list("network.wan_links", na.wan_links, nb.wan_links, pair);
+
+  d.device("devices.default_profile", a.devices.default_profile, b.devices.default_profile);
+  d.list("devices.node_profiles", a.devices.node_profiles, b.devices.node_profiles,
+         [&](const std::string& p, const auto& x, const auto& y) {
+           d.field(p + ".node", x.first, y.first);
+           d.device(p + ".profile", x.second, y.second);
+         });
+  d.enumeration("devices.dtype", a.devices.dtype, b.devices.dtype);
+
+  const auto &ta = a.training, &tb = b.training;
+  d.field("training.steps", ta.steps, tb.steps);
+  d.field("training.batch_size", ta.batch_size, tb.batch_size);
+  d.field("training.lr", ta.lr, tb.lr);
+  d.field("training.lr_warmup_steps", ta.lr_warmup_steps, tb.lr_warmup_steps);
+  d.field("training.weight_decay", ta.weight_decay, tb.weight_decay);
+  d.field("training.grad_clip", ta.grad_clip, tb.grad_clip);
+  d.field("training.seed", ta.seed, tb.seed);
+  d.field("training.data", ta.data, tb.data);
+  d.field("training.tokenizer", ta.tokenizer, tb.tokenizer);
+  d.field("training.eval_every", ta.eval_every, tb.eval_every);
+  return d.first();
+}
+
+}  // namespace lowband

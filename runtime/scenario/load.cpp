@@ -1,0 +1,167 @@
+// Reading scenario files: JSON syntax errors with line and column, duplicate keys,
+// and --set overrides, whose errors name the flag.
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "runtime/scenario/load.h"
+#include "runtime/scenario/parse_internal.h"
+
+namespace lowband {
+namespace {
+
+using nlohmann::json;
+using scenario_detail::SchemaError;
+
+// Line and column (1-based) of the character at 1-based byte offset `byte`.
+std::pair<size_t, size_t> line_column(const std::string& text, size_t byte) {
+  const size_t end = std::min(std::max<size_t>(byte, 1) - 1, text.size());
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < end; ++i)
+    if (text[i] == '\n') ++line, line_start = i + 1;
+  return {line, end - line_start + 1};
+}
+
+// nlohmann keeps the last of duplicate keys silently; a scenario should not.
+class DuplicateKeyCheck {
+ public:
+  bool operator()(int, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    switch (event) {
+      case E::object_start:
+      case E::array_start:
+        if (!frames_.empty() && !frames_.back().is_object) frames_.back().label = std::to_string(frames_.back().count++);
+        frames_.push_back({event == E::object_start, {}, "", 0});
+        break;
+      case E::object_end:
+      case E::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        break;
+      case E::key: {
+        auto& top = frames_.back();
+        top.label = parsed.get<std::string>();
+        if (!top.keys.insert(top.label).second) {
+          std::string path;
+          for (const auto& f : frames_) path = scenario_detail::join_path(path, f.label);
+          throw SchemaError(path, path + ": duplicate key \"" + top.label + "\"");
+        }
+        break;
+      }
+      case E::value:
+        if (!frames_.empty() && !frames_.back().is_object) ++frames_.back().count;
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool is_object;
+    std::set<std::string> keys;
+    std::string label;  // the key (object) or index (array) of the child being read
+    size_t count;
+  };
+  std::vector<Frame> frames_;
+};
+
+bool is_index(const std::string& part) {
+  return !part.empty() && part.size() < 10 && std::all_of(part.begin(), part.end(), ::isdigit);
+}
+
+void apply_one(json& document, const std::string& text) {
+  const std::string flag = "--set " + text;
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw InputError(flag, "expected PATH=VALUE, e.g. network.bandwidth=1Gbps");
+  const std::string path = text.substr(0, eq), raw = text.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+  if (path.back() == '.') parts.push_back("");
+  json value = json::parse(raw, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = raw;  // not JSON: a string such as 300Mbps
+
+  json* at = &document;
+  std::string walked;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (part.empty()) throw InputError(flag, "empty part in path \"" + path + "\"");
+    if (at->is_null()) *at = is_index(part) && part == "0" ? json::array() : json::object();
+    if (at->is_object()) {
+      at = &(*at)[part];
+    } else if (at->is_array()) {
+      if (!is_index(part))
+        throw InputError(flag, scenario_detail::describe_path(walked) + " is an array: expected an index, got \"" + part + "\"");
+      const size_t index = std::stoul(part);
+      if (index > at->size())
+        throw InputError(flag, "index " + part + " is out of range: " + scenario_detail::describe_path(walked) + " has " +
+                                   std::to_string(at->size()) + " elements");
+      if (index == at->size()) at->push_back(nullptr);
+      at = &(*at)[index];
+    } else {
+      throw InputError(flag, scenario_detail::describe_path(walked) + " is " + at->type_name() + ", not an object or array");
+    }
+    walked = scenario_detail::join_path(walked, part);
+  }
+  *at = value;
+}
+
+}  // namespace
+
+// Parses `text`, naming `source` with line and column on a syntax error.
+json scenario_detail::parse_json_text(const std::string& text, const std::string& source) {
+  try {
+    return json::parse(text, DuplicateKeyCheck());
+  } catch (const json::parse_error& e) {
+    const auto [line, column] = line_column(text, e.byte);
+    // Keep nlohmann's reason, dropping its own "[json.exception...] ... column N: " prefix.
+    std::string reason = e.what();
+    const size_t at = reason.find(", column ");
+    const size_t colon = at == std::string::npos ? std::string::npos : reason.find(": ", at);
+    if (colon != std::string::npos) reason = reason.substr(colon + 2);
+    throw InputError(source + ":" + std::to_string(line) + ":" + std::to_string(column), "invalid JSON: " + reason);
+  } catch (const SchemaError& e) {
+    throw InputError(source, e.what());
+  }
+}
+
+void apply_overrides(nlohmann::json& document, const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides) apply_one(document, o);
+}
+
+Scenario scenario_detail::parse_with_overrides(const json& document, const std::string& source,
+                              const std::vector<std::string>& overrides) {
+  try {
+    Scenario s = scenario_detail::parse_document(document);
+    s.source = source;
+    return s;
+  } catch (const SchemaError& e) {
+    // The last --set at or above the error's path (or a related one) is to blame.
+    auto under = [](const std::string& path, const std::string& prefix) {
+      return path == prefix || path.rfind(prefix + ".", 0) == 0;
+    };
+    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+      const std::string set_path = it->substr(0, it->find('='));
+      bool blamed = under(e.path(), set_path);
+      for (const auto& related : e.related()) blamed = blamed || under(related, set_path) || under(set_path, related);
+      if (blamed) throw InputError("--set " + *it, e.what());
+    }
+    throw InputError(source, e.what());
+  }
+}
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw InputError(path, "no such scenario file");
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, "not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw InputError(path, "cannot read the file");
+  json document = scenario_detail::parse_json_text(text.str(), path);
+  apply_overrides(document, overrides);
+  return scenario_detail::parse_with_overrides(document, path, overrides);
+}
+
+}  // namespace lowband

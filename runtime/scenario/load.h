@@ -1,0 +1,40 @@
+#pragma once
+// Loading scenario files strictly. Every error is a lowband::InputError naming the
+// place: the file (with line and column for invalid JSON) and the JSON path, or the
+// --set flag that introduced the bad value. The key reference is scenarios/README.md.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runtime/scenario/scenario.h"
+
+namespace lowband {
+
+// Reads, applies the overrides ("dotted.path=value"), validates. source = path.
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Validates a parsed JSON document; `source` names it in errors and in Scenario::source.
+Scenario parse_scenario(const nlohmann::json& document, const std::string& source);
+
+// The resolved scenario with every knob explicit and units as exact strings:
+// parse_scenario(to_json(s), ...) gives back s.
+nlohmann::json to_json(const Scenario& scenario);
+
+// Applies "dotted.path=value" overrides to a document in place. The value is parsed
+// as JSON when it parses ("8", "true", "[0,1]", "\"x\""), else taken as a string
+// ("300Mbps"). Numeric path parts index arrays (network.overrides.0.bandwidth; the
+// index equal to the size appends); missing objects are created. Whether a key
+// exists in the schema is checked later, by parse_scenario; errors in the path
+// itself name the flag ("--set a.b=c").
+void apply_overrides(nlohmann::json& document, const std::vector<std::string>& overrides);
+
+// Built-in scenarios, embedded in the binary (each equals its file under scenarios/:
+// "default" is scenarios/quickstart.json, the others scenarios/NAME.json).
+Scenario builtin_scenario(const std::string& name, const std::vector<std::string>& overrides = {});
+std::vector<std::string> builtin_scenario_names();
+// The embedded JSON text of a built-in, and the file under scenarios/ it copies
+// ("quickstart.json" for "default"); InputError for an unknown name.
+const std::string& builtin_scenario_text(const std::string& name);
+std::string builtin_scenario_file(const std::string& name);
+
+}  // namespace lowband

@@ -1,0 +1,179 @@
+// parse_scenario: the model, parallel, compression, devices and training sections,
+// and the checks that span sections. The network section is in parse_network.cpp.
+#include <algorithm>
+#include <cctype>
+
+#include "common/error.h"
+#include "runtime/scenario/load.h"
+#include "runtime/scenario/parse_internal.h"
+
+namespace lowband::scenario_detail {
+namespace {
+
+constexpr int64_t kMaxInt = 1 << 30;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what, std::vector<std::string> related = {}) {
+  throw SchemaError(path, path + ": " + what, std::move(related));
+}
+
+ModelConfig parse_model(const ObjectReader& root) {
+  const ObjectReader r = root.object("model", {"layers", "d_model", "heads", "kv_heads", "ffn_hidden", "vocab",
+                                               "seq_len", "bytes_per_element", "tie_embeddings"});
+  ModelConfig m;
+  m.layers = static_cast<int>(r.integer("layers", 1, kMaxInt));
+  m.d_model = static_cast<int>(r.integer("d_model", 1, kMaxInt));
+  m.heads = static_cast<int>(r.integer("heads", 1, kMaxInt));
+  m.kv_heads = static_cast<int>(r.integer_or("kv_heads", m.heads, 1, kMaxInt));
+  m.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1, kMaxInt));
+  m.vocab = static_cast<int>(r.integer("vocab", 1, kMaxInt));
+  m.seq_len = r.integer("seq_len", 1, int64_t{1} << 40);
+  m.bytes_per_element = static_cast<int>(r.integer_or("bytes_per_element", 2, 1, 8));
+  m.tie_embeddings = r.boolean_or("tie_embeddings", false);
+  if (m.d_model % m.heads != 0)
+    fail(r.path_of("heads"), "d_model " + std::to_string(m.d_model) + " is not divisible by heads " +
+                                 std::to_string(m.heads), {r.path_of("d_model")});
+  if (m.heads % m.kv_heads != 0)
+    fail(r.path_of("kv_heads"), "heads " + std::to_string(m.heads) + " is not divisible by kv_heads " +
+                                    std::to_string(m.kv_heads), {r.path_of("heads")});
+  return m;
+}
+
+ParallelConfig parse_parallel(const ObjectReader& root) {
+  ParallelConfig p;
+  if (!root.has("parallel")) return p;
+  const ObjectReader r = root.object("parallel", {"context", "pipeline", "data", "split", "exchange", "overlap"});
+  p.context = static_cast<int>(r.integer_or("context", 1, 1, kMaxNodes));
+  p.pipeline = static_cast<int>(r.integer_or("pipeline", 1, 1, kMaxNodes));
+  p.data = static_cast<int>(r.integer_or("data", 1, 1, kMaxNodes));
+  if (p.pipeline != 1) fail(r.path_of("pipeline"), "pipeline parallelism is not implemented yet: must be 1");
+  if (p.data != 1) fail(r.path_of("data"), "data parallelism is not implemented yet: must be 1");
+  p.split = r.choice_or("split", "zigzag", {"zigzag", "contiguous"}) == "zigzag" ? CpSplit::zigzag
+                                                                                 : CpSplit::contiguous;
+  p.exchange = r.choice_or("exchange", "ring", {"ring", "all_gather"}) == "ring" ? CpExchange::ring
+                                                                                 : CpExchange::all_gather;
+  p.overlap = r.boolean_or("overlap", true);
+  return p;
+}
+
+CompressionConfig parse_compression(const ObjectReader& root) {
+  CompressionConfig c;
+  if (!root.has("compression")) return c;
+  const ObjectReader r = root.object("compression", {"method", "k_ratio", "v_ratio", "k_rank", "v_rank",
+                                                     "warmup_steps", "weight_sync", "sync_fraction", "sync_every"});
+  c.method = r.choice_or("method", "none", {"none", "mos"}) == "mos" ? CompressionMethod::mos
+                                                                     : CompressionMethod::none;
+  for (const char* t : {"k", "v"}) {
+    const std::string ratio_key = std::string(t) + "_ratio", rank_key = std::string(t) + "_rank";
+    if (c.method == CompressionMethod::none) {
+      for (const auto& key : {ratio_key, rank_key})
+        if (r.has(key)) fail(r.path_of(key), "only used with method \"mos\", but method is \"none\"");
+      continue;
+    }
+    if (r.has(ratio_key) && r.has(rank_key))
+      fail(r.path_of(rank_key), "give " + ratio_key + " or " + rank_key + ", not both");
+    if (!r.has(ratio_key) && !r.has(rank_key))
+      fail(r.path(), "method \"mos\" needs " + ratio_key + " (fraction removed) or " + rank_key);
+    double& ratio = *t == 'k' ? c.k_ratio : c.v_ratio;
+    int& rank = *t == 'k' ? c.k_rank_set : c.v_rank_set;
+    if (r.has(ratio_key)) ratio = r.number(ratio_key, Bounds::half_open(0, 1));
+    if (r.has(rank_key)) rank = static_cast<int>(r.integer(rank_key, 1, kMaxInt));
+  }
+  c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", 500, 0, kMaxInt));
+  c.weight_sync = r.choice_or("weight_sync", "all_reduce", {"all_reduce", "sparse"}) == "sparse"
+                      ? WeightSync::sparse
+                      : WeightSync::all_reduce;
+  c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
+  c.sync_every = static_cast<int>(r.integer_or("sync_every", 1, 1, kMaxInt));
+  return c;
+}
+
+TrainingConfig parse_training(const ObjectReader& root) {
+  TrainingConfig t;
+  if (!root.has("training")) return t;
+  const ObjectReader r =
+      root.object("training", {"steps", "batch_size", "lr", "lr_warmup_steps", "weight_decay", "grad_clip",
+                               "seed", "data", "tokenizer", "eval_every"});
+  t.steps = static_cast<int>(r.integer_or("steps", t.steps, 1, kMaxInt));
+  t.batch_size = static_cast<int>(r.integer_or("batch_size", t.batch_size, 1, kMaxInt));
+  t.lr = r.number_or("lr", t.lr, Bounds::above(0));
+  t.lr_warmup_steps = static_cast<int>(r.integer_or("lr_warmup_steps", t.lr_warmup_steps, 0, kMaxInt));
+  t.weight_decay = r.number_or("weight_decay", t.weight_decay, Bounds::at_least(0));
+  t.grad_clip = r.number_or("grad_clip", t.grad_clip, Bounds::at_least(0));
+  if (r.has("seed")) t.seed = as_uint64(r.need("seed"), r.path_of("seed"));
+  t.data = r.string_or("data", t.data);
+  t.tokenizer = r.choice_or("tokenizer", t.tokenizer, {"byte", "gpt2"});
+  t.eval_every = static_cast<int>(r.integer_or("eval_every", t.eval_every, 0, kMaxInt));
+  return t;
+}
+
+void check_name(const ObjectReader& root, const std::string& name) {
+  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+  });
+  // Names become run-directory names: keep them safe as path components.
+  if (!ok || name == "." || name == "..")
+    fail(root.path_of("name"), "expected a name of letters, digits, '-', '_' and '.', got \"" + name + "\"");
+}
+
+void check_across(const Scenario& s) {
+  const auto& p = s.parallel;
+  const auto& m = s.model;
+  if (p.ranks() > s.network.nodes)
+    fail("parallel.context", std::to_string(p.ranks()) + " ranks need " + std::to_string(p.ranks()) +
+                                 " nodes but network has " + std::to_string(s.network.nodes),
+         {"parallel.pipeline", "parallel.data", "network.nodes", "network.clusters", "network.topology"});
+  const int64_t chunks = int64_t{p.context} * (p.split == CpSplit::zigzag ? 2 : 1);
+  if (m.seq_len % chunks != 0)
+    fail("model.seq_len", "seq_len " + std::to_string(m.seq_len) + " does not split into " + std::to_string(chunks) +
+                              " equal chunks (context " + std::to_string(p.context) +
+                              (p.split == CpSplit::zigzag ? ", zigzag: 2 chunks per rank)" : ", contiguous)"),
+         {"parallel.context", "parallel.split"});
+  const auto& c = s.compression;
+  if (c.k_rank_set > m.head_dim())
+    fail("compression.k_rank", "rank " + std::to_string(c.k_rank_set) + " exceeds head_dim " +
+                                   std::to_string(m.head_dim()) + " (expected 1.." + std::to_string(m.head_dim()) + ")",
+         {"model.d_model", "model.heads"});
+  if (c.v_rank_set > m.head_dim())
+    fail("compression.v_rank", "rank " + std::to_string(c.v_rank_set) + " exceeds head_dim " +
+                                   std::to_string(m.head_dim()) + " (expected 1.." + std::to_string(m.head_dim()) + ")",
+         {"model.d_model", "model.heads"});
+  const int min_vocab = s.training.tokenizer == "gpt2" ? 50257 : 256;
+  if (m.vocab < min_vocab)
+    fail("model.vocab", "tokenizer \"" + s.training.tokenizer + "\" needs vocab >= " + std::to_string(min_vocab) +
+                            ", got " + std::to_string(m.vocab), {"training.tokenizer"});
+}
+
+}  // namespace
+
+Scenario parse_document(const json& document) {
+  const ObjectReader root(document, "", {"name", "description", "model", "parallel", "compression", "network",
+                                         "devices", "training"});
+  Scenario s;
+  s.name = root.string("name");
+  check_name(root, s.name);
+  s.description = root.string_or("description", "");
+  s.model = parse_model(root);
+  s.parallel = parse_parallel(root);
+  s.compression = parse_compression(root);
+  s.network = parse_network(root);
+  s.devices = parse_devices(root, s.network.nodes);
+  s.training = parse_training(root);
+  check_across(s);
+  return s;
+}
+
+}  // namespace lowband::scenario_detail
+
+namespace lowband {
+
+Scenario parse_scenario(const nlohmann::json& document, const std::string& source) {
+  try {
+    Scenario s = scenario_detail::parse_document(document);
+    s.source = source;
+    return s;
+  } catch (const scenario_detail::SchemaError& e) {
+    throw InputError(source, e.what());
+  }
+}
+
+}  // namespace lowband

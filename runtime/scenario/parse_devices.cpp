@@ -1,0 +1,94 @@
+// The "devices" section: a default profile, per-node overrides, and profiles the
+// scenario defines itself. Built-in profiles come from sim/device_profile.h.
+#include <algorithm>
+#include <set>
+
+#include "runtime/scenario/parse_internal.h"
+
+namespace lowband::scenario_detail {
+namespace {
+
+sim::DeviceProfile parse_custom(const ObjectReader& r) {
+  sim::DeviceProfile p;
+  p.name = r.string("name");
+  if (p.name.empty()) throw SchemaError(r.path_of("name"), r.path_of("name") + ": expected a non-empty name");
+  if (sim::find_builtin_device(p.name))
+    throw SchemaError(r.path_of("name"), r.path_of("name") + ": \"" + p.name +
+                                             "\" is a built-in profile; give a custom profile another name");
+  constexpr double kTera = 1e12;
+  p.peak_flops_fp32 = r.number("peak_tflops_fp32", Bounds::above(0)) * kTera;
+  p.peak_flops_tf32 = r.number_or("peak_tflops_tf32", 0, Bounds::at_least(0)) * kTera;
+  p.peak_flops_bf16 = r.number_or("peak_tflops_bf16", 0, Bounds::at_least(0)) * kTera;
+  p.memory_bandwidth_bytes_per_s = r.bandwidth("memory_bandwidth");
+  p.memory_bytes = r.bytes("memory");
+  if (!(p.memory_bytes > 0)) throw SchemaError(r.path_of("memory"), r.path_of("memory") + ": must be positive");
+  p.efficiency = r.number("efficiency", Bounds{0, 1, true, false});
+  return p;
+}
+
+const sim::DeviceProfile& lookup(const json& v, const std::string& path,
+                                 const std::vector<sim::DeviceProfile>& custom) {
+  const std::string name = as_string(v, path);
+  for (const auto& p : custom)
+    if (p.name == name) return p;
+  if (const auto* p = sim::find_builtin_device(name)) return *p;
+  std::vector<std::string> known;
+  for (const auto& p : sim::builtin_device_profiles()) known.push_back(p.name);
+  for (const auto& p : custom) known.push_back(p.name);
+  // Same wording as an unknown key, with the profile names as the known set.
+  std::string msg = unknown_key_message(name, path, known);
+  msg.replace(0, std::string("unknown key").size(), "unknown device profile");
+  throw SchemaError(path, msg);
+}
+
+}  // namespace
+
+DeviceConfig parse_devices(const ObjectReader& root, int nodes) {
+  DeviceConfig d;
+  const json empty = json::object();
+  const ObjectReader r(root.has("devices") ? root.need("devices") : empty, root.path_of("devices"),
+                       {"profile", "dtype", "overrides", "custom_profiles"});
+  std::vector<sim::DeviceProfile> custom;
+  if (r.has("custom_profiles")) {
+    const std::string path = r.path_of("custom_profiles");
+    const json& array = as_array(r.need("custom_profiles"), path);
+    for (size_t i = 0; i < array.size(); ++i) {
+      const ObjectReader c(array[i], join_path(path, std::to_string(i)),
+                           {"name", "peak_tflops_fp32", "peak_tflops_tf32", "peak_tflops_bf16",
+                            "memory_bandwidth", "memory", "efficiency"});
+      sim::DeviceProfile p = parse_custom(c);
+      for (const auto& q : custom)
+        if (q.name == p.name)
+          throw SchemaError(c.path_of("name"), c.path_of("name") + ": profile \"" + p.name + "\" is defined twice");
+      custom.push_back(p);
+    }
+  }
+  const json default_name = "cpu";
+  d.default_profile = lookup(r.has("profile") ? r.need("profile") : default_name, r.path_of("profile"), custom);
+  const std::string dtype = r.choice_or("dtype", "bf16", {"fp32", "tf32", "bf16", "fp16"});
+  d.dtype = dtype == "fp32" ? sim::DType::fp32
+            : dtype == "tf32" ? sim::DType::tf32
+            : dtype == "bf16" ? sim::DType::bf16
+                              : sim::DType::fp16;
+  if (r.has("overrides")) {
+    const std::string path = r.path_of("overrides");
+    const json& array = as_array(r.need("overrides"), path);
+    std::set<int64_t> seen;
+    for (size_t i = 0; i < array.size(); ++i) {
+      const ObjectReader o(array[i], join_path(path, std::to_string(i)), {"node", "profile"});
+      const json& node_value = o.need("node");
+      if (!node_value.is_number_integer() || node_value.get<int64_t>() < 0 || node_value.get<int64_t>() >= nodes)
+        throw SchemaError(o.path_of("node"), o.path_of("node") + ": expected a node index in 0.." +
+                                                 std::to_string(nodes - 1) + " (the network has " +
+                                                 std::to_string(nodes) + " nodes), got " + node_value.dump());
+      const int node = node_value.get<int>();
+      if (!seen.insert(node).second)
+        throw SchemaError(o.path_of("node"), o.path_of("node") + ": node " + std::to_string(node) +
+                                                 " is overridden twice");
+      d.node_profiles.emplace_back(node, lookup(o.need("profile"), o.path_of("profile"), custom));
+    }
+  }
+  return d;
+}
+
+}  // namespace lowband::scenario_detail

@@ -1,0 +1,169 @@
+// The "network" section: topology, links, and per-node or per-pair overrides,
+// filled into sim::NetworkSpec as sim/network.h documents it.
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "runtime/scenario/parse_internal.h"
+
+namespace lowband::scenario_detail {
+namespace {
+
+const std::vector<std::string> kAllNetworkKeys = {"model",    "topology", "nodes",   "bandwidth",
+                                                  "latency",  "overrides", "clusters", "wan",
+                                                  "wan_overrides", "links"};
+
+std::vector<std::string> keys_for(const std::string& topology) {
+  if (topology == "star" || topology == "full_mesh")
+    return {"model", "topology", "nodes", "bandwidth", "latency", "overrides"};
+  if (topology == "clusters")
+    return {"model", "topology", "nodes", "clusters", "wan", "wan_overrides", "overrides"};
+  return {"model", "topology", "nodes", "links"};  // explicit
+}
+
+// An index into `count` things ("node", "cluster") at `path`.
+int index_in(const json& v, const std::string& path, int count, const char* thing) {
+  if (!v.is_number_integer())
+    throw SchemaError(path, path + ": expected a " + std::string(thing) + " index (an integer), got " + v.dump());
+  const int64_t i = v.get<int64_t>();
+  if (i < 0 || i >= count)
+    throw SchemaError(path, path + ": " + thing + " " + std::to_string(i) + " is out of range: the network has " +
+                                std::to_string(count) + " " + thing + "s (0.." + std::to_string(count - 1) + ")");
+  return static_cast<int>(i);
+}
+
+// "between": [a, b], two distinct indices, returned with a < b.
+std::pair<int, int> between(const ObjectReader& r, int count, const char* thing) {
+  const std::string path = r.path_of("between");
+  const json& v = as_array(r.need("between"), path);
+  if (v.size() != 2)
+    throw SchemaError(path, path + ": expected two " + thing + " indices [a, b], got " + v.dump());
+  const int a = index_in(v[0], join_path(path, "0"), count, thing);
+  const int b = index_in(v[1], join_path(path, "1"), count, thing);
+  if (a == b) throw SchemaError(path, path + ": a link joins two different " + thing + "s, got " + v.dump());
+  return {std::min(a, b), std::max(a, b)};
+}
+
+// An override: the base link with whichever of bandwidth and latency it gives.
+sim::Link override_link(const ObjectReader& r, const sim::Link& base) {
+  if (!r.has("bandwidth") && !r.has("latency"))
+    throw SchemaError(r.path(), r.path() + ": an override needs \"bandwidth\" or \"latency\"");
+  return {r.bandwidth_or("bandwidth", base.bandwidth_bytes_per_s), r.duration_or("latency", base.latency_s)};
+}
+
+sim::Link full_link(const ObjectReader& r) { return {r.bandwidth("bandwidth"), r.duration("latency")}; }
+
+std::vector<ObjectReader> elements(const ObjectReader& r, const std::string& key,
+                                   const std::vector<std::string>& known, bool required) {
+  std::vector<ObjectReader> out;
+  if (!required && !r.has(key)) return out;
+  const std::string path = r.path_of(key);
+  const json& array = as_array(r.need(key), path);
+  for (size_t i = 0; i < array.size(); ++i) out.emplace_back(array[i], join_path(path, std::to_string(i)), known);
+  return out;
+}
+
+// Per-node access overrides; `access_of(node)` is the node's link without override.
+template <typename AccessOf>
+std::vector<sim::NodeLink> node_overrides(const ObjectReader& r, int nodes, AccessOf access_of) {
+  std::vector<sim::NodeLink> out;
+  std::set<int> seen;
+  for (const auto& o : elements(r, "overrides", {"node", "bandwidth", "latency"}, false)) {
+    const int node = index_in(o.need("node"), o.path_of("node"), nodes, "node");
+    if (!seen.insert(node).second)
+      throw SchemaError(o.path_of("node"), o.path_of("node") + ": node " + std::to_string(node) +
+                                               " is overridden twice");
+    out.push_back({node, override_link(o, access_of(node))});
+  }
+  return out;
+}
+
+std::vector<sim::PairLink> pair_overrides(const std::vector<ObjectReader>& items, int count, const char* thing,
+                                          const sim::Link& base, bool full) {
+  std::vector<sim::PairLink> out;
+  std::set<std::pair<int, int>> seen;
+  for (const auto& o : items) {
+    const auto [a, b] = between(o, count, thing);
+    if (!seen.insert({a, b}).second)
+      throw SchemaError(o.path_of("between"), o.path_of("between") + ": " + thing + "s " + std::to_string(a) +
+                                                  " and " + std::to_string(b) + " are listed twice");
+    out.push_back({a, b, full ? full_link(o) : override_link(o, base)});
+  }
+  return out;
+}
+
+// Explicit links must connect every node to every other (possibly over several hops).
+void check_connected(const ObjectReader& r, const sim::NetworkSpec& net) {
+  std::vector<int> parent(static_cast<size_t>(net.nodes));
+  for (int i = 0; i < net.nodes; ++i) parent[static_cast<size_t>(i)] = i;
+  auto find = [&](int x) {
+    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    return x;
+  };
+  for (const auto& l : net.pair_links) parent[static_cast<size_t>(find(l.a))] = find(l.b);
+  for (int i = 1; i < net.nodes; ++i)
+    if (find(i) != find(0))
+      throw SchemaError(r.path_of("links"), r.path_of("links") + ": node " + std::to_string(i) +
+                                                " is not connected to node 0 by any path of links");
+}
+
+}  // namespace
+
+sim::NetworkSpec parse_network(const ObjectReader& root) {
+  const ObjectReader all = root.object("network", kAllNetworkKeys);
+  sim::NetworkSpec net;
+  net.model = all.choice("model", {"ideal", "tcp"}) == "ideal" ? sim::NetworkModel::ideal : sim::NetworkModel::tcp;
+  const std::string topology = all.choice("topology", {"star", "full_mesh", "clusters", "explicit"});
+  const std::vector<std::string> known = keys_for(topology);
+  for (const auto& key : kAllNetworkKeys)
+    if (all.has(key) && std::find(known.begin(), known.end(), key) == known.end())
+      throw SchemaError(all.path_of(key), all.path_of(key) + ": key \"" + key + "\" is not used by topology \"" +
+                                              topology + "\"");
+  const ObjectReader r(root.need("network"), all.path(), known);
+
+  if (topology == "star" || topology == "full_mesh") {
+    net.topology = topology == "star" ? sim::Topology::star : sim::Topology::full_mesh;
+    net.nodes = static_cast<int>(r.integer("nodes", 1, kMaxNodes));
+    net.link = full_link(r);
+    if (topology == "star") {
+      net.node_links = node_overrides(r, net.nodes, [&](int) { return net.link; });
+    } else {
+      net.pair_links = pair_overrides(elements(r, "overrides", {"between", "bandwidth", "latency"}, false),
+                                      net.nodes, "node", net.link, false);
+    }
+  } else if (topology == "clusters") {
+    net.topology = sim::Topology::clusters;
+    std::vector<int> cluster_of;
+    for (const auto& c : elements(r, "clusters", {"nodes", "bandwidth", "latency"}, true)) {
+      sim::Cluster cluster{static_cast<int>(c.integer("nodes", 1, kMaxNodes)), full_link(c)};
+      cluster_of.insert(cluster_of.end(), static_cast<size_t>(cluster.nodes), static_cast<int>(net.clusters.size()));
+      net.clusters.push_back(cluster);
+      if (cluster_of.size() > static_cast<size_t>(kMaxNodes))
+        throw SchemaError(r.path_of("clusters"), r.path_of("clusters") + ": more than " +
+                                                     std::to_string(kMaxNodes) + " nodes in all");
+    }
+    const int count = static_cast<int>(net.clusters.size());
+    if (count < 2)
+      throw SchemaError(r.path_of("clusters"), r.path_of("clusters") +
+                                                   ": topology \"clusters\" needs at least 2 clusters (use \"star\" for one)");
+    net.nodes = static_cast<int>(cluster_of.size());
+    if (r.has("nodes") && r.integer("nodes", 1, kMaxNodes) != net.nodes)
+      throw SchemaError(r.path_of("nodes"), r.path_of("nodes") + ": the clusters have " + std::to_string(net.nodes) +
+                                                " nodes in all, but nodes is " + r.need("nodes").dump());
+    net.wan = full_link(r.object("wan", {"bandwidth", "latency"}));
+    net.wan_links = pair_overrides(elements(r, "wan_overrides", {"between", "bandwidth", "latency"}, false), count,
+                                   "cluster", net.wan, false);
+    net.node_links = node_overrides(r, net.nodes, [&](int node) {
+      return net.clusters[static_cast<size_t>(cluster_of[static_cast<size_t>(node)])].access;
+    });
+  } else {
+    net.topology = sim::Topology::explicit_links;
+    net.nodes = static_cast<int>(r.integer("nodes", 1, kMaxNodes));
+    net.pair_links = pair_overrides(elements(r, "links", {"between", "bandwidth", "latency"}, true), net.nodes,
+                                    "node", {}, true);
+    check_connected(r, net);
+  }
+  return net;
+}
+
+}  // namespace lowband::scenario_detail

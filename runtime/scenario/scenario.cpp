@@ -1,0 +1,29 @@
+// Methods of the Scenario structs (ModelConfig::parameters() is in runtime/cost_model.cpp).
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/scenario/scenario.h"
+
+namespace lowband {
+namespace {
+
+// Rank kept per head: an explicit rank, or head_dim·(1 − ratio) rounded, at least 1.
+int kept_rank(CompressionMethod method, int rank_set, double ratio, int head_dim) {
+  if (method == CompressionMethod::none) return head_dim;
+  if (rank_set > 0) return rank_set;
+  const long r = std::lround(head_dim * (1.0 - ratio));
+  return static_cast<int>(std::clamp<long>(r, 1, head_dim));
+}
+
+}  // namespace
+
+int CompressionConfig::k_rank(int head_dim) const { return kept_rank(method, k_rank_set, k_ratio, head_dim); }
+int CompressionConfig::v_rank(int head_dim) const { return kept_rank(method, v_rank_set, v_ratio, head_dim); }
+
+const sim::DeviceProfile& DeviceConfig::for_node(int node) const {
+  for (const auto& [n, profile] : node_profiles)
+    if (n == node) return profile;
+  return default_profile;
+}
+
+}  // namespace lowband

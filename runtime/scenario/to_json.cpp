@@ -1,0 +1,155 @@
+// to_json: the resolved scenario, every knob explicit, quantities as exact unit
+// strings, so that parse_scenario(to_json(s)) == s. Written into run directories.
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/scenario/load.h"
+#include "runtime/scenario/units.h"
+
+namespace lowband {
+namespace {
+
+using nlohmann::json;
+
+// x / scale, nudged by an ulp where needed so that the parser's (x / scale) * scale
+// gives back x exactly.
+double exact_quotient(double x, double scale) {
+  const double v = x / scale;
+  for (double c : {v, std::nextafter(v, -INFINITY), std::nextafter(v, INFINITY)})
+    if (c * scale == x) return c;
+  return v;
+}
+
+json link_json(const sim::Link& l) {
+  return {{"bandwidth", units::exact_bandwidth(l.bandwidth_bytes_per_s)},
+          {"latency", units::exact_duration(l.latency_s)}};
+}
+
+json pair_json(const sim::PairLink& p) {
+  json j = link_json(p.link);
+  j["between"] = {p.a, p.b};
+  return j;
+}
+
+json node_links_json(const std::vector<sim::NodeLink>& links) {
+  json out = json::array();
+  for (const auto& n : links) {
+    json j = link_json(n.link);
+    j["node"] = n.node;
+    out.push_back(j);
+  }
+  return out;
+}
+
+json pairs_json(const std::vector<sim::PairLink>& links) {
+  json out = json::array();
+  for (const auto& p : links) out.push_back(pair_json(p));
+  return out;
+}
+
+json network_json(const sim::NetworkSpec& n) {
+  json j = {{"model", n.model == sim::NetworkModel::ideal ? "ideal" : "tcp"}, {"nodes", n.nodes}};
+  switch (n.topology) {
+    case sim::Topology::star:
+    case sim::Topology::full_mesh:
+      j.update(link_json(n.link));
+      j["topology"] = n.topology == sim::Topology::star ? "star" : "full_mesh";
+      j["overrides"] = n.topology == sim::Topology::star ? node_links_json(n.node_links) : pairs_json(n.pair_links);
+      break;
+    case sim::Topology::clusters: {
+      j["topology"] = "clusters";
+      json clusters = json::array();
+      for (const auto& c : n.clusters) {
+        json cj = link_json(c.access);
+        cj["nodes"] = c.nodes;
+        clusters.push_back(cj);
+      }
+      j["clusters"] = clusters;
+      j["wan"] = link_json(n.wan);
+      j["wan_overrides"] = pairs_json(n.wan_links);
+      j["overrides"] = node_links_json(n.node_links);
+      break;
+    }
+    case sim::Topology::explicit_links:
+      j["topology"] = "explicit";
+      j["links"] = pairs_json(n.pair_links);
+      break;
+  }
+  return j;
+}
+
+const char* dtype_name(sim::DType d) {
+  switch (d) {
+    case sim::DType::fp32: return "fp32";
+    case sim::DType::tf32: return "tf32";
+    case sim::DType::bf16: return "bf16";
+    case sim::DType::fp16: return "fp16";
+  }
+  return "bf16";
+}
+
+json devices_json(const DeviceConfig& d) {
+  json custom = json::array(), overrides = json::array();
+  std::vector<std::string> listed;
+  auto note = [&](const sim::DeviceProfile& p) {
+    if (sim::find_builtin_device(p.name) || std::find(listed.begin(), listed.end(), p.name) != listed.end()) return;
+    listed.push_back(p.name);
+    constexpr double kTera = 1e12;
+    custom.push_back({{"name", p.name},
+                      {"peak_tflops_fp32", exact_quotient(p.peak_flops_fp32, kTera)},
+                      {"peak_tflops_tf32", exact_quotient(p.peak_flops_tf32, kTera)},
+                      {"peak_tflops_bf16", exact_quotient(p.peak_flops_bf16, kTera)},
+                      {"memory_bandwidth", units::exact_bandwidth(p.memory_bandwidth_bytes_per_s, true)},
+                      {"memory", units::exact_bytes(p.memory_bytes)},
+                      {"efficiency", p.efficiency}});
+  };
+  note(d.default_profile);
+  for (const auto& [node, profile] : d.node_profiles) {
+    note(profile);
+    overrides.push_back({{"node", node}, {"profile", profile.name}});
+  }
+  return {{"profile", d.default_profile.name}, {"dtype", dtype_name(d.dtype)}, {"overrides", overrides},
+          {"custom_profiles", custom}};
+}
+
+json compression_json(const CompressionConfig& c) {
+  json j = {{"method", c.method == CompressionMethod::mos ? "mos" : "none"},
+            {"warmup_steps", c.warmup_steps},
+            {"weight_sync", c.weight_sync == WeightSync::sparse ? "sparse" : "all_reduce"},
+            {"sync_fraction", c.sync_fraction},
+            {"sync_every", c.sync_every}};
+  if (c.method == CompressionMethod::mos) {
+    if (c.k_rank_set > 0) j["k_rank"] = c.k_rank_set; else j["k_ratio"] = c.k_ratio;
+    if (c.v_rank_set > 0) j["v_rank"] = c.v_rank_set; else j["v_ratio"] = c.v_ratio;
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Scenario& s) {
+  const auto& m = s.model;
+  const auto& p = s.parallel;
+  const auto& t = s.training;
+  return {
+      {"name", s.name},
+      {"description", s.description},
+      {"model",
+       {{"layers", m.layers}, {"d_model", m.d_model}, {"heads", m.heads}, {"kv_heads", m.kv_heads},
+        {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab}, {"seq_len", m.seq_len},
+        {"bytes_per_element", m.bytes_per_element}, {"tie_embeddings", m.tie_embeddings}}},
+      {"parallel",
+       {{"context", p.context}, {"pipeline", p.pipeline}, {"data", p.data},
+        {"split", p.split == CpSplit::zigzag ? "zigzag" : "contiguous"},
+        {"exchange", p.exchange == CpExchange::ring ? "ring" : "all_gather"}, {"overlap", p.overlap}}},
+      {"compression", compression_json(s.compression)},
+      {"network", network_json(s.network)},
+      {"devices", devices_json(s.devices)},
+      {"training",
+       {{"steps", t.steps}, {"batch_size", t.batch_size}, {"lr", t.lr}, {"lr_warmup_steps", t.lr_warmup_steps},
+        {"weight_decay", t.weight_decay}, {"grad_clip", t.grad_clip}, {"seed", t.seed}, {"data", t.data},
+        {"tokenizer", t.tokenizer}, {"eval_every", t.eval_every}}},
+  };
+}
+
+}  // namespace lowband

@@ -1,0 +1,71 @@
+#pragma once
+// Collectives as schedules of transfers appended to a StepGraph, and their
+// closed-form alpha-beta times.
+//
+// Sizes: total_bytes S is the whole buffer of one rank.
+//  all-gather:      each of the p ranks owns S/p and ends with all S.
+//  reduce-scatter:  each rank holds S and ends with its reduced S/p.
+//  all-reduce:      each rank holds S and ends with the reduced S
+//                   (ring reduce-scatter, then ring all-gather).
+//  all-to-all:      each rank holds S in p blocks of S/p; block j goes to rank j
+//                   (direct: all p-1 sends start at once).
+//  point-to-point:  ranks[0] sends S to ranks[1].
+// Rings go ranks[0] -> ranks[1] -> ... -> ranks[p-1] -> ranks[0]; in round k each
+// rank sends one S/p chunk to its successor once it has received the previous
+// round's chunk and its own previous send is done (one message in flight per rank).
+//
+// `after` holds the start dependencies: empty (none), or one list per participant.
+// Each function returns, per participant, one TaskId (a zero-second compute on
+// that rank) that finishes when the rank's part is done. Bad arguments throw
+// std::invalid_argument.
+#include <string>
+#include <vector>
+
+#include "sim/network.h"
+#include "sim/step_graph.h"
+
+namespace lowband::sim {
+
+enum class Collective { all_gather, reduce_scatter, all_reduce, all_to_all, p2p };
+const char* to_string(Collective collective);
+using RankDeps = std::vector<std::vector<TaskId>>;
+
+std::vector<TaskId> ring_all_gather(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
+                                    const RankDeps& after, const std::string& kind_tag);
+std::vector<TaskId> ring_reduce_scatter(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
+                                        const RankDeps& after, const std::string& kind_tag);
+std::vector<TaskId> ring_all_reduce(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
+                                    const RankDeps& after, const std::string& kind_tag);
+std::vector<TaskId> all_to_all(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
+                               const RankDeps& after, const std::string& kind_tag);
+// ranks must hold exactly two ranks: the source, then the destination.
+std::vector<TaskId> point_to_point(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
+                                   const RankDeps& after, const std::string& kind_tag);
+// Dispatches on `collective` to one of the above.
+std::vector<TaskId> append_collective(StepGraph& graph, Collective collective, const std::vector<int>& ranks,
+                                      double total_bytes, const RankDeps& after, const std::string& kind_tag);
+
+// Closed forms on a path of bandwidth B (bytes/s) and latency L (s) per transfer,
+// each transfer alone on its links:
+//   ring all-gather, ring reduce-scatter:  (p-1) * (S/(p*B) + L)
+//   ring all-reduce:                       2 (p-1) * (S/(p*B) + L)
+//   all-to-all, flows_per_link flows sharing each link:  L + flows_per_link * S/(p*B)
+//   point-to-point:                        L + S/B
+double ring_all_gather_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s);
+double ring_reduce_scatter_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s);
+double ring_all_reduce_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s);
+double all_to_all_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s,
+                          int flows_per_link);
+double point_to_point_seconds(double total_bytes, double bandwidth_bytes_per_s, double latency_s);
+
+// The closed-form time of `collective` over p ranks on `network` where one exists:
+// model ideal, star or full_mesh without overrides (a star path crosses two access
+// links: latency 2L, bandwidth B; an all-to-all on a star puts p-1 flows on each
+// access link). NaN otherwise.
+double expected_seconds(Collective collective, const NetworkSpec& network, int p, double total_bytes);
+
+// nccl-tests' bus bandwidth factor: all-reduce 2(p-1)/p; all-gather, reduce-scatter
+// and all-to-all (p-1)/p; point-to-point 1.
+double bus_bandwidth_factor(Collective collective, int p);
+
+}  // namespace lowband::sim

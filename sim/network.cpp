@@ -1,0 +1,95 @@
+#include "sim/network.h"
+
+#include <cstdio>
+#include <string>
+
+namespace lowband::sim {
+
+const char* to_string(NetworkModel model) {
+  switch (model) {
+    case NetworkModel::ideal: return "ideal";
+    case NetworkModel::tcp: return "tcp";
+  }
+  return "?";
+}
+
+const char* to_string(Topology topology) {
+  switch (topology) {
+    case Topology::star: return "star";
+    case Topology::full_mesh: return "full_mesh";
+    case Topology::clusters: return "clusters";
+    case Topology::explicit_links: return "explicit_links";
+  }
+  return "?";
+}
+
+namespace {
+
+// Bandwidth in bits per second, as network people write it ("300 Mbps").
+std::string format_bandwidth(double bytes_per_s) {
+  const double bits = bytes_per_s * 8;
+  const char* unit = "bps";
+  double value = bits;
+  if (bits >= 1e12) { value = bits / 1e12; unit = "Tbps"; }
+  else if (bits >= 1e9) { value = bits / 1e9; unit = "Gbps"; }
+  else if (bits >= 1e6) { value = bits / 1e6; unit = "Mbps"; }
+  else if (bits >= 1e3) { value = bits / 1e3; unit = "Kbps"; }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g %s", value, unit);
+  return buf;
+}
+
+std::string format_latency(double seconds) {
+  const char* unit = "s";
+  double value = seconds;
+  if (seconds == 0) { unit = "s"; }
+  else if (seconds < 1e-6) { value = seconds * 1e9; unit = "ns"; }
+  else if (seconds < 1e-3) { value = seconds * 1e6; unit = "us"; }
+  else if (seconds < 1) { value = seconds * 1e3; unit = "ms"; }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g %s", value, unit);
+  return buf;
+}
+
+std::string format_link(const Link& link) {
+  return format_bandwidth(link.bandwidth_bytes_per_s) + " / " + format_latency(link.latency_s);
+}
+
+std::string plural(size_t n, const char* what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string describe(const NetworkSpec& network) {
+  std::string out = std::string(to_string(network.topology)) + ", " + plural(network.nodes, "node");
+  switch (network.topology) {
+    case Topology::star:
+      out += ", " + format_link(network.link) + " access links";
+      if (!network.node_links.empty()) out += ", " + plural(network.node_links.size(), "node override");
+      break;
+    case Topology::full_mesh:
+      out += ", " + format_link(network.link) + " per pair link";
+      if (!network.pair_links.empty()) out += ", " + plural(network.pair_links.size(), "pair override");
+      break;
+    case Topology::clusters: {
+      out += " in " + plural(network.clusters.size(), "cluster") + " (";
+      for (size_t c = 0; c < network.clusters.size(); ++c) {
+        if (c) out += "; ";
+        out += std::to_string(network.clusters[c].nodes) + " x " + format_link(network.clusters[c].access);
+      }
+      out += "), WAN " + format_link(network.wan);
+      if (!network.node_links.empty()) out += ", " + plural(network.node_links.size(), "node override");
+      if (!network.wan_links.empty()) out += ", " + plural(network.wan_links.size(), "WAN override");
+      break;
+    }
+    case Topology::explicit_links:
+      out += ", " + plural(network.pair_links.size(), "link");
+      break;
+  }
+  out += ", model ";
+  out += to_string(network.model);
+  return out;
+}
+
+}  // namespace lowband::sim

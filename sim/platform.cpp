@@ -1,0 +1,274 @@
+#include "sim/platform.h"
+
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "common/error.h"
+
+namespace lowband::sim {
+
+namespace sg4 = simgrid::s4u;
+using Direction = sg4::LinkInRoute::Direction;
+
+namespace {
+
+std::string at(const char* list, size_t i, const char* field) {
+  return std::string("network.") + list + "[" + std::to_string(i) + "]" + (field[0] ? "." : "") + field;
+}
+
+void check_link(const std::string& place, const Link& link) {
+  if (!(link.bandwidth_bytes_per_s > 0) || !std::isfinite(link.bandwidth_bytes_per_s))
+    throw InputError(place + ".bandwidth", "must be a positive bandwidth, got " +
+                                               std::to_string(link.bandwidth_bytes_per_s) + " bytes/s");
+  if (!(link.latency_s >= 0) || !std::isfinite(link.latency_s))
+    throw InputError(place + ".latency", "must be a latency >= 0, got " + std::to_string(link.latency_s) + " s");
+}
+
+void check_index(const std::string& place, int index, int count, const char* what) {
+  if (index < 0 || index >= count)
+    throw InputError(place, std::string("no ") + what + " " + std::to_string(index) + " (there are " +
+                                std::to_string(count) + ")");
+}
+
+void check_node_links(const NetworkSpec& net) {
+  for (size_t i = 0; i < net.node_links.size(); ++i) {
+    check_index(at("node_links", i, "node"), net.node_links[i].node, net.nodes, "node");
+    check_link(at("node_links", i, "link"), net.node_links[i].link);
+  }
+}
+
+void check_pairs(const std::vector<PairLink>& pairs, const char* list, int count, const char* what) {
+  std::set<std::pair<int, int>> seen;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    check_index(at(list, i, "a"), pairs[i].a, count, what);
+    check_index(at(list, i, "b"), pairs[i].b, count, what);
+    if (pairs[i].a == pairs[i].b)
+      throw InputError(at(list, i, ""), std::string("joins ") + what + " " + std::to_string(pairs[i].a) +
+                                            " to itself");
+    if (!seen.insert(std::minmax(pairs[i].a, pairs[i].b)).second)
+      throw InputError(at(list, i, ""), std::string("the pair ") + std::to_string(pairs[i].a) + "-" +
+                                            std::to_string(pairs[i].b) + " is listed twice");
+    check_link(at(list, i, "link"), pairs[i].link);
+  }
+}
+
+// Neighbours of each node over explicit links: (node, index into pair_links), in listing order.
+std::vector<std::vector<std::pair<int, int>>> adjacency(const NetworkSpec& net) {
+  std::vector<std::vector<std::pair<int, int>>> adj(static_cast<size_t>(net.nodes));
+  for (size_t i = 0; i < net.pair_links.size(); ++i) {
+    const PairLink& p = net.pair_links[i];
+    adj[static_cast<size_t>(p.a)].emplace_back(p.b, static_cast<int>(i));
+    adj[static_cast<size_t>(p.b)].emplace_back(p.a, static_cast<int>(i));
+  }
+  return adj;
+}
+
+// Breadth-first search from src: the link (index) by which each node is first reached, -1 if never.
+std::vector<int> bfs_via(const std::vector<std::vector<std::pair<int, int>>>& adj, int src) {
+  std::vector<int> via(adj.size(), -1);
+  std::vector<char> seen(adj.size(), 0);
+  std::vector<int> queue{src};
+  seen[static_cast<size_t>(src)] = 1;
+  for (size_t head = 0; head < queue.size(); ++head) {
+    const int node = queue[head];
+    for (auto [next, link] : adj[static_cast<size_t>(node)]) {
+      if (seen[static_cast<size_t>(next)]) continue;
+      seen[static_cast<size_t>(next)] = 1;
+      via[static_cast<size_t>(next)] = link;
+      queue.push_back(next);
+    }
+  }
+  return via;
+}
+
+const Link& access_link(const NetworkSpec& net, int node, const Link& fallback) {
+  const Link* link = &fallback;
+  for (const NodeLink& o : net.node_links)
+    if (o.node == node) link = &o.link;  // the last override wins
+  return *link;
+}
+
+sg4::Link* make_link(sg4::NetZone* zone, const std::string& name, const Link& link) {
+  sg4::Link* l = zone->create_split_duplex_link(name, link.bandwidth_bytes_per_s);
+  l->set_latency(link.latency_s);
+  l->seal();
+  return l;
+}
+
+std::string host_name(int node) { return "n" + std::to_string(node); }
+
+// A star zone: one access link per node; returns the hosts.
+void add_star_hosts(sg4::NetZone* zone, const NetworkSpec& net, int first, int count, const Link& access,
+                    std::vector<sg4::Host*>& hosts) {
+  for (int node = first; node < first + count; ++node) {
+    sg4::Host* host = zone->create_host(host_name(node), kHostFlopsPerSecond);
+    sg4::Link* link = make_link(zone, "access" + std::to_string(node), access_link(net, node, access));
+    zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {sg4::LinkInRoute(link, Direction::UP)},
+                    true);
+    hosts[static_cast<size_t>(node)] = host;
+  }
+}
+
+void build_star(const NetworkSpec& net, std::vector<sg4::Host*>& hosts) {
+  sg4::NetZone* zone = sg4::create_star_zone("star");
+  add_star_hosts(zone, net, 0, net.nodes, net.link, hosts);
+  zone->seal();
+}
+
+void build_full_mesh(const NetworkSpec& net, std::vector<sg4::Host*>& hosts) {
+  sg4::NetZone* zone = sg4::create_full_zone("mesh");
+  for (int node = 0; node < net.nodes; ++node)
+    hosts[static_cast<size_t>(node)] = zone->create_host(host_name(node), kHostFlopsPerSecond);
+  std::vector<const Link*> pair_link(static_cast<size_t>(net.nodes) * net.nodes, &net.link);
+  for (const PairLink& p : net.pair_links) {
+    pair_link[static_cast<size_t>(p.a) * net.nodes + p.b] = &p.link;
+    pair_link[static_cast<size_t>(p.b) * net.nodes + p.a] = &p.link;
+  }
+  for (int a = 0; a < net.nodes; ++a)
+    for (int b = a + 1; b < net.nodes; ++b) {
+      sg4::Link* link = make_link(zone, "pair" + std::to_string(a) + "_" + std::to_string(b),
+                                  *pair_link[static_cast<size_t>(a) * net.nodes + b]);
+      zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
+                      {sg4::LinkInRoute(link, Direction::UP)}, true);
+    }
+  zone->seal();
+}
+
+void build_clusters(const NetworkSpec& net, std::vector<sg4::Host*>& hosts) {
+  sg4::NetZone* world = sg4::create_full_zone("world");
+  std::vector<sg4::NetZone*> zones;
+  std::vector<simgrid::kernel::routing::NetPoint*> gateways;
+  int first = 0;
+  for (size_t c = 0; c < net.clusters.size(); ++c) {
+    sg4::NetZone* zone = sg4::create_star_zone("cluster" + std::to_string(c));
+    zone->set_parent(world);
+    gateways.push_back(zone->create_router("gw" + std::to_string(c)));
+    add_star_hosts(zone, net, first, net.clusters[c].nodes, net.clusters[c].access, hosts);
+    zone->seal();
+    zones.push_back(zone);
+    first += net.clusters[c].nodes;
+  }
+  const int count = static_cast<int>(net.clusters.size());
+  std::vector<const Link*> wan(static_cast<size_t>(count) * count, &net.wan);
+  for (const PairLink& p : net.wan_links) {
+    wan[static_cast<size_t>(p.a) * count + p.b] = &p.link;
+    wan[static_cast<size_t>(p.b) * count + p.a] = &p.link;
+  }
+  for (int a = 0; a < count; ++a)
+    for (int b = a + 1; b < count; ++b) {
+      sg4::Link* link = make_link(world, "wan" + std::to_string(a) + "_" + std::to_string(b),
+                                  *wan[static_cast<size_t>(a) * count + b]);
+      world->add_route(zones[a]->get_netpoint(), zones[b]->get_netpoint(), gateways[a], gateways[b],
+                       {sg4::LinkInRoute(link, Direction::UP)}, true);
+    }
+  world->seal();
+}
+
+void build_explicit(const NetworkSpec& net, std::vector<sg4::Host*>& hosts) {
+  sg4::NetZone* zone = sg4::create_full_zone("links");
+  for (int node = 0; node < net.nodes; ++node)
+    hosts[static_cast<size_t>(node)] = zone->create_host(host_name(node), kHostFlopsPerSecond);
+  std::vector<sg4::Link*> links;
+  for (size_t i = 0; i < net.pair_links.size(); ++i)
+    links.push_back(make_link(zone, "link" + std::to_string(i), net.pair_links[i].link));
+  const auto adj = adjacency(net);
+  for (int src = 0; src < net.nodes; ++src) {
+    const std::vector<int> via = bfs_via(adj, src);
+    for (int dst = 0; dst < net.nodes; ++dst) {
+      if (dst == src) continue;
+      // Walk back from dst to src; UP is the direction from a listed pair's a to its b.
+      std::vector<sg4::LinkInRoute> route;
+      for (int node = dst; node != src;) {
+        const int i = via[static_cast<size_t>(node)];
+        const PairLink& p = net.pair_links[static_cast<size_t>(i)];
+        const int prev = p.a == node ? p.b : p.a;
+        route.emplace_back(links[static_cast<size_t>(i)], prev == p.a ? Direction::UP : Direction::DOWN);
+        node = prev;
+      }
+      std::vector<sg4::LinkInRoute> forward(route.rbegin(), route.rend());
+      zone->add_route(hosts[src]->get_netpoint(), hosts[dst]->get_netpoint(), nullptr, nullptr, forward, false);
+    }
+  }
+  zone->seal();
+}
+
+}  // namespace
+
+void validate_network(const NetworkSpec& net) {
+  if (net.nodes < 1)
+    throw InputError("network.nodes", "must be at least 1, got " + std::to_string(net.nodes));
+  switch (net.topology) {
+    case Topology::star:
+      check_link("network.link", net.link);
+      check_node_links(net);
+      break;
+    case Topology::full_mesh:
+      if (net.nodes > 1) check_link("network.link", net.link);
+      check_pairs(net.pair_links, "pair_links", net.nodes, "node");
+      break;
+    case Topology::clusters: {
+      if (net.clusters.empty()) throw InputError("network.clusters", "at least one cluster is needed");
+      int total = 0;
+      for (size_t c = 0; c < net.clusters.size(); ++c) {
+        if (net.clusters[c].nodes < 1)
+          throw InputError(at("clusters", c, "nodes"),
+                           "must be at least 1, got " + std::to_string(net.clusters[c].nodes));
+        check_link(at("clusters", c, "access"), net.clusters[c].access);
+        total += net.clusters[c].nodes;
+      }
+      if (total != net.nodes)
+        throw InputError("network.nodes", "is " + std::to_string(net.nodes) + " but the clusters hold " +
+                                              std::to_string(total) + " nodes");
+      if (net.clusters.size() > 1) check_link("network.wan", net.wan);
+      check_pairs(net.wan_links, "wan_links", static_cast<int>(net.clusters.size()), "cluster");
+      check_node_links(net);
+      break;
+    }
+    case Topology::explicit_links: {
+      check_pairs(net.pair_links, "pair_links", net.nodes, "node");
+      const std::vector<int> via = bfs_via(adjacency(net), 0);
+      for (int node = 1; node < net.nodes; ++node)
+        if (via[static_cast<size_t>(node)] < 0)
+          throw InputError("network", "node " + std::to_string(node) + " cannot reach node 0");
+      break;
+    }
+  }
+}
+
+void configure_network_model(NetworkModel model) {
+  switch (model) {
+    case NetworkModel::ideal:
+      // Plain alpha-beta: no latency/bandwidth correction, no ACK traffic, no TCP window.
+      sg4::Engine::set_config("network/model:CM02");
+      sg4::Engine::set_config("network/crosstraffic:0");
+      sg4::Engine::set_config("network/TCP-gamma:0");
+      sg4::Engine::set_config("network/latency-factor:1");
+      sg4::Engine::set_config("network/bandwidth-factor:1");
+      break;
+    case NetworkModel::tcp:
+      sg4::Engine::set_config("network/model:LV08");  // SimGrid's defaults
+      break;
+  }
+}
+
+std::vector<sg4::Host*> build_platform(const NetworkSpec& net) {
+  validate_network(net);
+  configure_network_model(net.model);
+  std::vector<sg4::Host*> hosts(static_cast<size_t>(net.nodes), nullptr);
+  switch (net.topology) {
+    case Topology::star: build_star(net, hosts); break;
+    case Topology::full_mesh: build_full_mesh(net, hosts); break;
+    case Topology::clusters: build_clusters(net, hosts); break;
+    case Topology::explicit_links: build_explicit(net, hosts); break;
+  }
+  return hosts;
+}
+
+}  // namespace lowband::sim

@@ -1,0 +1,32 @@
+#pragma once
+// The SimGrid platform for a NetworkSpec (semantics in sim/network.h).
+//
+// validate_network() checks a spec without SimGrid and throws lowband::InputError
+// naming the place ("network.node_links[2].node", or "network" for a node that
+// cannot reach another). build_platform() needs a live simgrid::s4u::Engine whose
+// configuration was not yet frozen: it pins the network model first, then builds
+// zones, hosts and links. One host per node, named "n<i>", at kHostFlopsPerSecond.
+#include <vector>
+
+#include "sim/network.h"
+
+namespace simgrid::s4u {
+class Host;
+}
+
+namespace lowband::sim {
+
+// Compute tasks run as kHostFlopsPerSecond * seconds flops, so a task alone on its
+// host takes exactly its seconds. 1e9 keeps sub-microsecond tasks well above
+// SimGrid's work-amount precision (1e-5 units).
+inline constexpr double kHostFlopsPerSecond = 1e9;
+
+void validate_network(const NetworkSpec& network);
+
+// Sets "network/model" and friends for network.model. Must run before any zone exists.
+void configure_network_model(NetworkModel model);
+
+// Validates, configures the model and builds the platform; returns the hosts by node.
+std::vector<simgrid::s4u::Host*> build_platform(const NetworkSpec& network);
+
+}  // namespace lowband::sim

@@ -1,0 +1,47 @@
+#pragma once
+// Replaying a step graph on a network: the simulated time of one training step.
+//
+// Each task starts as soon as all its dependencies have finished. Compute tasks run
+// on their rank's host; two that are ready at once share it (each at half speed).
+// Transfers are SimGrid flows from the source's host to the destination's; a
+// transfer to oneself is free (it finishes when it starts). Independent tasks
+// overlap, so communication hides behind compute only where the graph allows it.
+// Flows sharing a link split it as SimGrid's model says: under `ideal` (CM02) in
+// inverse proportion to each flow's route latency, so equally only between flows of
+// equal route latency (every flow of a homogeneous star or mesh).
+//
+// Each call runs SimGrid in a forked child process (SimGrid's engine is a process
+// singleton whose configuration and clock cannot be reset), so calls are
+// independent and can use different networks and models in one process.
+#include <vector>
+
+#include "sim/network.h"
+#include "sim/step_graph.h"
+
+namespace lowband::sim {
+
+struct ReplayOptions {
+  bool task_times = false;  // also return each task's start and finish time
+};
+
+struct ReplayResult {
+  std::vector<double> rank_finish_seconds;        // last finish of a task the rank runs, sends or receives
+  double step_seconds = 0;                        // max of rank_finish_seconds
+  std::vector<double> rank_compute_busy_seconds;  // length of the union of the rank's compute intervals
+  std::vector<double> rank_exposed_comm_seconds;  // finish - compute busy, per rank
+  double exposed_comm_seconds = 0;                // step_seconds - max over ranks of compute busy
+  std::vector<double> task_start_seconds;         // by TaskId; only with ReplayOptions::task_times
+  std::vector<double> task_finish_seconds;
+};
+
+// Throws lowband::InputError for a bad network (see validate_network) or a graph
+// with more ranks than the network has nodes ("network.nodes"); std::runtime_error
+// if the SimGrid child fails.
+ReplayResult replay(const NetworkSpec& network, const StepGraph& graph, const ReplayOptions& options = {});
+
+// Several graphs on one platform, one after the other (each starts on an idle
+// network at time 0 of its own): one child process and one platform build for all.
+std::vector<ReplayResult> replay_batch(const NetworkSpec& network, const std::vector<StepGraph>& graphs,
+                                       const ReplayOptions& options = {});
+
+}  // namespace lowband::sim

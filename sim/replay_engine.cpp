@@ -1,0 +1,220 @@
+#include "sim/replay_engine.h"
+
+#include <simgrid/s4u/Activity.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/kernel/Timer.hpp>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "sim/platform.h"
+
+namespace lowband::sim::detail {
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+// Compute on one rank, timed by processor sharing: the k tasks running at once each
+// progress at 1/k. Its events are SimGrid kernel timers, so they interleave with the
+// network's on SimGrid's clock. (SimGrid 3.32 Execs would do the same, but every
+// activity started outside an actor sits in one std::list that is searched
+// linearly on completion: with a few hundred ranks that search dominated replay.)
+class RankCpu {
+ public:
+  template <class Done>
+  void add(TaskId id, double seconds, Done&& done) {
+    advance();
+    running_.push_back({id, seconds});
+    reschedule(std::forward<Done>(done));
+  }
+
+ private:
+  struct Running {
+    TaskId id;
+    double remaining_seconds;  // of exclusive use of the rank
+  };
+
+  // Brings every running task's remaining work up to now.
+  void advance() {
+    const double now = simgrid::s4u::Engine::get_clock();
+    if (!running_.empty()) {
+      const double progress = (now - last_update_) / static_cast<double>(running_.size());
+      for (Running& r : running_) r.remaining_seconds -= progress;
+    }
+    last_update_ = now;
+  }
+
+  template <class Done>
+  void reschedule(Done done) {
+    if (timer_) timer_->remove();
+    timer_ = nullptr;
+    if (running_.empty()) return;
+    double first = running_.front().remaining_seconds;
+    for (const Running& r : running_) first = std::min(first, r.remaining_seconds);
+    const double at = last_update_ + std::max(first, 0.0) * static_cast<double>(running_.size());
+    timer_ = simgrid::kernel::timer::Timer::set(at, [this, done]() {
+      timer_ = nullptr;
+      advance();
+      // Everything within rounding of the earliest finishes now, together.
+      double first_left = running_.front().remaining_seconds;
+      for (const Running& r : running_) first_left = std::min(first_left, r.remaining_seconds);
+      const double eps = 1e-12 * std::max(1.0, last_update_);
+      std::vector<TaskId> finished;
+      auto it = std::remove_if(running_.begin(), running_.end(), [&](const Running& r) {
+        if (r.remaining_seconds > first_left + eps && r.remaining_seconds > eps) return false;
+        finished.push_back(r.id);
+        return true;
+      });
+      running_.erase(it, running_.end());
+      reschedule(done);
+      for (TaskId id : finished) done(id);
+    });
+  }
+
+  std::vector<Running> running_;
+  double last_update_ = 0;
+  simgrid::kernel::timer::Timer* timer_ = nullptr;
+};
+
+// Starts each task of one graph when its last dependency finishes. Only started,
+// unfinished transfers hold a SimGrid activity, so memory follows what is in
+// flight, not the size of the graph.
+class GraphRun {
+ public:
+  GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, TaskTimes& out)
+      : graph_(graph), hosts_(hosts), out_(out) {
+    const size_t n = graph.tasks().size();
+    out_.start_seconds.assign(n, -1);
+    out_.finish_seconds.assign(n, -1);
+    pending_.assign(n, 0);
+    live_.resize(n);
+    cpus_.resize(hosts.size());
+    // Successor lists in compressed form: first_succ_[i]..first_succ_[i+1] index succ_.
+    first_succ_.assign(n + 1, 0);
+    for (const Task& task : graph.tasks())
+      for (TaskId dep : task.deps) ++first_succ_[static_cast<size_t>(dep) + 1];
+    for (size_t i = 0; i < n; ++i) first_succ_[i + 1] += first_succ_[i];
+    succ_.resize(first_succ_[n]);
+    std::vector<size_t> fill(first_succ_.begin(), first_succ_.end() - 1);
+    for (size_t i = 0; i < n; ++i)
+      for (TaskId dep : graph.tasks()[i].deps) {
+        succ_[fill[static_cast<size_t>(dep)]++] = static_cast<TaskId>(i);
+        ++pending_[i];
+      }
+  }
+
+  void start() {
+    t0_ = sg4::Engine::get_clock();
+    for (size_t i = 0; i < pending_.size(); ++i)
+      if (pending_[i] == 0) ready_.push_back(static_cast<TaskId>(i));
+    drain();
+  }
+
+  // A transfer's SimGrid activity completed.
+  void on_completion(TaskId id) {
+    // The activity is still in use by SimGrid until this callback returns: keep
+    // a reference one more round instead of dropping it here.
+    if (retired_.size() >= 256) retired_.clear();
+    retired_.push_back(std::move(live_[static_cast<size_t>(id)]));
+    finished(id);
+    drain();
+  }
+
+  size_t finished_count() const { return finished_; }
+  void release() { retired_.clear(); }
+
+ private:
+  void finished(TaskId id) {
+    out_.finish_seconds[static_cast<size_t>(id)] = sg4::Engine::get_clock() - t0_;
+    ++finished_;
+    for (size_t k = first_succ_[static_cast<size_t>(id)]; k < first_succ_[static_cast<size_t>(id) + 1]; ++k)
+      if (--pending_[static_cast<size_t>(succ_[k])] == 0) ready_.push_back(succ_[k]);
+  }
+
+  // Starts every ready task; free tasks (zero-second compute, self transfer) finish
+  // at once and may make more tasks ready, hence the loop instead of recursion.
+  void drain() {
+    while (!ready_.empty()) {
+      const TaskId id = ready_.back();
+      ready_.pop_back();
+      launch(id);
+    }
+  }
+
+  void launch(TaskId id) {
+    const Task& task = graph_.task(id);
+    out_.start_seconds[static_cast<size_t>(id)] = sg4::Engine::get_clock() - t0_;
+    void* tag = reinterpret_cast<void*>(static_cast<intptr_t>(id));
+    if (task.kind == TaskKind::compute) {
+      if (task.seconds == 0) return finished(id);
+      cpus_[static_cast<size_t>(task.rank)].add(id, task.seconds, [this](TaskId done) {
+        finished(done);
+        drain();
+      });
+    } else {
+      if (task.rank == task.peer) return finished(id);
+      sg4::CommPtr comm = sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)],
+                                                 hosts_[static_cast<size_t>(task.peer)]);
+      comm->set_payload_size(static_cast<uint64_t>(std::llround(task.bytes)));
+      comm->set_data(tag);
+      comm->start();
+      live_[static_cast<size_t>(id)] = comm;
+    }
+  }
+
+  const StepGraph& graph_;
+  const std::vector<sg4::Host*>& hosts_;
+  TaskTimes& out_;
+  double t0_ = 0;
+  std::vector<int32_t> pending_;
+  std::vector<size_t> first_succ_;
+  std::vector<TaskId> succ_;
+  std::vector<TaskId> ready_;
+  std::vector<sg4::ActivityPtr> live_;
+  std::vector<sg4::ActivityPtr> retired_;
+  std::vector<RankCpu> cpus_;
+  size_t finished_ = 0;
+};
+
+}  // namespace
+
+std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs) {
+  // Quiet before the engine exists, so that even configuration changes stay silent.
+  xbt_log_control_set("root.thres:critical");
+  static char name[] = "lowband-replay";
+  static char* argv[] = {name, nullptr};
+  int argc = 1;
+  // Never destroyed: this process exits right after the simulation, and tearing
+  // down a large platform costs more than the replay itself.
+  auto* engine = new sg4::Engine(&argc, argv);
+  const std::vector<sg4::Host*> hosts = build_platform(network);
+
+  std::vector<TaskTimes> times(graphs.size());
+  GraphRun* current = nullptr;
+  sg4::Activity::on_completion_cb([&current](const sg4::Activity& activity) {
+    if (current)
+      current->on_completion(static_cast<TaskId>(reinterpret_cast<intptr_t>(activity.get_data<void>())));
+  });
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    GraphRun run(*graphs[g], hosts, times[g]);
+    current = &run;
+    run.start();
+    engine->run();
+    run.release();
+    current = nullptr;
+    if (run.finished_count() != graphs[g]->tasks().size())
+      throw std::runtime_error("sim::replay: " +
+                               std::to_string(graphs[g]->tasks().size() - run.finished_count()) +
+                               " tasks never finished");
+  }
+  return times;
+}
+
+}  // namespace lowband::sim::detail

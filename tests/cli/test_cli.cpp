@@ -1,0 +1,146 @@
+// End-to-end tests of the `lowband` binary: exit codes, one-line errors that name
+// the place, nothing written on bad input, and machine-readable output.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("lowband_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  CommandResult run(const std::string& args) {
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    const std::string cmd = std::string(LOWBAND_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  static int lines(const std::string& s) {
+    int n = 0;
+    for (char c : s) n += c == '\n';
+    return n;
+  }
+
+  fs::path dir_;
+};
+
+const std::string kScenarios = std::string(LOWBAND_SOURCE_DIR) + "/scenarios/";
+
+TEST_F(Cli, ValidateAcceptsEveryShippedScenario) {
+  std::string files;
+  for (const auto& entry : fs::directory_iterator(kScenarios))
+    if (entry.path().extension() == ".json") files += " " + entry.path().string();
+  ASSERT_FALSE(files.empty());
+  const auto r = run("validate" + files);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ok"), std::string::npos);
+}
+
+TEST_F(Cli, MissingFileIsOneLineErrorWithStatus2) {
+  const auto r = run("validate " + (dir_ / "nope.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("nope.json"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, InvalidJsonNamesLineAndColumn) {
+  const auto p = write("bad.json", "{\n  \"name\": \"x\",\n  \"model\": {,}\n}\n");
+  const auto r = run("validate " + p.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, UnknownKeyNamesPathAndSuggestion) {
+  const auto r = run("estimate --set network.bandwith=1Gbps");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("network"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bandwidth"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, BadInputWritesNothing) {
+  const fs::path out = dir_ / "estimate.json";
+  const auto r = run("estimate --set network.bandwidth=0Mbps --out " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_NE(r.err.find("network.bandwidth"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, UnknownCommandIsUsageError) {
+  const auto r = run("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST_F(Cli, EstimateJsonOnDefaultScenario) {
+  const fs::path out = dir_ / "estimate.json";
+  const auto r = run("estimate --json --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto printed = nlohmann::json::parse(r.out);
+  const auto written = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(printed, written);
+  // tokens/s is tokens per step over the step time, by definition.
+  const double step_s = printed.at("step_seconds").get<double>();
+  ASSERT_GT(step_s, 0);
+  EXPECT_NEAR(printed.at("tokens_per_s").get<double>() * step_s, printed.at("tokens_per_step").get<double>(),
+              1e-6 * printed.at("tokens_per_step").get<double>());
+  EXPECT_EQ(printed.at("network_model"), "ideal");
+}
+
+TEST_F(Cli, EstimateTableEchoesNetworkModel) {
+  const auto r = run("estimate " + kScenarios + "tcp-model.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tcp"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BenchCommMatchesClosedFormOnIdealStar) {
+  const auto r = run("bench-comm --sizes 1MB,64MB --collectives all_reduce,all_gather");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ideal"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("by more than 0.1%: 0\n"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BenchCommBadSizeNamesFlag) {
+  const auto r = run("bench-comm --sizes 1Mb");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--sizes"), std::string::npos) << r.err;
+}
+
+}  // namespace

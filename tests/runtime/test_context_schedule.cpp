@@ -1,0 +1,144 @@
+// The context-parallel step graph: bytes per rank against the closed forms of
+// DESIGN.md §1.1, the split of tokens, and the shape of the graph.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "common/error.h"
+#include "runtime/cost_model.h"
+#include "runtime/parallel/context_schedule.h"
+#include "test_estimate_support.h"
+
+namespace lowband {
+namespace {
+
+using parallel::build_context_parallel;
+using parallel::build_context_parallel_step;
+
+TEST(ContextSchedule, TokenRangesCoverTheSequenceOnce) {
+  for (CpSplit split : {CpSplit::contiguous, CpSplit::zigzag})
+    for (int64_t T : {int64_t{64}, int64_t{1000}, int64_t{131072}})
+      for (int P : {1, 3, 8}) {
+        std::vector<int> seen(static_cast<size_t>(T), 0);
+        for (int r = 0; r < P; ++r)
+          for (auto [b, e] : parallel::rank_token_ranges(T, P, split, r))
+            for (int64_t t = b; t < e; ++t) ++seen[static_cast<size_t>(t)];
+        for (int64_t t = 0; t < T; ++t) ASSERT_EQ(seen[static_cast<size_t>(t)], 1) << t;
+      }
+  // Zigzag, P = 4, T = 64: rank 1 holds chunks 1 and 6 of 8 tokens.
+  const auto r1 = parallel::rank_token_ranges(64, 4, CpSplit::zigzag, 1);
+  ASSERT_EQ(r1.size(), 2u);
+  EXPECT_EQ(r1[0], (parallel::TokenRange{8, 16}));
+  EXPECT_EQ(r1[1], (parallel::TokenRange{48, 56}));
+}
+
+TEST(ContextSchedule, ForwardKvBytesPerRankMatchClosedForm) {
+  // DESIGN.md §1.1: 2·(P-1)/P·T·d_kv·bytes_per_element per rank per layer, forward;
+  // dK/dV the same again, for ring and for all-gather alike.
+  for (CpExchange exchange : {CpExchange::ring, CpExchange::all_gather})
+    for (int P : {2, 4, 8}) {
+      Scenario s = testing::small_cp_scenario(P);
+      s.parallel.exchange = exchange;
+      const sim::StepGraph g = build_context_parallel_step(s);
+      const double T = 4096, d_kv = 256, bpe = 2, layers = 2;
+      const double expected = layers * 2.0 * (P - 1) / P * T * d_kv * bpe;
+      for (int r = 0; r < P; ++r) {
+        EXPECT_DOUBLE_EQ(g.bytes_sent(r, "kv"), expected) << "P=" << P << " r=" << r;
+        EXPECT_DOUBLE_EQ(g.bytes_sent(r, "dkv"), expected) << "P=" << P << " r=" << r;
+      }
+    }
+}
+
+TEST(ContextSchedule, BatchAndGqaScaleTheBytes) {
+  // 3 sequences, 2 kv heads of 64 (d_kv = 128): 3 · 2·(P-1)/P·T·128·2 per layer.
+  Scenario s = testing::small_cp_scenario(4);
+  s.training.batch_size = 3;
+  s.model.kv_heads = 2;
+  const sim::StepGraph g = build_context_parallel_step(s);
+  EXPECT_DOUBLE_EQ(g.bytes_sent(2, "kv"), 2 * 3 * 2.0 * 3 / 4 * 4096 * 128 * 2);
+}
+
+TEST(ContextSchedule, GradientAllReduceBytesMatchRingClosedForm) {
+  // A ring all-reduce of S bytes sends 2·(P-1)/P·S per rank; S = every parameter
+  // at bytes_per_element. A sparse sync sends sync_fraction of that; none without sync.
+  const int P = 4;
+  Scenario s = testing::small_cp_scenario(P);
+  const double S = s.model.parameters() * 2;
+  EXPECT_NEAR(build_context_parallel_step(s).bytes_sent(1, "grad_sync"), 2.0 * (P - 1) / P * S, 1e-6 * S);
+  s.compression.weight_sync = WeightSync::sparse;
+  s.compression.sync_fraction = 0.05;
+  EXPECT_NEAR(build_context_parallel_step(s).bytes_sent(1, "grad_sync"), 0.05 * 2.0 * (P - 1) / P * S,
+              1e-6 * S);
+  EXPECT_EQ(build_context_parallel_step(s, false).bytes_sent(1, "grad_sync"), 0);
+}
+
+TEST(ContextSchedule, SingleRankHasNoTransfers) {
+  const sim::StepGraph g = build_context_parallel_step(testing::small_cp_scenario(1));
+  for (const sim::Task& t : g.tasks()) EXPECT_EQ(t.kind, sim::TaskKind::compute);
+  EXPECT_EQ(g.bytes_sent(0), 0);
+}
+
+TEST(ContextSchedule, MosShrinksKvBytesByTheRankRatio) {
+  // K rank 2 and V rank 4 of head_dim 64, 4 kv heads, zigzag (2 chunks per rank):
+  // a block of n = T/P tokens is n·(2+4)·4·2 bytes plus 2 chunks · 4 heads · 2 (K,V)
+  // · 4 bytes of θ, instead of n·2·256·2.
+  const int P = 4;
+  Scenario s = testing::small_cp_scenario(P);
+  s.compression.method = CompressionMethod::mos;
+  s.compression.k_rank_set = 2;
+  s.compression.v_rank_set = 4;
+  const parallel::ContextStep step = build_context_parallel(s);
+  const double n = 4096.0 / P, layers = 2;
+  const double block = n * 6 * 4 * 2 + 2 * 4 * 2 * 4;
+  for (int r = 0; r < P; ++r) EXPECT_DOUBLE_EQ(step.graph.bytes_sent(r, "kv"), layers * (P - 1) * block);
+  const double plain = n * 2 * 256 * 2;
+  EXPECT_DOUBLE_EQ(step.uncompressed_kv_bytes, 2 * P * layers * (P - 1) * plain);  // kv and dkv
+}
+
+TEST(ContextSchedule, ModelFlopsMatchClosedForm) {
+  // 3 x forward: per layer 2 norms (4·T·d each), QKV 2·T·d·3d, out 2·T·d², MLP
+  // 6·T·d·ffn, attention 4·hd·heads·T(T+1)/2; then final norm and LM head 2·T·d·vocab.
+  const Scenario s = testing::small_cp_scenario(4);
+  const double T = 4096, d = 256, ffn = 1024, vocab = 1000, L = 2;
+  const double layer = 2 * 4 * T * d + 2 * T * d * 3 * d + 2 * T * d * d + 6 * T * d * ffn +
+                       4 * 64 * 4 * T * (T + 1) / 2;
+  const double expected = 3 * (L * layer + 4 * T * d + 2 * T * d * vocab);
+  EXPECT_NEAR(build_context_parallel(s).model_flops, expected, 1e-12 * expected);
+}
+
+TEST(ContextSchedule, ComputeOnEachRankRunsInOneChain) {
+  // A GPU runs its kernels one after another: every compute task of a rank but the
+  // first depends on the rank's previous compute task.
+  const sim::StepGraph g = build_context_parallel_step(testing::small_cp_scenario(4));
+  std::vector<sim::TaskId> last(4, -1);
+  for (sim::TaskId id = 0; id < static_cast<sim::TaskId>(g.tasks().size()); ++id) {
+    const sim::Task& t = g.task(id);
+    // (the all-reduce's zero-second join tasks are bookkeeping, not kernels)
+    if (t.kind != sim::TaskKind::compute || t.kind_tag == "grad_sync") continue;
+    if (last[t.rank] >= 0) {
+      const std::set<sim::TaskId> deps(t.deps.begin(), t.deps.end());
+      EXPECT_TRUE(deps.count(last[t.rank])) << "task " << id << " (" << t.kind_tag << ")";
+    }
+    last[t.rank] = id;
+  }
+}
+
+TEST(ContextSchedule, RejectsWhatItCannotSchedule) {
+  Scenario s = testing::small_cp_scenario(4);
+  s.network.nodes = 3;
+  try {
+    build_context_parallel_step(s);
+    FAIL() << "4 ranks on 3 nodes accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.place(), "network.nodes");
+  }
+  s = testing::small_cp_scenario(4);
+  s.parallel.pipeline = 2;
+  EXPECT_THROW(build_context_parallel_step(s), InputError);
+  s = testing::small_cp_scenario(4);
+  s.model.seq_len = 7;  // zigzag needs 8 chunks
+  EXPECT_THROW(build_context_parallel_step(s), InputError);
+}
+
+}  // namespace
+}  // namespace lowband

@@ -1,0 +1,145 @@
+// `estimate`: the replayed step against closed forms at the limits (one rank,
+// infinite bandwidth, zero compute) and against itself (overlap, heterogeneity,
+// compression, sparse sync).
+#include <gtest/gtest.h>
+
+#include "runtime/estimate.h"
+#include "runtime/parallel/context_schedule.h"
+#include "sim/replay.h"
+#include "test_estimate_support.h"
+
+namespace lowband {
+namespace {
+
+TEST(Estimate, SingleRankStepIsItsCompute) {
+  // P = 1: nothing to send, so the step is exactly the sum of the rank's compute.
+  const Scenario s = testing::small_cp_scenario(1);
+  const EstimateResult e = estimate(s);
+  const double compute = parallel::build_context_parallel_step(s).compute_seconds(0);
+  EXPECT_GT(compute, 0);
+  EXPECT_NEAR(e.step_seconds, compute, 1e-9 * compute);
+  EXPECT_NEAR(e.compute_seconds, compute, 1e-9 * compute);
+  EXPECT_NEAR(e.exposed_comm_seconds, 0, 1e-9 * compute);
+  EXPECT_EQ(e.bytes_per_rank_per_step.at("total"), 0);
+}
+
+TEST(Estimate, InfiniteBandwidthStepIsTheBusiestRanksCompute) {
+  // 1e18 B/s links with no latency: communication takes no time, so the step is the
+  // compute of the busiest rank (zigzag: all ranks equal up to the split).
+  for (CpExchange exchange : {CpExchange::ring, CpExchange::all_gather}) {
+    Scenario s = testing::small_cp_scenario(4);
+    s.parallel.exchange = exchange;
+    s.network.link = {1e18, 0};
+    const EstimateResult e = estimate(s);
+    EXPECT_NEAR(e.step_seconds, e.compute_seconds, 1e-6 * e.compute_seconds);
+    EXPECT_NEAR(e.exposed_comm_seconds, 0, 1e-6 * e.compute_seconds);
+  }
+}
+
+TEST(Estimate, ZeroComputeStepIsTheAlphaBetaExchangeTime) {
+  // Instant devices on a full mesh (link bandwidth B, latency L), no weight sync.
+  // Each layer's exchange must finish before the next layer, forward and backward:
+  //  ring:       (P-1) rounds of (L + S/B) per layer and direction;
+  //  all_gather: every block at once on its own link: (L + S/B);
+  // with S = T/P·2·d_kv·bytes_per_element, the block of one rank.
+  const int P = 4;
+  const double B = 1e9 / 8, L = 1e-3, layers = 2;
+  const double S = 4096.0 / P * 2 * 256 * 2;
+  for (CpExchange exchange : {CpExchange::ring, CpExchange::all_gather}) {
+    Scenario s = testing::small_cp_scenario(P);
+    s.parallel.exchange = exchange;
+    s.devices.default_profile = testing::instant_device();
+    const double rounds = exchange == CpExchange::ring ? P - 1 : 1;
+    const double expected = 2 * layers * rounds * (L + S / B);
+    const sim::ReplayResult r = sim::replay(s.network, parallel::build_context_parallel_step(s, false));
+    EXPECT_NEAR(r.step_seconds, expected, 1e-3 * expected);
+    EXPECT_NEAR(r.exposed_comm_seconds, expected, 1e-3 * expected);
+  }
+}
+
+TEST(Estimate, NoOverlapIsNeverFaster) {
+  // On the "cpu" device the small model computes about 0.1 s per step, comparable
+  // with its communication at 0.1-10 Gbps. Waiting for the whole exchange before any
+  // attention can only add time; at 1 Gbps on a ring it must add visibly (> 5 %).
+  for (auto topology : {sim::Topology::star, sim::Topology::full_mesh})
+    for (CpExchange exchange : {CpExchange::ring, CpExchange::all_gather})
+      for (double bandwidth : {1e8 / 8, 1e9 / 8, 1e10 / 8}) {
+        Scenario s = testing::small_cp_scenario(4);
+        s.devices.default_profile = testing::builtin_device("cpu");
+        s.network.topology = topology;
+        s.network.link.bandwidth_bytes_per_s = bandwidth;
+        s.parallel.exchange = exchange;
+        const double overlapped = estimate(s).step_seconds;
+        s.parallel.overlap = false;
+        const double serial = estimate(s).step_seconds;
+        EXPECT_GE(serial, overlapped * (1 - 1e-9))
+            << sim::to_string(topology) << (exchange == CpExchange::ring ? " ring " : " all_gather ")
+            << bandwidth << " B/s";
+        if (exchange == CpExchange::ring && bandwidth == 1e9 / 8) EXPECT_GT(serial, 1.05 * overlapped);
+      }
+}
+
+TEST(Estimate, SlowNodeSlowsTheStep) {
+  // Node 2 with an L4 (121 TFLOP/s bf16 vs the A100's 312): its compute grows by
+  // at least 312/121 on the compute-bound pieces, and the synchronous step follows it.
+  Scenario s = testing::small_cp_scenario(4);
+  s.network.link = {1e18, 0};
+  const EstimateResult fast = estimate(s);
+  s.devices.node_profiles.push_back({2, testing::builtin_device("L4")});
+  const EstimateResult slow = estimate(s);
+  EXPECT_GT(slow.compute_seconds, 1.5 * fast.compute_seconds);
+  EXPECT_GE(slow.step_seconds, slow.compute_seconds * (1 - 1e-9));
+  EXPECT_GT(slow.step_seconds, fast.step_seconds);
+  // MFU uses the sum of the ranks' peaks: 3 · 312 + 121 TFLOP/s.
+  EXPECT_DOUBLE_EQ(slow.peak_flops_per_s, 3 * 312e12 + 121e12);
+}
+
+TEST(Estimate, MosCompressionRatioIsTheRankRatio) {
+  // K rank 2 + V rank 4 of 2·64 per kv head: bytes ratio (6·n·4·2 + θ) / (n·2·256·2)
+  // with θ = 2 chunks · 4 heads · 2 · 4 bytes per block of n = T/P tokens.
+  Scenario s = testing::small_cp_scenario(4);
+  s.compression.method = CompressionMethod::mos;
+  s.compression.k_rank_set = 2;
+  s.compression.v_rank_set = 4;
+  const double n = 1024;
+  const double expected = (n * 6 * 4 * 2 + 2 * 4 * 2 * 4) / (n * 2 * 256 * 2);
+  const EstimateResult e = estimate(s);
+  EXPECT_NEAR(e.kv_bytes_ratio, expected, 1e-12);
+  EXPECT_NEAR(e.kv_bytes_saved_fraction, 1 - expected, 1e-12);
+  EXPECT_EQ(estimate(testing::small_cp_scenario(4)).kv_bytes_ratio, 1.0);
+}
+
+TEST(Estimate, SparseSyncAveragesOverItsPeriod) {
+  // sync_every = 4: one step with the sync and three without, averaged.
+  Scenario s = testing::small_cp_scenario(4);
+  s.network.link.bandwidth_bytes_per_s = 1e8 / 8;  // slow enough for the sync to show
+  s.compression.weight_sync = WeightSync::sparse;
+  s.compression.sync_fraction = 0.5;
+  s.compression.sync_every = 4;
+  const double with = sim::replay(s.network, parallel::build_context_parallel_step(s, true)).step_seconds;
+  const double without = sim::replay(s.network, parallel::build_context_parallel_step(s, false)).step_seconds;
+  ASSERT_GT(with, without);
+  const EstimateResult e = estimate(s);
+  EXPECT_NEAR(e.step_seconds, (with + 3 * without) / 4, 1e-9 * with);
+  EXPECT_EQ(e.steps_averaged, 2);
+}
+
+TEST(Estimate, ThroughputAndMfuFollowFromTheStep) {
+  Scenario s = testing::small_cp_scenario(4);
+  s.training.batch_size = 2;
+  const EstimateResult e = estimate(s);
+  EXPECT_DOUBLE_EQ(e.tokens_per_s, 2 * 4096 / e.step_seconds);
+  EXPECT_DOUBLE_EQ(e.mfu, e.model_flops_per_step / (e.step_seconds * 4 * 312e12));
+  EXPECT_GT(e.mfu, 0);
+  EXPECT_LT(e.mfu, 0.45);  // never above the device's efficiency factor
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j.at("step_seconds").get<double>(), e.step_seconds);
+  EXPECT_EQ(j.at("bytes_per_rank_per_step").at("kv").get<double>(), e.bytes_per_rank_per_step.at("kv"));
+  EXPECT_EQ(j.at("network_model").get<std::string>(), "ideal");
+  const std::string table = format_estimate_table(s, e);
+  EXPECT_NE(table.find("tokens/s"), std::string::npos);
+  EXPECT_NE(table.find("ideal"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lowband

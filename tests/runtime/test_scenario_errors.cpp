@@ -1,0 +1,257 @@
+// Bad scenario input: each case must raise lowband::InputError whose one-line
+// message names the place (file, JSON path, line and column) and what was expected.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "runtime/scenario/load.h"
+
+namespace lowband {
+namespace {
+
+using nlohmann::json;
+
+// The quickstart document, to be broken one way per test.
+json base() { return json::parse(builtin_scenario_text("default")); }
+
+std::string error_of(const json& doc) {
+  try {
+    parse_scenario(doc, "test.json");
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.place(), "test.json");
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line";
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for " << doc.dump();
+  return "";
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+
+TEST(ScenarioErrors, UnknownKeyNamesItsPathAndTheClosestKey) {
+  json d = base();
+  d["network"]["bandwith"] = "1Gbps";
+  EXPECT_EQ(error_of(d), "test.json: unknown key \"bandwith\" at network (did you mean \"bandwidth\"?)");
+  d = base();
+  d["trainig"] = json::object();
+  EXPECT_CONTAINS(error_of(d), "unknown key \"trainig\" at top level (did you mean \"training\"?)");
+  d = base();
+  d["model"]["zzzzzzzz"] = 1;  // nothing close: list what is known
+  EXPECT_CONTAINS(error_of(d), "unknown key \"zzzzzzzz\" at model (known keys: layers, d_model, heads");
+  d = base();
+  d["network"]["wan"] = {{"bandwidth", "1Gbps"}, {"latency", "1ms"}};  // known, but not for a star
+  EXPECT_CONTAINS(error_of(d), "network.wan: key \"wan\" is not used by topology \"star\"");
+}
+
+TEST(ScenarioErrors, WrongTypeNamesPathAndExpectation) {
+  json d = base();
+  d["model"]["layers"] = "4";
+  EXPECT_CONTAINS(error_of(d), "model.layers: expected an integer in 1..");
+  EXPECT_CONTAINS(error_of(d), "got a string (\"4\")");
+  d["model"]["layers"] = 4.5;
+  EXPECT_CONTAINS(error_of(d), "model.layers: expected an integer in 1..1073741824, got 4.5");
+  d = base();
+  d["parallel"]["overlap"] = "yes";
+  EXPECT_CONTAINS(error_of(d), "parallel.overlap: expected true or false, got a string (\"yes\")");
+  d = base();
+  d["network"] = "star";
+  EXPECT_CONTAINS(error_of(d), "network: expected an object, got a string");
+  d = base();
+  d["network"]["topology"] = "ring";
+  EXPECT_CONTAINS(error_of(d),
+                  "network.topology: expected \"star\" or \"full_mesh\" or \"clusters\" or \"explicit\", got");
+  d = base();
+  d["training"]["lr"] = 0;
+  EXPECT_CONTAINS(error_of(d), "training.lr: expected a number > 0, got 0");
+  EXPECT_CONTAINS(error_of(json::array()), "top level: expected an object, got an array");
+}
+
+TEST(ScenarioErrors, BadUnitNamesPathAndAcceptedUnits) {
+  json d = base();
+  d["network"]["bandwidth"] = "300 Mbit/s";
+  EXPECT_CONTAINS(error_of(d), "network.bandwidth: \"300 Mbit/s\"");
+  EXPECT_CONTAINS(error_of(d), "bps Kbps Mbps Gbps Tbps");
+  d["network"]["bandwidth"] = 300;  // a bare number has no unit
+  EXPECT_CONTAINS(error_of(d), "network.bandwidth: expected a bandwidth string with a unit, got 300");
+  d = base();
+  d["network"]["latency"] = "1 hour";
+  EXPECT_CONTAINS(error_of(d), "network.latency: ");
+  EXPECT_CONTAINS(error_of(d), "s ms us ns");
+}
+
+TEST(ScenarioErrors, ZeroAndNegativeBandwidth) {
+  json d = base();
+  d["network"]["bandwidth"] = "0Mbps";
+  EXPECT_EQ(error_of(d), "test.json: network.bandwidth: bandwidth must be positive, got \"0Mbps\"");
+  d["network"]["bandwidth"] = "-300Mbps";
+  EXPECT_CONTAINS(error_of(d), "network.bandwidth: bandwidth must be positive");
+  d = base();
+  d["network"]["overrides"] = {{{"node", 1}, {"bandwidth", "0Gbps"}}};
+  EXPECT_CONTAINS(error_of(d), "network.overrides.0.bandwidth: bandwidth must be positive");
+}
+
+TEST(ScenarioErrors, MoreRanksThanNodes) {
+  json d = base();
+  d["network"]["nodes"] = 2;
+  d["parallel"]["context"] = 3;
+  EXPECT_EQ(error_of(d), "test.json: parallel.context: 3 ranks need 3 nodes but network has 2");
+}
+
+TEST(ScenarioErrors, OverrideIndicesOutOfRange) {
+  json d = base();  // 4 nodes: 0..3
+  d["network"]["overrides"] = {{{"node", 4}, {"latency", "5ms"}}};
+  EXPECT_CONTAINS(error_of(d), "network.overrides.0.node: node 4 is out of range: the network has 4 nodes (0..3)");
+  d["network"]["overrides"] = {{{"node", 1}, {"latency", "5ms"}}, {{"node", 1}, {"latency", "6ms"}}};
+  EXPECT_CONTAINS(error_of(d), "network.overrides.1.node: node 1 is overridden twice");
+  d["network"]["overrides"] = {{{"node", 1}}};
+  EXPECT_CONTAINS(error_of(d), "network.overrides.0: an override needs \"bandwidth\" or \"latency\"");
+
+  d = base();
+  d["network"] = {{"model", "ideal"}, {"topology", "full_mesh"}, {"nodes", 4}, {"bandwidth", "1Gbps"},
+                  {"latency", "1ms"}, {"overrides", {{{"between", {0, 7}}, {"bandwidth", "1Mbps"}}}}};
+  EXPECT_CONTAINS(error_of(d), "network.overrides.0.between.1: node 7 is out of range");
+
+  d["network"] = {{"model", "ideal"}, {"topology", "clusters"},
+                  {"clusters", {{{"nodes", 2}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}},
+                                {{"nodes", 2}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}}},
+                  {"wan", {{"bandwidth", "1Gbps"}, {"latency", "1ms"}}},
+                  {"wan_overrides", {{{"between", {0, 2}}, {"latency", "9ms"}}}}};
+  EXPECT_CONTAINS(error_of(d), "network.wan_overrides.0.between.1: cluster 2 is out of range: the network has 2 clusters");
+
+  d = base();
+  d["devices"]["overrides"] = {{{"node", 9}, {"profile", "L4"}}};
+  EXPECT_CONTAINS(error_of(d), "devices.overrides.0.node: expected a node index in 0..3");
+}
+
+TEST(ScenarioErrors, UnknownDeviceProfile) {
+  json d = base();
+  d["devices"]["profile"] = "A100-80G";
+  EXPECT_CONTAINS(error_of(d), "unknown device profile \"A100-80G\" at devices.profile (did you mean \"A100-80GB\"?)");
+  d = base();
+  d["devices"]["overrides"] = {{{"node", 1}, {"profile", "TPU"}}};
+  EXPECT_CONTAINS(error_of(d), "unknown device profile \"TPU\" at devices.overrides.0.profile");
+  EXPECT_CONTAINS(error_of(d), "H100-SXM");  // lists what exists
+  d = base();
+  d["devices"]["custom_profiles"] = {{{"name", "L4"}, {"peak_tflops_fp32", 1}, {"memory_bandwidth", "1GBps"},
+                                      {"memory", "1GiB"}, {"efficiency", 0.5}}};
+  EXPECT_CONTAINS(error_of(d), "devices.custom_profiles.0.name: \"L4\" is a built-in profile");
+}
+
+TEST(ScenarioErrors, MissingRequiredKeys) {
+  json d = base();
+  d["model"].erase("layers");
+  EXPECT_EQ(error_of(d), "test.json: model.layers: required key \"layers\" is missing");
+  d = base();
+  d["network"].erase("model");  // the network model must be pinned
+  EXPECT_CONTAINS(error_of(d), "network.model: required key \"model\" is missing");
+  d = base();
+  d.erase("name");
+  EXPECT_CONTAINS(error_of(d), "name: required key \"name\" is missing");
+}
+
+TEST(ScenarioErrors, ChecksAcrossSections) {
+  json d = base();
+  d["model"]["heads"] = 3;  // d_model 256
+  EXPECT_CONTAINS(error_of(d), "model.heads: d_model 256 is not divisible by heads 3");
+  d = base();
+  d["model"]["kv_heads"] = 3;
+  EXPECT_CONTAINS(error_of(d), "model.kv_heads: heads 4 is not divisible by kv_heads 3");
+  d = base();
+  d["model"]["seq_len"] = 1000;  // context 4 zigzag: 8 chunks
+  EXPECT_CONTAINS(error_of(d), "model.seq_len: seq_len 1000 does not split into 8 equal chunks");
+  d["parallel"]["split"] = "contiguous";  // 4 chunks of 250: fine
+  EXPECT_NO_THROW(parse_scenario(d, "test.json"));
+  d = base();
+  d["compression"] = {{"method", "mos"}, {"k_rank", 65}, {"v_ratio", 0.5}};  // head_dim 64
+  EXPECT_CONTAINS(error_of(d), "compression.k_rank: rank 65 exceeds head_dim 64 (expected 1..64)");
+  d["compression"] = {{"method", "mos"}, {"k_rank", 4}, {"k_ratio", 0.5}, {"v_ratio", 0.5}};
+  EXPECT_CONTAINS(error_of(d), "compression.k_rank: give k_ratio or k_rank, not both");
+  d["compression"] = {{"method", "mos"}, {"k_ratio", 1.0}, {"v_ratio", 0.5}};
+  EXPECT_CONTAINS(error_of(d), "compression.k_ratio: expected a number in [0, 1), got 1.0");
+  d["compression"] = {{"method", "mos"}, {"k_ratio", 0.5}};
+  EXPECT_CONTAINS(error_of(d), "compression: method \"mos\" needs v_ratio (fraction removed) or v_rank");
+  d["compression"] = {{"method", "none"}, {"k_ratio", 0.5}};
+  EXPECT_CONTAINS(error_of(d), "compression.k_ratio: only used with method \"mos\"");
+  d = base();
+  d["parallel"]["pipeline"] = 2;
+  EXPECT_CONTAINS(error_of(d), "parallel.pipeline: pipeline parallelism is not implemented yet: must be 1");
+  d = base();
+  d["training"]["tokenizer"] = "gpt2";  // vocab 256
+  EXPECT_CONTAINS(error_of(d), "model.vocab: tokenizer \"gpt2\" needs vocab >= 50257, got 256");
+  d = base();
+  d["name"] = "../etc";
+  EXPECT_CONTAINS(error_of(d), "name: expected a name of letters, digits");
+}
+
+TEST(ScenarioErrors, TopologiesMustConnectEveryNode) {
+  json d = base();
+  d["network"] = {{"model", "ideal"}, {"topology", "explicit"}, {"nodes", 4},
+                  {"links", {{{"between", {0, 1}}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}},
+                             {{"between", {1, 2}}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}}}};
+  EXPECT_CONTAINS(error_of(d), "network.links: node 3 is not connected to node 0");
+  d["network"]["links"][1]["between"] = {1, 1};
+  EXPECT_CONTAINS(error_of(d), "network.links.1.between: a link joins two different nodes");
+  d["network"] = {{"model", "ideal"}, {"topology", "clusters"}, {"nodes", 5},
+                  {"clusters", {{{"nodes", 2}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}},
+                                {{"nodes", 2}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}}},
+                  {"wan", {{"bandwidth", "1Gbps"}, {"latency", "1ms"}}}};
+  EXPECT_CONTAINS(error_of(d), "network.nodes: the clusters have 4 nodes in all, but nodes is 5");
+}
+
+class ScenarioFileErrors : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = (std::filesystem::temp_directory_path() / (std::string("lowband_") + info->name() + "_" +
+                                                      std::to_string(::getpid()) + ".json")).string();
+    std::ofstream(path_) << text;
+    return path_;
+  }
+  void TearDown() override {
+    if (!path_.empty()) std::filesystem::remove(path_);
+  }
+  static std::string error_of_file(const std::string& path, const std::vector<std::string>& sets = {}) {
+    try {
+      load_scenario_file(path, sets);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no error for " << path;
+    return "";
+  }
+  std::string path_;
+};
+
+TEST_F(ScenarioFileErrors, MissingFile) {
+  EXPECT_EQ(error_of_file("/nonexistent/x.json"), "/nonexistent/x.json: no such scenario file");
+}
+
+TEST_F(ScenarioFileErrors, InvalidJsonReportsLineAndColumn) {
+  // Line 4 is `    "layers": 4,,`: the second comma is column 17.
+  const std::string p = write("{\n  \"name\": \"x\",\n  \"model\": {\n    \"layers\": 4,,\n  }\n}\n");
+  const std::string e = error_of_file(p);
+  EXPECT_EQ(e.rfind(p + ":4:17: invalid JSON: ", 0), 0u) << e;
+  // A document cut short: the error is at the end, line 2 column 11 (after `"name": 1`).
+  const std::string q = write("{\n  \"name\": 1");
+  EXPECT_EQ(error_of_file(q).rfind(q + ":2:12: invalid JSON: ", 0), 0u) << error_of_file(q);
+}
+
+TEST_F(ScenarioFileErrors, DuplicateKeysAreErrors) {
+  json d = base();
+  std::string text = d.dump(2);
+  text.replace(text.find("\"latency\""), 0, "\"latency\": \"2ms\",\n    ");
+  EXPECT_CONTAINS(error_of_file(write(text)), "network.latency: duplicate key \"latency\"");
+}
+
+TEST_F(ScenarioFileErrors, ErrorsInsideAFileNameTheFile) {
+  json d = base();
+  d["network"]["bandwidth"] = "0bps";
+  const std::string p = write(d.dump(2));
+  EXPECT_EQ(error_of_file(p), p + ": network.bandwidth: bandwidth must be positive, got \"0bps\"");
+}
+
+}  // namespace
+}  // namespace lowband
