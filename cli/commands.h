@@ -23,5 +23,6 @@ Scenario load_scenario(const ScenarioSource& source);
 void add_validate_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
 void add_bench_comm_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace lowband::cli

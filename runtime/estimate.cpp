@@ -178,8 +178,9 @@ std::string format_estimate_table(const Scenario& s, const EstimateResult& e) {
   row("compression", compression);
   row("weight sync", c.weight_sync == WeightSync::all_reduce
                          ? std::string("ring all-reduce every step")
-                         : fmt("sparse, %.3g of the weights", c.sync_fraction) + " every " +
-                               std::to_string(c.sync_every) + " steps");
+                         : fmt("sparse, %.3g of the weights", c.sync_fraction) +
+                               (c.sync_every == 1 ? std::string(" every step")
+                                                  : " every " + std::to_string(c.sync_every) + " steps"));
   row("network", e.network);
   row("network model", e.network_model);
   row("devices", s.devices.default_profile.name + (s.devices.node_profiles.empty() ? "" : " (with per-node overrides)"));
@@ -189,8 +190,11 @@ std::string format_estimate_table(const Scenario& s, const EstimateResult& e) {
   row("compute", fmt("%.4g s", e.compute_seconds) + "  (busiest rank)");
   row("exposed comm", fmt("%.4g s", e.exposed_comm_seconds));
   std::string sent;
-  for (const auto& [kind, b] : e.bytes_per_rank_per_step) sent += kind + " " + si(b, "B") + ", ";
-  if (!sent.empty()) sent.resize(sent.size() - 2);
+  for (const char* kind : {"kv", "dkv", "grad_sync", "total"}) {
+    const auto it = e.bytes_per_rank_per_step.find(kind);
+    if (it == e.bytes_per_rank_per_step.end()) continue;
+    sent += (sent.empty() ? "" : ", ") + std::string(kind) + " " + si(it->second, "B");
+  }
   row("sent per rank/step", sent);
   row("K/V bytes", fmt("%.4g of uncompressed", e.kv_bytes_ratio) +
                        fmt(" (%.1f %% saved)", 100.0 * e.kv_bytes_saved_fraction));

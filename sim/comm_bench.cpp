@@ -25,6 +25,7 @@ std::vector<CommBenchRow> run_comm_bench(const NetworkSpec& network, const std::
   std::vector<StepGraph> graphs;
   for (double size : sizes_bytes)
     for (Collective c : collectives) {
+      if (c == Collective::p2p && p < 2) continue;  // no pair to send between
       StepGraph graph(graph_ranks);
       // Point-to-point runs between the first two participants.
       const std::vector<int> who = c == Collective::p2p ? std::vector<int>(ranks.begin(), ranks.begin() + std::min(p, 2))

@@ -21,8 +21,9 @@ struct CommBenchRow {
   double deviation = 0;            // time / expected - 1; NaN where no closed form
 };
 
-// ranks: the participants (empty: every node). All rows are replayed in one
-// child process (sim::replay_batch), ordered by size, then by collective.
+// ranks: the participants (empty: every node); p2p runs from the first to the
+// second (no p2p rows with fewer than two). All rows are replayed in one child
+// process (sim::replay_batch), ordered by size, then by collective.
 std::vector<CommBenchRow> run_comm_bench(const NetworkSpec& network, const std::vector<int>& ranks,
                                          const std::vector<double>& sizes_bytes,
                                          const std::vector<Collective>& collectives);

@@ -171,30 +171,19 @@ void build_clusters(const NetworkSpec& net, std::vector<sg4::Host*>& hosts) {
   world->seal();
 }
 
+// SimGrid's Dijkstra zone weighs a route by its number of links: fewest hops. Routes
+// are computed per source on first use and cached, so memory stays O(nodes^2) even
+// for long paths (storing every full route would be O(nodes^2 * hops)).
 void build_explicit(const NetworkSpec& net, std::vector<sg4::Host*>& hosts) {
-  sg4::NetZone* zone = sg4::create_full_zone("links");
+  sg4::NetZone* zone = sg4::create_dijkstra_zone("links", /*cache=*/true);
   for (int node = 0; node < net.nodes; ++node)
     hosts[static_cast<size_t>(node)] = zone->create_host(host_name(node), kHostFlopsPerSecond);
-  std::vector<sg4::Link*> links;
-  for (size_t i = 0; i < net.pair_links.size(); ++i)
-    links.push_back(make_link(zone, "link" + std::to_string(i), net.pair_links[i].link));
-  const auto adj = adjacency(net);
-  for (int src = 0; src < net.nodes; ++src) {
-    const std::vector<int> via = bfs_via(adj, src);
-    for (int dst = 0; dst < net.nodes; ++dst) {
-      if (dst == src) continue;
-      // Walk back from dst to src; UP is the direction from a listed pair's a to its b.
-      std::vector<sg4::LinkInRoute> route;
-      for (int node = dst; node != src;) {
-        const int i = via[static_cast<size_t>(node)];
-        const PairLink& p = net.pair_links[static_cast<size_t>(i)];
-        const int prev = p.a == node ? p.b : p.a;
-        route.emplace_back(links[static_cast<size_t>(i)], prev == p.a ? Direction::UP : Direction::DOWN);
-        node = prev;
-      }
-      std::vector<sg4::LinkInRoute> forward(route.rbegin(), route.rend());
-      zone->add_route(hosts[src]->get_netpoint(), hosts[dst]->get_netpoint(), nullptr, nullptr, forward, false);
-    }
+  for (size_t i = 0; i < net.pair_links.size(); ++i) {
+    const PairLink& p = net.pair_links[i];
+    sg4::Link* link = make_link(zone, "link" + std::to_string(i), p.link);
+    // UP is the direction from the listed a to b; the reverse route takes DOWN.
+    zone->add_route(hosts[static_cast<size_t>(p.a)]->get_netpoint(), hosts[static_cast<size_t>(p.b)]->get_netpoint(),
+                    nullptr, nullptr, {sg4::LinkInRoute(link, Direction::UP)}, true);
   }
   zone->seal();
 }

@@ -16,9 +16,10 @@ class Host;
 
 namespace lowband::sim {
 
-// Compute tasks run as kHostFlopsPerSecond * seconds flops, so a task alone on its
-// host takes exactly its seconds. 1e9 keeps sub-microsecond tasks well above
-// SimGrid's work-amount precision (1e-5 units).
+// Every host's nominal speed. Replay times compute tasks itself (processor sharing
+// per rank, on SimGrid's clock; see sim/replay_engine.cpp), so it only matters to
+// code that runs SimGrid Execs on this platform: a task of s seconds is then
+// s * kHostFlopsPerSecond flops, far above SimGrid's work-amount precision (1e-5).
 inline constexpr double kHostFlopsPerSecond = 1e9;
 
 void validate_network(const NetworkSpec& network);

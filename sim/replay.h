@@ -13,6 +13,11 @@
 // Each call runs SimGrid in a forked child process (SimGrid's engine is a process
 // singleton whose configuration and clock cannot be reset), so calls are
 // independent and can use different networks and models in one process.
+//
+// Cost (bench/bench_replay.cpp): about 2 us of CPU per transfer at 64 ranks and 6 us
+// at 512, plus a fork and the platform build (0.7 s for a 512-node full mesh). The
+// growth with ranks is SimGrid 3.32's: it keeps every in-flight host-to-host
+// transfer in one std::list and searches it linearly when one completes.
 #include <vector>
 
 #include "sim/network.h"

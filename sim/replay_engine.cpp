@@ -3,13 +3,14 @@
 #include <simgrid/s4u/Activity.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
-#include <simgrid/s4u/Host.hpp>
 #include <simgrid/kernel/Timer.hpp>
+#include <simgrid/s4u/Host.hpp>
 #include <xbt/log.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -28,11 +29,12 @@ namespace {
 // linearly on completion: with a few hundred ranks that search dominated replay.)
 class RankCpu {
  public:
-  template <class Done>
-  void add(TaskId id, double seconds, Done&& done) {
+  explicit RankCpu(std::function<void(TaskId)> done) : done_(std::move(done)) {}
+
+  void add(TaskId id, double seconds) {
     advance();
     running_.push_back({id, seconds});
-    reschedule(std::forward<Done>(done));
+    reschedule();
   }
 
  private:
@@ -43,7 +45,7 @@ class RankCpu {
 
   // Brings every running task's remaining work up to now.
   void advance() {
-    const double now = simgrid::s4u::Engine::get_clock();
+    const double now = sg4::Engine::get_clock();
     if (!running_.empty()) {
       const double progress = (now - last_update_) / static_cast<double>(running_.size());
       for (Running& r : running_) r.remaining_seconds -= progress;
@@ -51,33 +53,38 @@ class RankCpu {
     last_update_ = now;
   }
 
-  template <class Done>
-  void reschedule(Done done) {
+  double least_remaining() const {
+    double least = running_.front().remaining_seconds;
+    for (const Running& r : running_) least = std::min(least, r.remaining_seconds);
+    return least;
+  }
+
+  void reschedule() {
     if (timer_) timer_->remove();
     timer_ = nullptr;
     if (running_.empty()) return;
-    double first = running_.front().remaining_seconds;
-    for (const Running& r : running_) first = std::min(first, r.remaining_seconds);
-    const double at = last_update_ + std::max(first, 0.0) * static_cast<double>(running_.size());
-    timer_ = simgrid::kernel::timer::Timer::set(at, [this, done]() {
-      timer_ = nullptr;
-      advance();
-      // Everything within rounding of the earliest finishes now, together.
-      double first_left = running_.front().remaining_seconds;
-      for (const Running& r : running_) first_left = std::min(first_left, r.remaining_seconds);
-      const double eps = 1e-12 * std::max(1.0, last_update_);
-      std::vector<TaskId> finished;
-      auto it = std::remove_if(running_.begin(), running_.end(), [&](const Running& r) {
-        if (r.remaining_seconds > first_left + eps && r.remaining_seconds > eps) return false;
-        finished.push_back(r.id);
-        return true;
-      });
-      running_.erase(it, running_.end());
-      reschedule(done);
-      for (TaskId id : finished) done(id);
-    });
+    const double at = last_update_ + std::max(least_remaining(), 0.0) * static_cast<double>(running_.size());
+    timer_ = simgrid::kernel::timer::Timer::set(at, [this]() { on_timer(); });
   }
 
+  void on_timer() {
+    timer_ = nullptr;  // SimGrid frees it after this call
+    advance();
+    // Every task within rounding of the earliest finishes now, together.
+    const double least = least_remaining();
+    const double eps = 1e-12 * std::max(1.0, last_update_);
+    std::vector<TaskId> finished;
+    auto kept = std::remove_if(running_.begin(), running_.end(), [&](const Running& r) {
+      if (r.remaining_seconds > least + eps && r.remaining_seconds > eps) return false;
+      finished.push_back(r.id);
+      return true;
+    });
+    running_.erase(kept, running_.end());
+    reschedule();
+    for (TaskId id : finished) done_(id);  // may add tasks here: they see the new state
+  }
+
+  std::function<void(TaskId)> done_;
   std::vector<Running> running_;
   double last_update_ = 0;
   simgrid::kernel::timer::Timer* timer_ = nullptr;
@@ -95,7 +102,11 @@ class GraphRun {
     out_.finish_seconds.assign(n, -1);
     pending_.assign(n, 0);
     live_.resize(n);
-    cpus_.resize(hosts.size());
+    // Built once and never resized: each RankCpu's timers point at it.
+    cpus_.assign(hosts.size(), RankCpu([this](TaskId id) {
+      finished(id);
+      drain();
+    }));
     // Successor lists in compressed form: first_succ_[i]..first_succ_[i+1] index succ_.
     first_succ_.assign(n + 1, 0);
     for (const Task& task : graph.tasks())
@@ -154,10 +165,7 @@ class GraphRun {
     void* tag = reinterpret_cast<void*>(static_cast<intptr_t>(id));
     if (task.kind == TaskKind::compute) {
       if (task.seconds == 0) return finished(id);
-      cpus_[static_cast<size_t>(task.rank)].add(id, task.seconds, [this](TaskId done) {
-        finished(done);
-        drain();
-      });
+      cpus_[static_cast<size_t>(task.rank)].add(id, task.seconds);
     } else {
       if (task.rank == task.peer) return finished(id);
       sg4::CommPtr comm = sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)],

@@ -1,13 +1,15 @@
 // Blockwise attention on the CPU: per (head, query tile) an online softmax over
-// key tiles, the tile products in a register-blocked AVX-512 GEMM
-// (attention_gemm.h), the exp in AVX-512. Memory beyond the inputs and outputs:
-// per-thread tiles, a transposed copy of K (and of V in the backward), and in
-// the backward one private dq per thread.
+// key tiles, the tile products in oneDNN's sgemm (attention_gemm.h; one thread
+// per task, oneDNN runs single-threaded inside our OpenMP region), the exp in
+// AVX-512 (softmax_simd.h). Memory beyond the inputs and outputs: per-thread
+// tiles and per-head copies of K and V (forward), of Q, dO, K, Kᵀ and Vᵀ plus
+// one private dq per thread (backward) -- all linear in the sequence, never nq x nk.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -17,15 +19,11 @@
 namespace lowband::kernels::cpu {
 namespace {
 
-// Tile sizes: the score tile and the Q, K, V tiles it reads stay in L2; rows
-// come in multiples of the GEMM's 6-row blocks (tuned with bench_attention,
-// see kernels/README.md).
-#ifndef LOWBAND_ATT_QT
-#define LOWBAND_ATT_QT 126
-#define LOWBAND_ATT_KT 252
-#endif
-constexpr int64_t kQueryTile = LOWBAND_ATT_QT;
-constexpr int64_t kKeyTile = LOWBAND_ATT_KT;
+// Tile sizes: a 192 x 256 score tile (192 KiB) and the Q, K, V tiles it reads
+// stay in L2 (2 MiB per core here). Chosen with bench_attention among
+// 66-192 x 252-504 (see kernels/README.md).
+constexpr int64_t kQueryTile = 192;
+constexpr int64_t kKeyTile = 256;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Below this many multiply-adds a call runs on one thread: waking the OpenMP
 // team costs more than it saves (and much more on a loaded machine).
@@ -42,9 +40,9 @@ inline int64_t attended_keys(const AttentionShape& s, int64_t i) {
 // at data + h * head_stride; row i at + i * ld (transposed: dimension d at
 // + d * ld, rows contiguous, ld padded to an odd number of cache lines).
 struct PerHead {
-  std::vector<float> data;
+  detail::AlignedFloats data;  // not zero-filled: every element read is written
   int64_t ld = 0, head_stride = 0;
-  const float* head(int64_t h) const { return data.data() + h * head_stride; }
+  const float* head(int64_t h) const { return data.get() + h * head_stride; }
 };
 
 PerHead pack_heads(int64_t rows, int64_t heads, int64_t hd, const float* x, bool transposed,
@@ -59,14 +57,14 @@ PerHead pack_heads(int64_t rows, int64_t heads, int64_t hd, const float* x, bool
     p.ld = hd;
     p.head_stride = rows * hd;
   }
-  p.data.resize(heads * p.head_stride);
+  p.data = detail::aligned_floats(size_t(heads * p.head_stride));
   const int64_t chunks = (rows + 255) / 256;
 #pragma omp parallel for schedule(static) collapse(2) if (parallel)
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t i0 = c * 256, n = std::min<int64_t>(256, rows - i0);
       const float* src = x + (i0 * heads + h) * hd;
-      float* dst = p.data.data() + h * p.head_stride;
+      float* dst = p.data.get() + h * p.head_stride;
       if (transposed) {
         detail::transpose(n, hd, src, heads * hd, dst + i0, p.ld);
       } else {
@@ -92,7 +90,8 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
 
 #pragma omp parallel if (parallel)
   {
-    std::vector<float> scores(kQueryTile * kKeyTile), acc(kQueryTile * hd);
+    const detail::AlignedFloats scores = detail::aligned_floats(kQueryTile * kKeyTile);
+    const detail::AlignedFloats acc = detail::aligned_floats(kQueryTile * hd);
     std::vector<float> row_m(kQueryTile), row_l(kQueryTile);
     // Causal tiles late in the sequence cost most: hand them out first.
 #pragma omp for schedule(dynamic, 1)
@@ -100,16 +99,17 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
       const int64_t qt = q_tiles - 1 - t / s.heads, h = t % s.heads, hk = h / group;
       const int64_t i0 = qt * kQueryTile, bq = std::min(kQueryTile, s.nq - i0);
       const float* qp = q + (i0 * s.heads + h) * hd;
-      std::fill(acc.begin(), acc.begin() + bq * hd, 0.0f);
+      std::fill(acc.get(), acc.get() + bq * hd, 0.0f);
       std::fill(row_m.begin(), row_m.end(), kNegInf);
       std::fill(row_l.begin(), row_l.end(), 0.0f);
       const int64_t key_end = attended_keys(s, i0 + bq - 1);  // the tile's last row sees most
       for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
         const int64_t bk = std::min(kKeyTile, key_end - j0);
-        float* S = scores.data();
-        detail::tile_gemm(bq, bk, hd, s.scale, qp, ldq, 1, kt.head(hk) + j0, kt.ld, false, S, bk);
+        float* S = scores.get();
+        const int64_t lds = detail::padded_ld(bk);
+        detail::tile_gemm(bq, bk, hd, s.scale, qp, ldq, 1, kt.head(hk) + j0, kt.ld, false, S, lds);
         for (int64_t r = 0; r < bq; ++r) {
-          float* row = S + r * bk;
+          float* row = S + r * lds;
           const int64_t valid = std::clamp<int64_t>(attended_keys(s, i0 + r) - j0, 0, bk);
           std::fill(row + valid, row + bk, 0.0f);  // masked keys get P = 0
           if (valid == 0) continue;
@@ -118,16 +118,15 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
           row_l[r] = row_l[r] * corr + detail::exp_shift_sum(row, valid, m_new);
           row_m[r] = m_new;
           if (corr != 1.0f) {
-            float* a = acc.data() + r * hd;
+            float* a = acc.get() + r * hd;
             for (int64_t d = 0; d < hd; ++d) a[d] *= corr;
           }
         }
-        detail::tile_gemm(bq, hd, bk, 1.0f, S, bk, 1, vp.head(hk) + j0 * hd, hd, true, acc.data(),
-                          hd);
+        detail::tile_gemm(bq, hd, bk, 1.0f, S, lds, 1, vp.head(hk) + j0 * hd, hd, true, acc.get(), hd);
       }
       for (int64_t r = 0; r < bq; ++r) {
         float* o = out + ((i0 + r) * s.heads + h) * hd;
-        const float* a = acc.data() + r * hd;
+        const float* a = acc.get() + r * hd;
         if (row_l[r] > 0.0f) {
           const float inv = 1.0f / row_l[r];
           for (int64_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
@@ -194,7 +193,9 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
   const bool parallel = double(s.nq) * double(s.nk) * double(s.heads * hd) >= kMinParallelMacs;
   const int threads =
       parallel ? std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), tasks)) : 1;
-  std::vector<float> dq_private(size_t(threads) * dq_size, 0.0f);  // (heads, nq, hd) each
+  // One (heads, nq, hd) dq per thread.
+  const detail::AlignedFloats dq_private = detail::aligned_floats(size_t(threads) * dq_size);
+  std::fill(dq_private.get(), dq_private.get() + size_t(threads) * dq_size, 0.0f);
   const PerHead qp = pack_heads(s.nq, s.heads, hd, q, false, parallel);
   const PerHead gp = pack_heads(s.nq, s.heads, hd, dout, false, parallel);
   const PerHead kp = pack_heads(s.nk, s.kv_heads, hd, k, false, parallel);
@@ -203,16 +204,19 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
 
 #pragma omp parallel num_threads(threads)
   {
-    float* my_dq = dq_private.data() + size_t(omp_get_thread_num()) * dq_size;
-    std::vector<float> P(kQueryTile * kKeyTile), dS(kQueryTile * kKeyTile);
-    std::vector<float> dk_tile(kKeyTile * hd), dv_tile(kKeyTile * hd);
+    float* my_dq = dq_private.get() + size_t(omp_get_thread_num()) * dq_size;
+    const detail::AlignedFloats P = detail::aligned_floats(kQueryTile * kKeyTile);
+    const detail::AlignedFloats dS = detail::aligned_floats(kQueryTile * kKeyTile);
+    const detail::AlignedFloats dk_tile = detail::aligned_floats(kKeyTile * hd);
+    const detail::AlignedFloats dv_tile = detail::aligned_floats(kKeyTile * hd);
     // Early key tiles see the most (causal) queries: hand them out first.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t key_tile = t / s.kv_heads, hk = t % s.kv_heads;
       const int64_t j0 = key_tile * kKeyTile, bk = std::min(kKeyTile, s.nk - j0);
-      std::fill(dk_tile.begin(), dk_tile.end(), 0.0f);
-      std::fill(dv_tile.begin(), dv_tile.end(), 0.0f);
+      const int64_t lds = detail::padded_ld(bk);
+      std::fill(dk_tile.get(), dk_tile.get() + bk * hd, 0.0f);
+      std::fill(dv_tile.get(), dv_tile.get() + bk * hd, 0.0f);
       // First query that attends key j0 (all later ones do too).
       const int64_t i_start =
           s.causal ? std::clamp<int64_t>(s.k_offset + j0 - s.q_offset, 0, s.nq) : 0;
@@ -221,11 +225,11 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
           const int64_t bq = std::min(kQueryTile, s.nq - i0);
           const float* qi = qp.head(h) + i0 * hd;
           const float* gi = gp.head(h) + i0 * hd;
-          detail::tile_gemm(bq, bk, hd, s.scale, qi, hd, 1, kt.head(hk) + j0, kt.ld, false, P.data(), bk);
-          detail::tile_gemm(bq, bk, hd, 1.0f, gi, hd, 1, vt.head(hk) + j0, vt.ld, false, dS.data(), bk);
+          detail::tile_gemm(bq, bk, hd, s.scale, qi, hd, 1, kt.head(hk) + j0, kt.ld, false, P.get(), lds);
+          detail::tile_gemm(bq, bk, hd, 1.0f, gi, hd, 1, vt.head(hk) + j0, vt.ld, false, dS.get(), lds);
           for (int64_t r = 0; r < bq; ++r) {  // P = exp(S − lse), dS = P ∘ (dP − D)
-            float* p = P.data() + r * bk;
-            float* ds = dS.data() + r * bk;
+            float* p = P.get() + r * lds;
+            float* ds = dS.get() + r * lds;
             const float L = lse[h * s.nq + i0 + r], D = delta[h * s.nq + i0 + r];
             const int64_t valid =
                 L == kNegInf ? 0 : std::clamp<int64_t>(attended_keys(s, i0 + r) - j0, 0, bk);
@@ -235,9 +239,9 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
             for (int64_t j = 0; j < bk; ++j) ds[j] = p[j] * (ds[j] - D);
           }
           // dV += Pᵀ·dO, dK += scale·dSᵀ·Q, dQ += scale·dS·K.
-          detail::tile_gemm(bk, hd, bq, 1.0f, P.data(), 1, bk, gi, hd, true, dv_tile.data(), hd);
-          detail::tile_gemm(bk, hd, bq, s.scale, dS.data(), 1, bk, qi, hd, true, dk_tile.data(), hd);
-          detail::tile_gemm(bq, hd, bk, s.scale, dS.data(), bk, 1, kp.head(hk) + j0 * hd, hd, true,
+          detail::tile_gemm(bk, hd, bq, 1.0f, P.get(), 1, lds, gi, hd, true, dv_tile.get(), hd);
+          detail::tile_gemm(bk, hd, bq, s.scale, dS.get(), 1, lds, qi, hd, true, dk_tile.get(), hd);
+          detail::tile_gemm(bq, hd, bk, s.scale, dS.get(), lds, 1, kp.head(hk) + j0 * hd, hd, true,
                             my_dq + (h * s.nq + i0) * hd, hd);
         }
       }
@@ -245,8 +249,8 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
         float* dkr = dk + ((j0 + j) * s.kv_heads + hk) * hd;
         float* dvr = dv + ((j0 + j) * s.kv_heads + hk) * hd;
         for (int64_t d = 0; d < hd; ++d) {
-          dkr[d] += dk_tile[j * hd + d];
-          dvr[d] += dv_tile[j * hd + d];
+          dkr[d] += dk_tile[size_t(j * hd + d)];
+          dvr[d] += dv_tile[size_t(j * hd + d)];
         }
       }
     }
@@ -255,7 +259,7 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
     for (int64_t i = 0; i < s.nq; ++i)
       for (int64_t h = 0; h < s.heads; ++h)
         for (int t = 0; t < threads; ++t) {
-          const float* src = dq_private.data() + size_t(t) * dq_size + (h * s.nq + i) * hd;
+          const float* src = dq_private.get() + size_t(t) * dq_size + (h * s.nq + i) * hd;
           float* dst = dq + i * ldq + h * hd;
 #pragma omp simd
           for (int64_t d = 0; d < hd; ++d) dst[d] += src[d];

@@ -1,6 +1,7 @@
 #include "runtime/parallel/context_schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -111,7 +112,12 @@ class Builder {
   // A compute task on `rank`, after the rank's previous compute task.
   TaskId compute(int rank, const cost::Cost& c, std::vector<TaskId> deps, const char* tag) {
     if (last_[rank] != kNone) deps.push_back(last_[rank]);
-    const double sec = cost::seconds(s_.devices.for_node(rank), c, s_.devices.dtype);
+    const sim::DeviceProfile& device = s_.devices.for_node(rank);
+    const double sec = cost::seconds(device, c, s_.devices.dtype);
+    if (!std::isfinite(sec) || sec < 0)
+      throw InputError("devices", "profile '" + device.name + "' of node " + std::to_string(rank) +
+                                      " gives no finite time for '" + tag +
+                                      "' (zero peak FLOP/s, memory bandwidth or efficiency?)");
     return last_[rank] = out_.graph.add_compute(rank, sec, std::move(deps), tag);
   }
 

@@ -66,20 +66,20 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string unknown_key_message(const std::string& key, const std::string& parent_path,
-                                const std::vector<std::string>& known) {
+                                const std::vector<std::string>& known, const std::string& noun) {
   std::string best;
   size_t best_distance = SIZE_MAX;
   for (const auto& k : known) {
     const size_t d = edit_distance(key, k);
     if (d < best_distance) best = k, best_distance = d;
   }
-  std::string msg = "unknown key \"" + key + "\" at " + describe_path(parent_path);
+  std::string msg = "unknown " + noun + " \"" + key + "\" at " + describe_path(parent_path);
   // A suggestion only when it is plausibly a typo: at most a third of the letters wrong.
   if (!best.empty() && best_distance <= std::max<size_t>(2, std::max(key.size(), best.size()) / 3))
     return msg + " (did you mean \"" + best + "\"?)";
   std::string list;
   for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-  return msg + " (known keys: " + list + ")";
+  return msg + " (known " + noun + "s: " + list + ")";
 }
 
 bool Bounds::contains(double v) const {

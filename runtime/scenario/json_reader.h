@@ -35,9 +35,10 @@ std::string join_path(const std::string& parent, const std::string& key);
 // "" -> "top level", otherwise the path itself.
 std::string describe_path(const std::string& path);
 size_t edit_distance(const std::string& a, const std::string& b);
-// `unknown key "k" at P (did you mean "x"?)`, or listing the known keys when none is close.
+// `unknown key "k" at P (did you mean "x"?)`, or listing the known keys when none is
+// close; `noun` replaces "key" (e.g. "device profile").
 std::string unknown_key_message(const std::string& key, const std::string& parent_path,
-                                const std::vector<std::string>& known);
+                                const std::vector<std::string>& known, const std::string& noun = "key");
 
 // Bounds of a number, with a description for error messages.
 struct Bounds {

@@ -1,5 +1,7 @@
 // Reading scenario files: JSON syntax errors with line and column, duplicate keys,
 // and --set overrides, whose errors name the flag.
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -67,7 +69,7 @@ class DuplicateKeyCheck {
 };
 
 bool is_index(const std::string& part) {
-  return !part.empty() && part.size() < 10 && std::all_of(part.begin(), part.end(), ::isdigit);
+  return !part.empty() && part.size() < 10 && std::all_of(part.begin(), part.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; });
 }
 
 void apply_one(json& document, const std::string& text) {
@@ -137,13 +139,14 @@ Scenario scenario_detail::parse_with_overrides(const json& document, const std::
     s.source = source;
     return s;
   } catch (const SchemaError& e) {
-    // The last --set at or above the error's path (or a related one) is to blame.
+    // The last --set that wrote at, above or below the error's path (or a related
+    // one) is to blame: "--set a.typo=1" fails at a.typo, "--set c.method=mos" at c.
     auto under = [](const std::string& path, const std::string& prefix) {
       return path == prefix || path.rfind(prefix + ".", 0) == 0;
     };
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
       const std::string set_path = it->substr(0, it->find('='));
-      bool blamed = under(e.path(), set_path);
+      bool blamed = under(e.path(), set_path) || under(set_path, e.path());
       for (const auto& related : e.related()) blamed = blamed || under(related, set_path) || under(set_path, related);
       if (blamed) throw InputError("--set " + *it, e.what());
     }

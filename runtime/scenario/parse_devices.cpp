@@ -35,10 +35,7 @@ const sim::DeviceProfile& lookup(const json& v, const std::string& path,
   std::vector<std::string> known;
   for (const auto& p : sim::builtin_device_profiles()) known.push_back(p.name);
   for (const auto& p : custom) known.push_back(p.name);
-  // Same wording as an unknown key, with the profile names as the known set.
-  std::string msg = unknown_key_message(name, path, known);
-  msg.replace(0, std::string("unknown key").size(), "unknown device profile");
-  throw SchemaError(path, msg);
+  throw SchemaError(path, unknown_key_message(name, path, known, "device profile"));
 }
 
 }  // namespace

@@ -94,15 +94,23 @@ std::vector<sim::PairLink> pair_overrides(const std::vector<ObjectReader>& items
 
 // Explicit links must connect every node to every other (possibly over several hops).
 void check_connected(const ObjectReader& r, const sim::NetworkSpec& net) {
-  std::vector<int> parent(static_cast<size_t>(net.nodes));
-  for (int i = 0; i < net.nodes; ++i) parent[static_cast<size_t>(i)] = i;
-  auto find = [&](int x) {
-    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
-    return x;
-  };
-  for (const auto& l : net.pair_links) parent[static_cast<size_t>(find(l.a))] = find(l.b);
+  // Breadth-first search from node 0 over the undirected links.
+  std::vector<std::vector<int>> neighbours(static_cast<size_t>(net.nodes));
+  for (const auto& l : net.pair_links) {
+    neighbours[static_cast<size_t>(l.a)].push_back(l.b);
+    neighbours[static_cast<size_t>(l.b)].push_back(l.a);
+  }
+  std::vector<bool> reached(static_cast<size_t>(net.nodes), false);
+  std::vector<int> frontier = {0};
+  reached[0] = true;
+  while (!frontier.empty()) {
+    const int node = frontier.back();
+    frontier.pop_back();
+    for (int next : neighbours[static_cast<size_t>(node)])
+      if (!reached[static_cast<size_t>(next)]) reached[static_cast<size_t>(next)] = true, frontier.push_back(next);
+  }
   for (int i = 1; i < net.nodes; ++i)
-    if (find(i) != find(0))
+    if (!reached[static_cast<size_t>(i)])
       throw SchemaError(r.path_of("links"), r.path_of("links") + ": node " + std::to_string(i) +
                                                 " is not connected to node 0 by any path of links");
 }
@@ -117,8 +125,9 @@ sim::NetworkSpec parse_network(const ObjectReader& root) {
   const std::vector<std::string> known = keys_for(topology);
   for (const auto& key : kAllNetworkKeys)
     if (all.has(key) && std::find(known.begin(), known.end(), key) == known.end())
-      throw SchemaError(all.path_of(key), all.path_of(key) + ": key \"" + key + "\" is not used by topology \"" +
-                                              topology + "\"");
+      throw SchemaError(all.path_of(key),
+                        all.path_of(key) + ": key \"" + key + "\" is not used by topology \"" + topology + "\"",
+                        {all.path_of("topology")});
   const ObjectReader r(root.need("network"), all.path(), known);
 
   if (topology == "star" || topology == "full_mesh") {

@@ -86,7 +86,7 @@ TEST_F(Cli, InvalidJsonNamesLineAndColumn) {
   const auto r = run("validate " + p.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.json:3:13:"), std::string::npos) << r.err;  // file:line:column
 }
 
 TEST_F(Cli, UnknownKeyNamesPathAndSuggestion) {

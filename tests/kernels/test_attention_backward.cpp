@@ -96,6 +96,32 @@ TEST(AttentionBackward, MatchesFloat64AnalyticGradientOnTiledShapes) {
   }
 }
 
+TEST(AttentionBackward, AccumulatesIntoExistingGradients) {
+  // Expectation: dq, dk, dv are accumulated, not overwritten: starting from
+  // G0 (random), one call leaves G0 + g, where g is the gradient from zero
+  // (rel. error < 1e-6: one fp32 addition per element).
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note(seed));
+  Rng rng(seed);
+  const AttentionShape s{300, 280, 4, 2, 32, 20, 0, true, 0.2f};
+  auto q = random_floats(rng, s.nq * s.heads * s.head_dim), dout = random_floats(rng, q.size());
+  auto k = random_floats(rng, s.nk * s.kv_heads * s.head_dim), v = random_floats(rng, k.size());
+  const Grads g = cpu_backward(s, q, k, v, dout);
+  std::vector<float> out(q.size()), lse(s.heads * s.nq), delta(s.heads * s.nq);
+  cpu::attention_forward(s, q.data(), k.data(), v.data(), out.data(), lse.data());
+  cpu::attention_backward_delta(s.nq, s.heads, s.head_dim, out.data(), dout.data(), delta.data());
+  auto dq = random_floats(rng, q.size()), dk = random_floats(rng, k.size()), dv = random_floats(rng, v.size());
+  std::vector<double> want_q(dq.size()), want_k(dk.size()), want_v(dv.size());
+  for (size_t e = 0; e < dq.size(); ++e) want_q[e] = double(dq[e]) + g.dq[e];
+  for (size_t e = 0; e < dk.size(); ++e) want_k[e] = double(dk[e]) + g.dk[e];
+  for (size_t e = 0; e < dv.size(); ++e) want_v[e] = double(dv[e]) + g.dv[e];
+  cpu::attention_backward(s, q.data(), k.data(), v.data(), lse.data(), delta.data(), dout.data(),
+                          dq.data(), dk.data(), dv.data());
+  EXPECT_LT(rel_error(dq, want_q), 1e-6);
+  EXPECT_LT(rel_error(dk, want_k), 1e-6);
+  EXPECT_LT(rel_error(dv, want_v), 1e-6);
+}
+
 TEST(AttentionBackward, ZigzagBlockPairsSumToWholeSequenceGradient) {
   // Expectation: P = 2 ranks, T = 4 * 45, zigzag chunks. Each query chunk's
   // final out/lse come from blockwise forward + merge; the backward run per

@@ -123,6 +123,51 @@ TEST(ContextSchedule, ComputeOnEachRankRunsInOneChain) {
   }
 }
 
+TEST(ContextSchedule, RingForwardsToTheNextRankAndAllGatherSendsToEveryPeer) {
+  // Ring: every K/V and dK/dV transfer goes r -> r+1, P-1 of each per rank and layer.
+  // All-gather: per layer, each rank sends K/V once to each of its P-1 peers.
+  const int P = 4, layers = 2;
+  Scenario s = testing::small_cp_scenario(P);
+  const sim::StepGraph ring = build_context_parallel_step(s);
+  std::vector<int> sends(P, 0);
+  for (const sim::Task& t : ring.tasks()) {
+    if (t.kind != sim::TaskKind::transfer || t.kind_tag == "grad_sync") continue;
+    EXPECT_EQ(t.peer, (t.rank + 1) % P) << t.kind_tag;
+    ++sends[t.rank];
+  }
+  for (int r = 0; r < P; ++r) EXPECT_EQ(sends[r], 2 * layers * (P - 1));
+  s.parallel.exchange = CpExchange::all_gather;
+  const sim::StepGraph gather = build_context_parallel_step(s);
+  std::vector<std::vector<int>> kv(P, std::vector<int>(P, 0));
+  for (const sim::Task& t : gather.tasks())
+    if (t.kind == sim::TaskKind::transfer && t.kind_tag == "kv") ++kv[t.rank][t.peer];
+  for (int r = 0; r < P; ++r)
+    for (int q = 0; q < P; ++q) EXPECT_EQ(kv[r][q], r == q ? 0 : layers) << r << "->" << q;
+}
+
+TEST(ContextSchedule, WithoutOverlapAttentionWaitsForTheWholeExchange) {
+  // overlap = false: each layer's first attention task depends on every K/V
+  // transfer that arrives at the rank in that layer (P-1 of them).
+  const int P = 4;
+  Scenario s = testing::small_cp_scenario(P);
+  s.parallel.overlap = false;
+  const sim::StepGraph g = build_context_parallel_step(s);
+  int checked = 0;
+  std::vector<bool> waiting(P, true);  // the next attention task is a layer's first
+  for (const sim::Task& t : g.tasks()) {
+    if (t.kind != sim::TaskKind::compute) continue;
+    if (t.kind_tag == "qkv") waiting[t.rank] = true;
+    if (t.kind_tag != "attention" || !waiting[t.rank]) continue;
+    waiting[t.rank] = false;
+    int arrivals = 0;
+    for (sim::TaskId d : t.deps)
+      if (g.task(d).kind == sim::TaskKind::transfer && g.task(d).peer == t.rank) ++arrivals;
+    EXPECT_EQ(arrivals, P - 1);
+    ++checked;
+  }
+  EXPECT_EQ(checked, P * 2);  // every rank, both layers
+}
+
 TEST(ContextSchedule, RejectsWhatItCannotSchedule) {
   Scenario s = testing::small_cp_scenario(4);
   s.network.nodes = 3;
@@ -138,6 +183,14 @@ TEST(ContextSchedule, RejectsWhatItCannotSchedule) {
   s = testing::small_cp_scenario(4);
   s.model.seq_len = 7;  // zigzag needs 8 chunks
   EXPECT_THROW(build_context_parallel_step(s), InputError);
+  s = testing::small_cp_scenario(4);
+  s.devices.node_profiles.push_back({1, sim::DeviceProfile{}});  // all zeros: no time is finite
+  try {
+    build_context_parallel_step(s);
+    FAIL() << "a device with no FLOP/s accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.place(), "devices");
+  }
 }
 
 }  // namespace

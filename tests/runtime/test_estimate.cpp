@@ -75,7 +75,9 @@ TEST(Estimate, NoOverlapIsNeverFaster) {
         EXPECT_GE(serial, overlapped * (1 - 1e-9))
             << sim::to_string(topology) << (exchange == CpExchange::ring ? " ring " : " all_gather ")
             << bandwidth << " B/s";
-        if (exchange == CpExchange::ring && bandwidth == 1e9 / 8) EXPECT_GT(serial, 1.05 * overlapped);
+        if (exchange == CpExchange::ring && bandwidth == 1e9 / 8) {
+          EXPECT_GT(serial, 1.05 * overlapped);
+        }
       }
 }
 
@@ -92,6 +94,19 @@ TEST(Estimate, SlowNodeSlowsTheStep) {
   EXPECT_GT(slow.step_seconds, fast.step_seconds);
   // MFU uses the sum of the ranks' peaks: 3 · 312 + 121 TFLOP/s.
   EXPECT_DOUBLE_EQ(slow.peak_flops_per_s, 3 * 312e12 + 121e12);
+}
+
+TEST(Estimate, ZigzagBeatsContiguousSplit) {
+  // Contiguous: the last of 4 ranks has 7x the causal attention work of the first
+  // (cost-model test), so with free communication its compute sets a longer step.
+  Scenario s = testing::small_cp_scenario(4);
+  s.network.link = {1e18, 0};
+  const EstimateResult zigzag = estimate(s);
+  s.parallel.split = CpSplit::contiguous;
+  const EstimateResult contiguous = estimate(s);
+  EXPECT_GT(contiguous.compute_seconds, 1.1 * zigzag.compute_seconds);
+  EXPECT_GT(contiguous.step_seconds, 1.1 * zigzag.step_seconds);
+  EXPECT_DOUBLE_EQ(contiguous.model_flops_per_step, zigzag.model_flops_per_step);
 }
 
 TEST(Estimate, MosCompressionRatioIsTheRankRatio) {

@@ -133,7 +133,7 @@ TEST(ScenarioErrors, UnknownDeviceProfile) {
   d = base();
   d["devices"]["overrides"] = {{{"node", 1}, {"profile", "TPU"}}};
   EXPECT_CONTAINS(error_of(d), "unknown device profile \"TPU\" at devices.overrides.0.profile");
-  EXPECT_CONTAINS(error_of(d), "H100-SXM");  // lists what exists
+  EXPECT_CONTAINS(error_of(d), "(known device profiles: A100-40GB, A100-80GB, H100-SXM");  // nothing close
   d = base();
   d["devices"]["custom_profiles"] = {{{"name", "L4"}, {"peak_tflops_fp32", 1}, {"memory_bandwidth", "1GBps"},
                                       {"memory", "1GiB"}, {"efficiency", 0.5}}};
@@ -160,9 +160,9 @@ TEST(ScenarioErrors, ChecksAcrossSections) {
   d["model"]["kv_heads"] = 3;
   EXPECT_CONTAINS(error_of(d), "model.kv_heads: heads 4 is not divisible by kv_heads 3");
   d = base();
-  d["model"]["seq_len"] = 1000;  // context 4 zigzag: 8 chunks
-  EXPECT_CONTAINS(error_of(d), "model.seq_len: seq_len 1000 does not split into 8 equal chunks");
-  d["parallel"]["split"] = "contiguous";  // 4 chunks of 250: fine
+  d["model"]["seq_len"] = 1004;  // context 4 zigzag: 8 chunks of 125.5
+  EXPECT_CONTAINS(error_of(d), "model.seq_len: seq_len 1004 does not split into 8 equal chunks");
+  d["parallel"]["split"] = "contiguous";  // 4 chunks of 251: fine
   EXPECT_NO_THROW(parse_scenario(d, "test.json"));
   d = base();
   d["compression"] = {{"method", "mos"}, {"k_rank", 65}, {"v_ratio", 0.5}};  // head_dim 64
@@ -234,7 +234,7 @@ TEST_F(ScenarioFileErrors, InvalidJsonReportsLineAndColumn) {
   const std::string p = write("{\n  \"name\": \"x\",\n  \"model\": {\n    \"layers\": 4,,\n  }\n}\n");
   const std::string e = error_of_file(p);
   EXPECT_EQ(e.rfind(p + ":4:17: invalid JSON: ", 0), 0u) << e;
-  // A document cut short: the error is at the end, line 2 column 11 (after `"name": 1`).
+  // A document cut short: the error is just past its end, line 2 column 12 (`  "name": 1` is 11 long).
   const std::string q = write("{\n  \"name\": 1");
   EXPECT_EQ(error_of_file(q).rfind(q + ":2:12: invalid JSON: ", 0), 0u) << error_of_file(q);
 }

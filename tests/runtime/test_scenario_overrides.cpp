@@ -91,6 +91,8 @@ TEST(ScenarioOverrides, ChecksAcrossKeysNameTheFlagThatBrokeThem) {
   // parallel.context but the flag is what caused it.
   EXPECT_EQ(error_of("quickstart.json", {"training.steps=3", "network.nodes=2"}),
             "--set network.nodes=2: parallel.context: 4 ranks need 4 nodes but network has 2");
+  EXPECT_EQ(error_of("quickstart.json", {"network.topology=clusters"}),
+            "--set network.topology=clusters: network.bandwidth: key \"bandwidth\" is not used by topology \"clusters\"");
   EXPECT_EQ(error_of("quickstart.json", {"model.heads=3"}),
             "--set model.heads=3: model.heads: d_model 256 is not divisible by heads 3");
 }

@@ -16,13 +16,13 @@ using testing::link;
 
 constexpr double B = 1e8, L = 1e-3, S = 1e6;
 
-// A square 0-1-2-3-0: links 0-1, 1-2 (at B/2), 2-3, and 0-3 with ten times the latency.
-NetworkSpec square() {
+// A line 0-1-2-3-4 (link 1-2 at B/2) closed into a ring by 4-0 with ten times the latency.
+NetworkSpec ring5() {
   NetworkSpec n;
   n.topology = Topology::explicit_links;
-  n.nodes = 4;
+  n.nodes = 5;
   n.pair_links = {PairLink{0, 1, link(B, L)}, PairLink{1, 2, link(B / 2, L)}, PairLink{2, 3, link(B, L)},
-                  PairLink{3, 0, link(B, 10 * L)}};
+                  PairLink{3, 4, link(B, L)}, PairLink{4, 0, link(B, 10 * L)}};
   return n;
 }
 
@@ -33,20 +33,22 @@ double one_transfer(const NetworkSpec& net, int src, int dst) {
 }
 
 TEST(ExplicitLinks, RoutesTakeFewestHopsThenSumLatencyAndTakeMinBandwidth) {
-  // 0->3: the direct link (1 hop) beats 0-1-2-3 (3 hops) though its latency is higher: 10L + S/B = 20 ms.
-  EXPECT_NEAR(one_transfer(square(), 0, 3), 0.020, kTolerance * 0.020);
-  // 0->2: two hops (0-1-2, the first found): latency 2L, bandwidth min(B, B/2): 2 ms + 20 ms = 22 ms.
-  EXPECT_NEAR(one_transfer(square(), 0, 2), 0.022, kTolerance * 0.022);
+  // 0->4: the direct link (1 hop) beats 0-1-2-3-4 (4 hops) though its latency is higher: 10L + S/B = 20 ms.
+  EXPECT_NEAR(one_transfer(ring5(), 0, 4), 0.020, kTolerance * 0.020);
+  // 0->3: 0-4-3 (2 hops, 11L) beats 0-1-2-3 (3 hops, 3L): 11 ms + S/B = 21 ms.
+  EXPECT_NEAR(one_transfer(ring5(), 0, 3), 0.021, kTolerance * 0.021);
+  // 0->2: 0-1-2 (2 hops): latency 2L, bandwidth min(B, B/2): 2 ms + 20 ms = 22 ms.
+  EXPECT_NEAR(one_transfer(ring5(), 0, 2), 0.022, kTolerance * 0.022);
   // 2->0, the reverse route, costs the same: 22 ms.
-  EXPECT_NEAR(one_transfer(square(), 2, 0), 0.022, kTolerance * 0.022);
+  EXPECT_NEAR(one_transfer(ring5(), 2, 0), 0.022, kTolerance * 0.022);
 }
 
 TEST(ExplicitLinks, ReverseFlowsUseOppositeDirections) {
   // 0->1 and 1->0 together over the single full-duplex link 0-1: each alone, L + S/B = 11 ms.
-  StepGraph g(4);
+  StepGraph g(5);
   g.add_transfer(0, 1, S, {}, "x");
   g.add_transfer(1, 0, S, {}, "x");
-  EXPECT_NEAR(replay(square(), g).step_seconds, 0.011, kTolerance * 0.011);
+  EXPECT_NEAR(replay(ring5(), g).step_seconds, 0.011, kTolerance * 0.011);
 }
 
 TEST(ExplicitLinks, SharingFollowsRouteLatencyAsInCm02) {
@@ -57,10 +59,10 @@ TEST(ExplicitLinks, SharingFollowsRouteLatencyAsInCm02) {
   //  then     0->1 at 2B/3, 0->2 at B/3: 0->1 ends at 2L + 9e5/(2B/3) = 15.5 ms, when 0->2
   //           has sent 13.5 ms * B/3 = 4.5e5 bytes;
   //  then     0->2 alone, capped by link 1-2 at B/2: ends at 15.5 ms + 5.5e5/(B/2) = 26.5 ms.
-  StepGraph h(4);
+  StepGraph h(5);
   h.add_transfer(0, 1, S, {}, "x");
   h.add_transfer(0, 2, S, {}, "x");
-  const ReplayResult r = replay(square(), h, ReplayOptions{true});
+  const ReplayResult r = replay(ring5(), h, ReplayOptions{true});
   EXPECT_NEAR(r.task_finish_seconds[0], 0.0155, kTolerance * 0.0155);
   EXPECT_NEAR(r.task_finish_seconds[1], 0.0265, kTolerance * 0.0265);
 }

@@ -1,7 +1,12 @@
 // sim::replay against closed forms under the ideal (alpha-beta) model.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "common/error.h"
 #include "networks.h"
@@ -104,6 +109,22 @@ TEST(Replay, ReadyComputeTasksShareTheirRank) {
   EXPECT_NEAR(r.rank_compute_busy_seconds[0], 2.0, kTolerance * 2);
 }
 
+TEST(Replay, ComputeSharingFollowsArrivals) {
+  // Rank 0: A (1 s) from 0; B (1 s) arrives at 0.5 s, after C (0.5 s) on rank 1.
+  // A alone to 0.5 s (0.5 s left), then both at half speed: A ends at 1.5 s, when B has
+  // 0.5 s left, which it runs alone: B ends at 2.0 s. Rank 0 is busy 0..2 s.
+  StepGraph g(2);
+  const TaskId a = g.add_compute(0, 1.0, {}, "a");
+  const TaskId c = g.add_compute(1, 0.5, {}, "c");
+  const TaskId b = g.add_compute(0, 1.0, {c}, "b");
+  const ReplayResult r = replay(testing::star(2, link(B, L)), g, ReplayOptions{true});
+  EXPECT_NEAR(r.task_finish_seconds[static_cast<size_t>(a)], 1.5, kTolerance * 1.5);
+  EXPECT_NEAR(r.task_start_seconds[static_cast<size_t>(b)], 0.5, kTolerance * 0.5);
+  EXPECT_NEAR(r.task_finish_seconds[static_cast<size_t>(b)], 2.0, kTolerance * 2.0);
+  EXPECT_NEAR(r.rank_compute_busy_seconds[0], 2.0, kTolerance * 2.0);
+  EXPECT_NEAR(r.rank_compute_busy_seconds[1], 0.5, kTolerance * 0.5);
+}
+
 TEST(Replay, SelfTransferIsFreeAndEmptyMessageCostsLatency) {
   // 0->0 moves nothing over the network: 0 s. An empty 0->1 message still pays 2L = 2 ms.
   StepGraph g(2);
@@ -173,6 +194,25 @@ TEST(Replay, MoreRanksThanNodesIsAnInputError) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.place(), "network.nodes");
   }
+}
+
+TEST(Replay, CallersBufferedOutputIsWrittenOnce) {
+  // The child process must not flush a copy of the caller's stdio buffer: "before" once.
+  const std::string path = ::testing::TempDir() + "lowband_replay_stdout.txt";
+  std::fflush(stdout);
+  const int saved = ::dup(STDOUT_FILENO);
+  ASSERT_TRUE(std::freopen(path.c_str(), "w", stdout));
+  std::printf("before");  // left in the (fully buffered) stdio buffer
+  StepGraph g(2);
+  g.add_transfer(0, 1, S, {}, "kv");
+  replay(testing::star(2, link(B, L)), g);
+  std::fflush(stdout);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(saved);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "before");
 }
 
 TEST(Replay, EmptyGraphTakesNoTime) {

@@ -1,0 +1,160 @@
+// Model: buffers, batch set-up, embedding and LM head (forward and backward), and
+// the whole-step drivers. The per-layer passes are in model_layer.cpp.
+#include "runtime/model/model.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/embedding.h"
+#include "kernels/matmul.h"
+#include "kernels/rmsnorm.h"
+
+namespace lowband::model {
+
+using kernels::Trans;
+namespace k = kernels::cpu;
+
+Model::Model(const ModelConfig& config, uint64_t seed, ModelOptions options)
+    : layout_(config), options_(options),
+      params_(size_t(layout_.count())), grads_(size_t(layout_.count()), 0.0f) {
+  init_parameters(layout_, seed, params_.data());
+}
+
+void Model::size_workspace(int64_t n) {
+  if (n == rows_ && !workspace_.empty()) return;
+  const ModelConfig& c = config();
+  const int64_t d = c.d_model, dkv = c.d_kv(), f = c.ffn_hidden, V = c.vocab;
+  const int64_t per_layer = 6 * n * d + 2 * n * dkv + 2 * n + 3 * n * f;
+  const int64_t head = 2 * n * d + n + n * V + 2 * n;
+  const int64_t scratch = 4 * n * d + 2 * n * dkv + n * f;
+  workspace_.assign(size_t(c.layers * per_layer + head + scratch), 0.0f);
+  float* p = workspace_.data();
+  auto take = [&p](int64_t count) { float* r = p; p += count; return r; };
+  acts_.resize(size_t(c.layers));
+  for (auto& a : acts_) {
+    a.x = take(n * d);
+    a.xn1 = take(n * d);
+    a.rstd1 = take(n);
+    a.q = take(n * d);
+    a.k = take(n * dkv);
+    a.v = take(n * dkv);
+    a.att = take(n * d);
+    a.x1 = take(n * d);
+    a.xn2 = take(n * d);
+    a.rstd2 = take(n);
+    a.gate = take(n * f);
+    a.up = take(n * f);
+    a.h = take(n * f);
+  }
+  x_final_ = take(n * d);
+  xf_ = take(n * d);
+  rstdf_ = take(n);
+  logits_ = take(n * V);
+  losses_ = take(n);
+  lse_ = take(n);
+  dres_ = take(n * d);
+  dxn_ = take(n * d);
+  datt_ = take(n * d);
+  dq_ = take(n * d);
+  dk_ = take(n * dkv);
+  dv_ = take(n * dkv);
+  dh_ = take(n * f);
+  rows_ = n;
+}
+
+void Model::begin(const TokenBatch& b) {
+  if (b.inputs == nullptr) throw InputError("batch.inputs", "missing");
+  if (b.sequences <= 0 || b.tokens <= 0)
+    throw InputError("batch", "needs sequences > 0 and tokens > 0, got " +
+                                  std::to_string(b.sequences) + " x " + std::to_string(b.tokens));
+  const int64_t n = b.sequences * b.tokens;
+  sequences_ = b.sequences;
+  tokens_ = b.tokens;
+  inputs_.assign(b.inputs, b.inputs + n);
+  if (b.targets != nullptr)
+    targets_.assign(b.targets, b.targets + n);
+  else
+    targets_.clear();
+  positions_.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    positions_[size_t(i)] = b.positions != nullptr ? b.positions[i] : i % b.tokens;
+    if (positions_[size_t(i)] < 0)
+      throw InputError("batch.positions[" + std::to_string(i) + "]", "must not be negative");
+  }
+  size_workspace(n);
+  const ModelConfig& c = config();
+  k::embedding_forward(inputs_.data(), n, w(layout_.embedding()), c.vocab, c.d_model, acts_[0].x);
+}
+
+AttentionBatch Model::attention_batch() const {
+  const ModelConfig& c = config();
+  AttentionBatch a;
+  a.sequences = sequences_;
+  a.tokens = tokens_;
+  a.heads = c.heads;
+  a.kv_heads = c.kv_heads;
+  a.head_dim = c.head_dim();
+  a.positions = positions_.data();
+  return a;
+}
+
+float Model::head_forward() {
+  if (targets_.empty()) throw InputError("batch.targets", "missing: the loss needs targets");
+  const ModelConfig& c = config();
+  const int64_t n = rows_, d = c.d_model, V = c.vocab;
+  k::rmsnorm_forward(x_final_, w(layout_.final_norm()), n, d, options_.norm_eps, xf_, rstdf_);
+  // logits (n, V) = xf (n, d) · lm_headᵀ (d, V)
+  k::matmul(Trans::no, Trans::yes, n, V, d, 1.0f, xf_, d, w(layout_.lm_head()), d, 0.0f, logits_, V);
+  return k::cross_entropy_forward(logits_, targets_.data(), n, V, losses_, lse_);
+}
+
+void Model::zero_grads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+
+void Model::head_backward(float dloss) {
+  const ModelConfig& c = config();
+  const int64_t n = rows_, d = c.d_model, V = c.vocab;
+  float* dlogits = logits_;  // in place: the logits are not needed again
+  k::cross_entropy_backward(logits_, targets_.data(), lse_, n, V, dlogits, dloss);
+  // d lm_head (V, d) += dlogitsᵀ (V, n) · xf (n, d)
+  k::matmul(Trans::yes, Trans::no, V, d, n, 1.0f, dlogits, V, xf_, d, 1.0f, g(layout_.lm_head()), d);
+  // d xf (n, d) = dlogits (n, V) · lm_head (V, d)
+  k::matmul(Trans::no, Trans::no, n, d, V, 1.0f, dlogits, V, w(layout_.lm_head()), d, 0.0f, dxn_, d);
+  k::rmsnorm_backward(dxn_, x_final_, w(layout_.final_norm()), rstdf_, n, d, dres_,
+                      g(layout_.final_norm()));
+}
+
+void Model::embedding_backward() {
+  const ModelConfig& c = config();
+  k::embedding_backward(inputs_.data(), rows_, dres_, c.vocab, c.d_model, g(layout_.embedding()));
+}
+
+float Model::forward(const TokenBatch& batch, AttentionProvider& attention) {
+  begin(batch);
+  const AttentionBatch ab = attention_batch();
+  for (int l = 0; l < config().layers; ++l) {
+    layer_forward_qkv(l);
+    LayerActivations& a = acts_[size_t(l)];
+    attention.forward(l, ab, a.q, a.k, a.v, a.att);
+    layer_forward_post_attention(l);
+  }
+  return head_forward();
+}
+
+float Model::forward_backward(const TokenBatch& batch, AttentionProvider& attention, float dloss) {
+  const float loss = forward(batch, attention);
+  zero_grads();
+  head_backward(dloss);
+  const AttentionBatch ab = attention_batch();
+  for (int l = config().layers - 1; l >= 0; --l) {
+    layer_backward_post_attention(l);
+    LayerActivations& a = acts_[size_t(l)];
+    attention.backward(l, ab, a.q, a.k, a.v, a.att, datt_, dq_, dk_, dv_);
+    layer_backward_qkv(l);
+  }
+  embedding_backward();
+  return loss;
+}
+
+}  // namespace lowband::model

@@ -1,0 +1,138 @@
+#pragma once
+// A Llama-style decoder trained by hand (llm.c style) on the CPU kernels:
+//   x = embedding[tokens]
+//   per layer: x += wo · attention(rope(wq·n1), rope(wk·n1), wv·n1),  n1 = rmsnorm(x, attn_norm)
+//              x += w_down · (silu(w_gate·n2) * (w_up·n2)),           n2 = rmsnorm(x, mlp_norm)
+//   loss = mean cross-entropy(lm_head · rmsnorm(x, final_norm), targets)
+// Grouped-query attention when kv_heads < heads. Parameters and gradients are
+// each one flat float buffer (layout: param_layout.h).
+//
+// Activations are rows = local tokens (sequence-major, sequences * tokens rows)
+// by features, row-major; Q/K/V in the attention kernels' (rows, heads, head_dim)
+// layout. The workspace holding them is sized by the first batch and reused
+// while the batch shape stays the same.
+//
+// Two ways to run it:
+//  - forward / forward_backward with an AttentionProvider (LocalAttention for
+//    one device);
+//  - the phases below, for a trainer that drives several ranks' models layer by
+//    layer and computes attention itself (read q/k/v from activations(l), write
+//    activations(l).att; in the backward read attention_grad_out(), write dq/dk/dv):
+//      begin(batch); for l: layer_forward_qkv(l); <attention>; layer_forward_post_attention(l);
+//      loss = head_forward();
+//      zero_grads(); head_backward(dloss);
+//      for l = L-1..0: layer_backward_post_attention(l); <attention backward>; layer_backward_qkv(l);
+//      embedding_backward();
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/model/attention_provider.h"
+#include "runtime/model/param_layout.h"
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::model {
+
+struct ModelOptions {
+  float norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+};
+
+struct TokenBatch {
+  const int32_t* inputs = nullptr;     // (sequences * tokens), each in [0, vocab)
+  const int32_t* targets = nullptr;    // (sequences * tokens), < 0 ignores the row; may be
+                                       // nullptr for begin() without a loss
+  const int64_t* positions = nullptr;  // (sequences * tokens) global positions;
+                                       // nullptr: 0 .. tokens-1 in every sequence
+  int64_t sequences = 1;
+  int64_t tokens = 0;                  // local tokens per sequence
+};
+
+// One layer's saved activations: views into the model's workspace (n = rows).
+struct LayerActivations {
+  float* x;      // (n, d)        the layer's input (residual stream)
+  float* xn1;    // (n, d)        attn_norm(x)
+  float* rstd1;  // (n)
+  float* q;      // (n, heads, head_dim)     after RoPE
+  float* k;      // (n, kv_heads, head_dim)  after RoPE
+  float* v;      // (n, kv_heads, head_dim)
+  float* att;    // (n, heads, head_dim)     attention output
+  float* x1;     // (n, d)        x + att · woᵀ
+  float* xn2;    // (n, d)        mlp_norm(x1)
+  float* rstd2;  // (n)
+  float* gate;   // (n, f)        xn2 · w_gateᵀ (overwritten by its gradient in the backward)
+  float* up;     // (n, f)        xn2 · w_upᵀ   (likewise)
+  float* h;      // (n, f)        silu(gate) * up
+};
+
+class Model {
+ public:
+  // Parameters initialised by init_parameters(seed); gradients zero.
+  Model(const ModelConfig& config, uint64_t seed, ModelOptions options = {});
+
+  const ModelConfig& config() const { return layout_.config(); }
+  const ModelOptions& options() const { return options_; }
+  const ParamLayout& layout() const { return layout_; }
+  int64_t param_count() const { return layout_.count(); }
+  float* params() { return params_.data(); }
+  const float* params() const { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  const float* grads() const { return grads_.data(); }
+  float* param(const std::string& name) { return params_.data() + layout_.find(name).offset; }
+  float* grad(const std::string& name) { return grads_.data() + layout_.find(name).offset; }
+
+  // Mean loss over the valid targets; logits() then holds (rows, vocab).
+  float forward(const TokenBatch& batch, AttentionProvider& attention);
+  // Zeroes the gradients, then fills them with d(dloss · mean loss)/dparams.
+  // Returns the mean loss. Under context parallelism pass dloss =
+  // valid_local / valid_global so the ranks' gradients sum to the global mean's.
+  float forward_backward(const TokenBatch& batch, AttentionProvider& attention,
+                         float dloss = 1.0f);
+
+  // --- phases (see the top of this file) ---
+  void begin(const TokenBatch& batch);  // copies the batch, sizes the workspace, embeds
+  void layer_forward_qkv(int l);
+  void layer_forward_post_attention(int l);
+  float head_forward();                 // needs targets
+  void zero_grads();
+  void head_backward(float dloss);      // gradients accumulate (+=) from here on
+  void layer_backward_post_attention(int l);
+  void layer_backward_qkv(int l);
+  void embedding_backward();
+
+  AttentionBatch attention_batch() const;
+  LayerActivations& activations(int l) { return acts_[static_cast<size_t>(l)]; }
+  float* attention_grad_out() { return datt_; }  // dL/d att of the layer being back-propagated
+  float* dq() { return dq_; }                    // (n, heads, head_dim)
+  float* dk() { return dk_; }                    // (n, kv_heads, head_dim)
+  float* dv() { return dv_; }
+  const float* logits() const { return logits_; }  // (n, vocab), valid after head_forward
+  const float* token_losses() const { return losses_; }  // (n), valid after head_forward
+  const int64_t* positions() const { return positions_.data(); }
+  int64_t rows() const { return rows_; }
+
+ private:
+  void size_workspace(int64_t rows);
+  void check_layer(int l, const char* phase) const;  // InputError("layer") when out of range
+  float* w(int64_t offset) { return params_.data() + offset; }
+  float* g(int64_t offset) { return grads_.data() + offset; }
+
+  ParamLayout layout_;
+  ModelOptions options_;
+  std::vector<float> params_, grads_;
+
+  int64_t sequences_ = 0, tokens_ = 0, rows_ = 0;
+  std::vector<int32_t> inputs_, targets_;
+  std::vector<int64_t> positions_;
+
+  std::vector<float> workspace_;
+  std::vector<LayerActivations> acts_;
+  float *x_final_ = nullptr, *xf_ = nullptr, *rstdf_ = nullptr, *logits_ = nullptr;
+  float *losses_ = nullptr, *lse_ = nullptr;
+  // Backward scratch: residual-stream gradient, a (n, d) temporary, and the
+  // attention gradients handed to and from the provider.
+  float *dres_ = nullptr, *dxn_ = nullptr, *datt_ = nullptr, *dh_ = nullptr;
+  float *dq_ = nullptr, *dk_ = nullptr, *dv_ = nullptr;
+};
+
+}  // namespace lowband::model

@@ -1,0 +1,77 @@
+#pragma once
+// Where each named tensor of a Llama-style decoder lives in one flat float
+// buffer. Parameters, gradients and both AdamW moments use the same layout, so
+// an offset found here addresses all four buffers.
+//
+// Order (each tensor row-major, PyTorch nn.Linear convention W (out, in), y = x Wᵀ):
+//   embedding (vocab, d)
+//   per layer l: layers.l.attn_norm (d), wq (d, d), wk (d_kv, d), wv (d_kv, d),
+//                wo (d, d), mlp_norm (d), w_gate (f, d), w_up (f, d), w_down (d, f)
+//   final_norm (d)
+//   lm_head (vocab, d)            absent when tie_embeddings (the embedding is used)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::model {
+
+// What a tensor is, for initialisation and weight decay.
+enum class TensorRole : uint8_t {
+  norm,                 // RMSNorm gain: init 1, no weight decay
+  matrix,               // init normal(0, 0.02), weight decay
+  residual_projection,  // wo, w_down: normal(0, 0.02 / sqrt(2 * layers)), weight decay
+};
+
+struct TensorInfo {
+  std::string name;     // "embedding", "layers.3.wq", "final_norm", ...
+  int64_t offset = 0;   // first element in the flat buffer
+  int64_t rows = 0;     // a norm is (1, d)
+  int64_t cols = 0;
+  TensorRole role = TensorRole::matrix;
+  int64_t count() const { return rows * cols; }
+  bool decays() const { return role != TensorRole::norm; }
+};
+
+// Offsets of one layer's tensors in the flat buffer.
+struct LayerOffsets {
+  int64_t attn_norm, wq, wk, wv, wo, mlp_norm, w_gate, w_up, w_down;
+};
+
+// Throws InputError("model.<field>", ...) unless layers, d_model, heads,
+// kv_heads, ffn_hidden and vocab are positive, heads divides d_model, kv_heads
+// divides heads and head_dim is even (RoPE).
+void check_model_config(const ModelConfig& config);
+
+class ParamLayout {
+ public:
+  explicit ParamLayout(const ModelConfig& config);
+
+  const ModelConfig& config() const { return config_; }
+  int64_t count() const { return count_; }  // floats in each flat buffer
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // Throws InputError("parameter", ...) for an unknown name.
+  const TensorInfo& find(const std::string& name) const;
+
+  int64_t embedding() const { return embedding_; }
+  const LayerOffsets& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
+  int64_t final_norm() const { return final_norm_; }
+  int64_t lm_head() const { return lm_head_; }  // == embedding() when tied
+
+ private:
+  int64_t add(const std::string& name, int64_t rows, int64_t cols, TensorRole role);
+
+  ModelConfig config_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<LayerOffsets> layers_;
+  int64_t embedding_ = 0, final_norm_ = 0, lm_head_ = 0, count_ = 0;
+};
+
+// Fills params (layout.count()) deterministically from seed: each tensor draws
+// from its own stream (splitmix64 of seed and tensor index, Box-Muller normals),
+// so the result does not depend on the standard library and one tensor's values
+// do not shift when another's shape changes.
+void init_parameters(const ParamLayout& layout, uint64_t seed, float* params);
+
+}  // namespace lowband::model
