@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "bench/peak.h"
-#include "kernels/device.h"
 #include "kernels/attention.h"
+#include "kernels/device.h"
 
 namespace {
 
@@ -38,7 +38,8 @@ struct Inputs {
 
 Inputs make_inputs(int64_t T, int64_t heads, int64_t head_dim) {
   Inputs in;
-  in.s = AttentionShape{T, T, heads, heads, head_dim, 0, 0, true, float(1.0 / std::sqrt(double(head_dim)))};
+  in.s = AttentionShape{
+      T, T, heads, heads, head_dim, 0, 0, true, float(1.0 / std::sqrt(double(head_dim)))};
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto fill = [&](std::vector<float>& x, size_t n) {
@@ -70,16 +71,19 @@ void set_counters(benchmark::State& state, double flops_per_iter, double peak_gf
 void bm_forward(benchmark::State& state, int64_t T, int64_t heads, int64_t hd, double peak) {
   Inputs in = make_inputs(T, heads, hd);
   for (auto _ : state) {
-    cpu::attention_forward(in.s, in.q.data(), in.k.data(), in.v.data(), in.out.data(), in.lse.data());
+    cpu::attention_forward(in.s, in.q.data(), in.k.data(), in.v.data(), in.out.data(),
+                           in.lse.data());
     benchmark::DoNotOptimize(in.out.data());
   }
   set_counters(state, lowband::kernels::attention_forward_flops(in.s), peak);
 }
 
-void bm_forward_backward(benchmark::State& state, int64_t T, int64_t heads, int64_t hd, double peak) {
+void bm_forward_backward(benchmark::State& state, int64_t T, int64_t heads, int64_t hd,
+                         double peak) {
   Inputs in = make_inputs(T, heads, hd);
   for (auto _ : state) {
-    cpu::attention_forward(in.s, in.q.data(), in.k.data(), in.v.data(), in.out.data(), in.lse.data());
+    cpu::attention_forward(in.s, in.q.data(), in.k.data(), in.v.data(), in.out.data(),
+                           in.lse.data());
     cpu::attention_backward_delta(T, heads, hd, in.out.data(), in.dout.data(), in.delta.data());
     std::fill(in.dq.begin(), in.dq.end(), 0.0f);
     std::fill(in.dk.begin(), in.dk.end(), 0.0f);
@@ -111,9 +115,16 @@ void bm_backward(benchmark::State& state, int64_t T, int64_t heads, int64_t hd, 
 // Device copies of the inputs and outputs of one case.
 struct DeviceInputs {
   explicit DeviceInputs(const Inputs& in) {
-    for (auto [dst, src] : {std::pair{&q, &in.q}, {&k, &in.k}, {&v, &in.v}, {&dout, &in.dout},
-                            {&out, &in.out}, {&dq, &in.dq}, {&dk, &in.dk}, {&dv, &in.dv},
-                            {&lse, &in.lse}, {&delta, &in.delta}}) {
+    for (auto [dst, src] : {std::pair{&q, &in.q},
+                            {&k, &in.k},
+                            {&v, &in.v},
+                            {&dout, &in.dout},
+                            {&out, &in.out},
+                            {&dq, &in.dq},
+                            {&dk, &in.dk},
+                            {&dv, &in.dv},
+                            {&lse, &in.lse},
+                            {&delta, &in.delta}}) {
       *dst = static_cast<float*>(cuda::device_alloc(src->size() * sizeof(float)));
       cuda::copy_to_device(*dst, src->data(), src->size() * sizeof(float));
     }
@@ -151,25 +162,35 @@ int main(int argc, char** argv) {
   std::printf("fp32 peak probe: %.1f GFLOP/s on %d threads\n", peak, threads);
   const int64_t T = 4096;
   for (auto [heads, hd] : {std::pair<int64_t, int64_t>{8, 64}, {4, 128}}) {
-    const std::string tag = "/T:4096/heads:" + std::to_string(heads) + "/head_dim:" + std::to_string(hd);
-    benchmark::RegisterBenchmark(("attention_forward_causal" + tag).c_str(), bm_forward, T, heads, hd, peak)
-        ->Unit(benchmark::kMillisecond)->UseRealTime();
-    benchmark::RegisterBenchmark(("attention_backward_causal" + tag).c_str(), bm_backward, T, heads, hd, peak)
-        ->Unit(benchmark::kMillisecond)->UseRealTime();
-    benchmark::RegisterBenchmark(("attention_fwd_bwd_causal" + tag).c_str(), bm_forward_backward, T, heads,
+    const std::string tag =
+        "/T:4096/heads:" + std::to_string(heads) + "/head_dim:" + std::to_string(hd);
+    benchmark::RegisterBenchmark(("attention_forward_causal" + tag).c_str(), bm_forward, T, heads,
                                  hd, peak)
-        ->Unit(benchmark::kMillisecond)->UseRealTime();
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("attention_backward_causal" + tag).c_str(), bm_backward, T, heads,
+                                 hd, peak)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("attention_fwd_bwd_causal" + tag).c_str(), bm_forward_backward, T,
+                                 heads, hd, peak)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   std::string why;
   if (lowband::kernels::cuda_available(&why)) {
     const double gpu_peak = cuda::measure_peak_fp32_gflops();
     std::printf("GPU fp32 peak probe: %.1f GFLOP/s\n", gpu_peak);
     for (auto [heads, hd] : {std::pair<int64_t, int64_t>{8, 64}, {4, 128}}) {
-      const std::string tag = "/T:4096/heads:" + std::to_string(heads) + "/head_dim:" + std::to_string(hd);
+      const std::string tag =
+          "/T:4096/heads:" + std::to_string(heads) + "/head_dim:" + std::to_string(hd);
       for (bool bwd : {false, true})
-        benchmark::RegisterBenchmark(((bwd ? "cuda_attention_fwd_bwd_causal" : "cuda_attention_forward_causal") + tag).c_str(),
-                                     bm_cuda, T, heads, hd, gpu_peak, bwd)
-            ->Unit(benchmark::kMillisecond)->UseRealTime();
+        benchmark::RegisterBenchmark(
+            ((bwd ? "cuda_attention_fwd_bwd_causal" : "cuda_attention_forward_causal") + tag)
+                .c_str(),
+            bm_cuda, T, heads, hd, gpu_peak, bwd)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     }
   } else {
     std::printf("no CUDA benchmarks: %s\n", why.c_str());

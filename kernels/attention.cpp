@@ -34,6 +34,8 @@ double attention_forward_flops(const AttentionShape& s) {
   return 4.0 * double(attention_unmasked_pairs(s)) * double(s.head_dim) * double(s.heads);
 }
 
-double attention_backward_flops(const AttentionShape& s) { return 2.5 * attention_forward_flops(s); }
+double attention_backward_flops(const AttentionShape& s) {
+  return 2.5 * attention_forward_flops(s);
+}
 
 }  // namespace lowband::kernels

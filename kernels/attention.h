@@ -31,7 +31,7 @@ struct AttentionShape {
   int64_t q_offset = 0;  // global position of query 0
   int64_t k_offset = 0;  // global position of key 0
   bool causal = true;
-  float scale = 0.0f;    // softmax scale, usually 1/sqrt(head_dim)
+  float scale = 0.0f;  // softmax scale, usually 1/sqrt(head_dim)
 };
 
 // Throws InputError("<where>.<field>", ...) when a size is negative, head_dim or

@@ -23,13 +23,15 @@ void check_topk(int64_t n, int64_t k, const char* where) {
   if (n < 0 || n > std::numeric_limits<int32_t>::max())
     throw InputError(w + ".n", "must be in [0, 2^31), got " + std::to_string(n));
   if (k < 0 || k > n)
-    throw InputError(w + ".k", "must be in [0, n = " + std::to_string(n) + "], got " + std::to_string(k));
+    throw InputError(w + ".k",
+                     "must be in [0, n = " + std::to_string(n) + "], got " + std::to_string(k));
 }
 
 void check_quantize(int64_t n, int bits, int64_t block, const char* where) {
   const std::string w(where);
   if (n < 0) throw InputError(w + ".n", "must be >= 0, got " + std::to_string(n));
-  if (bits != 4 && bits != 8) throw InputError(w + ".bits", "must be 4 or 8, got " + std::to_string(bits));
+  if (bits != 4 && bits != 8)
+    throw InputError(w + ".bits", "must be 4 or 8, got " + std::to_string(bits));
   if (block <= 0) throw InputError(w + ".block", "must be > 0, got " + std::to_string(block));
 }
 

@@ -16,8 +16,8 @@ void check_subspace(const Subspace& s, int64_t n, const char* where) {
   const std::string w(where);
   if (s.d <= 0) throw InputError(w + ".d", "must be > 0, got " + std::to_string(s.d));
   if (s.r <= 0 || s.r > s.d)
-    throw InputError(w + ".r", "must be in [1, d = " + std::to_string(s.d) + "], got " +
-                                   std::to_string(s.r));
+    throw InputError(w + ".r",
+                     "must be in [1, d = " + std::to_string(s.d) + "], got " + std::to_string(s.r));
   if (n < 0) throw InputError(w + ".n", "must be >= 0, got " + std::to_string(n));
   if (!s.u0 || !s.au0 || !s.a2u0) throw InputError(w + ".u0", "U₀, AU₀ and A²U₀ must be given");
 }
@@ -44,7 +44,8 @@ void symmetric_eigen_jacobi(int64_t d, double* a, double* values, double* vector
         if (std::abs(apq) <= 1e-300) continue;
         // Rotation that zeroes a[p][q] (Numerical Recipes §11.1 conventions).
         const double theta = (a[q * d + q] - a[p * d + p]) / (2.0 * apq);
-        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1.0));
+        const double t =
+            (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1.0));
         const double c = 1.0 / std::sqrt(t * t + 1.0), s = t * c;
         for (int64_t k = 0; k < d; ++k) {  // columns p, q
           const double akp = a[k * d + p], akq = a[k * d + q];
@@ -78,7 +79,8 @@ void symmetric_eigen_jacobi(int64_t d, double* a, double* values, double* vector
 void top_eigenvectors(int64_t d, int64_t r, const float* gram, float* u0, float* eigenvalues) {
   std::vector<double> a(d * d), values(d), vectors(d * d);
   for (int64_t i = 0; i < d; ++i)  // symmetrise away the GEMM's rounding asymmetry
-    for (int64_t j = 0; j < d; ++j) a[i * d + j] = 0.5 * (double(gram[i * d + j]) + gram[j * d + i]);
+    for (int64_t j = 0; j < d; ++j)
+      a[i * d + j] = 0.5 * (double(gram[i * d + j]) + gram[j * d + i]);
   symmetric_eigen_jacobi(d, a.data(), values.data(), vectors.data());
   for (int64_t c = 0; c < r; ++c) {
     int64_t arg = 0;

@@ -18,11 +18,11 @@
 namespace lowband::kernels {
 
 struct Subspace {
-  int64_t d = 0;               // ambient dimension
-  int64_t r = 0;               // subspace rank, r <= d
-  const float* u0 = nullptr;   // (d, r), orthonormal columns
-  const float* au0 = nullptr;  // (d, r) = A·U₀
-  const float* a2u0 = nullptr; // (d, r) = A·A·U₀
+  int64_t d = 0;                // ambient dimension
+  int64_t r = 0;                // subspace rank, r <= d
+  const float* u0 = nullptr;    // (d, r), orthonormal columns
+  const float* au0 = nullptr;   // (d, r) = A·U₀
+  const float* a2u0 = nullptr;  // (d, r) = A·A·U₀
 };
 
 // Throws InputError("<where>.d" / ".r" / ".n") on non-positive or inconsistent sizes.

@@ -176,7 +176,7 @@ def time_torch(meta, dir_, steps):
 
 
 def time_lowband(bench, reps):
-    out = subprocess.run([bench, "--benchmark_filter=BM_model_train_step$",
+    out = subprocess.run([bench, "--benchmark_filter=BM_model_train_step",
                           f"--benchmark_repetitions={reps}", "--benchmark_format=json"],
                          check=True, capture_output=True, text=True).stdout
     runs = [b for b in json.loads(out)["benchmarks"] if b.get("run_type") == "iteration"]

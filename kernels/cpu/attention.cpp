@@ -4,6 +4,8 @@
 // AVX-512 (softmax_simd.h). Memory beyond the inputs and outputs: per-thread
 // tiles and per-head copies of K and V (forward), of Q, dO, K, Kᵀ and Vᵀ plus
 // one private dq per thread (backward) -- all linear in the sequence, never nq x nk.
+#include "kernels/attention.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/attention.h"
 #include "kernels/cpu/attention_gemm.h"
 #include "kernels/cpu/softmax_simd.h"
 
@@ -122,7 +123,8 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
             for (int64_t d = 0; d < hd; ++d) a[d] *= corr;
           }
         }
-        detail::tile_gemm(bq, hd, bk, 1.0f, S, lds, 1, vp.head(hk) + j0 * hd, hd, true, acc.get(), hd);
+        detail::tile_gemm(bq, hd, bk, 1.0f, S, lds, 1, vp.head(hk) + j0 * hd, hd, true, acc.get(),
+                          hd);
       }
       for (int64_t r = 0; r < bq; ++r) {
         float* o = out + ((i0 + r) * s.heads + h) * hd;
@@ -225,8 +227,10 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
           const int64_t bq = std::min(kQueryTile, s.nq - i0);
           const float* qi = qp.head(h) + i0 * hd;
           const float* gi = gp.head(h) + i0 * hd;
-          detail::tile_gemm(bq, bk, hd, s.scale, qi, hd, 1, kt.head(hk) + j0, kt.ld, false, P.get(), lds);
-          detail::tile_gemm(bq, bk, hd, 1.0f, gi, hd, 1, vt.head(hk) + j0, vt.ld, false, dS.get(), lds);
+          detail::tile_gemm(bq, bk, hd, s.scale, qi, hd, 1, kt.head(hk) + j0, kt.ld, false, P.get(),
+                            lds);
+          detail::tile_gemm(bq, bk, hd, 1.0f, gi, hd, 1, vt.head(hk) + j0, vt.ld, false, dS.get(),
+                            lds);
           for (int64_t r = 0; r < bq; ++r) {  // P = exp(S − lse), dS = P ∘ (dP − D)
             float* p = P.get() + r * lds;
             float* ds = dS.get() + r * lds;

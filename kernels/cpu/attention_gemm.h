@@ -38,8 +38,8 @@ inline void tile_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float*
                       int64_t a_col, const float* b, int64_t ldb, bool accumulate, float* c,
                       int64_t ldc) {
   const bool a_trans = a_col != 1;
-  matmul(a_trans ? Trans::yes : Trans::no, Trans::no, m, n, k, alpha, a, a_trans ? a_col : a_row,
-         b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+  matmul(a_trans ? Trans::yes : Trans::no, Trans::no, m, n, k, alpha, a, a_trans ? a_col : a_row, b,
+         ldb, accumulate ? 1.0f : 0.0f, c, ldc);
 }
 
 // dst (cols, rows) = src (rows, cols)ᵀ with row strides ld_src, ld_dst; 16 x 16
@@ -49,7 +49,8 @@ inline void transpose(int64_t rows, int64_t cols, const float* src, int64_t ld_s
   for (int64_t i0 = 0; i0 < rows; i0 += 16)
     for (int64_t j0 = 0; j0 < cols; j0 += 16)
       for (int64_t j = j0; j < std::min(cols, j0 + 16); ++j)
-        for (int64_t i = i0; i < std::min(rows, i0 + 16); ++i) dst[j * ld_dst + i] = src[i * ld_src + j];
+        for (int64_t i = i0; i < std::min(rows, i0 + 16); ++i)
+          dst[j * ld_dst + i] = src[i * ld_src + j];
 }
 
 }  // namespace lowband::kernels::cpu::detail

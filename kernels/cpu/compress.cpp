@@ -48,8 +48,9 @@ void topk_decompress(int64_t n, int64_t k, const float* values, const int32_t* i
   std::fill(y, y + n, 0.0f);
   for (int64_t i = 0; i < k; ++i) {
     if (indices[i] < 0 || indices[i] >= n)
-      throw InputError("topk_decompress.indices[" + std::to_string(i) + "]",
-                       "index " + std::to_string(indices[i]) + " outside [0, " + std::to_string(n) + ")");
+      throw InputError(
+          "topk_decompress.indices[" + std::to_string(i) + "]",
+          "index " + std::to_string(indices[i]) + " outside [0, " + std::to_string(n) + ")");
     y[indices[i]] = values[i];
   }
 }
@@ -87,7 +88,8 @@ void dequantize_blockwise(int64_t n, int bits, int64_t block, const uint8_t* cod
   check_quantize(n, bits, block, "dequantize_blockwise");
 #pragma omp parallel for schedule(static) if (n >= (1 << 16))
   for (int64_t i = 0; i < n; ++i) {
-    const int code = bits == 8 ? int(int8_t(codes[i])) : int((codes[i / 2] >> (4 * (i % 2))) & 0xF) - 8;
+    const int code =
+        bits == 8 ? int(int8_t(codes[i])) : int((codes[i / 2] >> (4 * (i % 2))) & 0xF) - 8;
     y[i] = float(code) * scales[i / block];
   }
 }

@@ -41,7 +41,8 @@ __global__ void forward_kernel(AttentionShape s, const float* q, const float* k,
   const int64_t key_end = attended_keys(s, i);
   for (int64_t j0 = 0; j0 < key_end; j0 += kBlock) {
     const int64_t j = j0 + threadIdx.x;
-    const float score = j < key_end ? s.scale * dot(qi, k + (j * s.kv_heads + hk) * hd, hd) : -INFINITY;
+    const float score =
+        j < key_end ? s.scale * dot(qi, k + (j * s.kv_heads + hk) * hd, hd) : -INFINITY;
     const float m_new = fmaxf(m, detail::block_max(score, scratch));
     const float pj = j < key_end ? expf(score - m_new) : 0.0f;
     const float corr = expf(m - m_new);  // 0 on the first chunk (m = -inf)
@@ -129,9 +130,9 @@ __global__ void backward_dq_kernel(AttentionShape s, const float* q, const float
 
 // dk, dv for key row blockIdx.x, kv head blockIdx.y, over every query head of
 // its group. Shared: dk_acc (hd), dv_acc (hd), p (kBlock), ds (kBlock).
-__global__ void backward_dkdv_kernel(AttentionShape s, const float* q, const float* k, const float* v,
-                                     const float* lse, const float* delta, const float* dout,
-                                     float* dk, float* dv) {
+__global__ void backward_dkdv_kernel(AttentionShape s, const float* q, const float* k,
+                                     const float* v, const float* lse, const float* delta,
+                                     const float* dout, float* dk, float* dv) {
   extern __shared__ float smem[];
   const int64_t hd = s.head_dim, j = blockIdx.x, hk = blockIdx.y, group = s.heads / s.kv_heads;
   float* dk_acc = smem;

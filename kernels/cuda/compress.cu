@@ -20,13 +20,15 @@ namespace lowband::kernels::cuda {
 namespace {
 
 __global__ void magnitude_kernel(int64_t n, const float* x, float* key) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
     key[i] = isnan(x[i]) ? INFINITY : fabsf(x[i]);  // NaN ranks first, as on the CPU
 }
 
 __global__ void gather_kernel(int64_t k, const float* x, const int32_t* idx, float* values,
                               int32_t* indices) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < k; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < k;
+       i += int64_t(gridDim.x) * blockDim.x) {
     indices[i] = idx[i];
     values[i] = x[idx[i]];
   }
@@ -35,7 +37,8 @@ __global__ void gather_kernel(int64_t k, const float* x, const int32_t* idx, flo
 // Scatters the in-range entries; records the first out-of-range position in *bad.
 __global__ void scatter_kernel(int64_t n, int64_t k, const float* values, const int32_t* indices,
                                float* y, unsigned long long* bad) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < k; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < k;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const int32_t j = indices[i];
     if (j < 0 || j >= n)
       atomicMin(bad, static_cast<unsigned long long>(i));
@@ -54,17 +57,21 @@ __global__ void scale_kernel(int64_t n, int64_t block, int qmax, const float* x,
   __shared__ float scratch[32];
   const int64_t b = blockIdx.x, end = (b + 1) * block < n ? (b + 1) * block : n;
   float absmax = 0.0f;
-  for (int64_t i = b * block + threadIdx.x; i < end; i += blockDim.x) absmax = fmaxf(absmax, fabsf(x[i]));
+  for (int64_t i = b * block + threadIdx.x; i < end; i += blockDim.x)
+    absmax = fmaxf(absmax, fabsf(x[i]));
   absmax = detail::block_max(absmax, scratch);
   if (threadIdx.x == 0) scales[b] = absmax / float(qmax);
 }
 
-__global__ void code8_kernel(int64_t n, int64_t block, const float* x, const float* scales, uint8_t* codes) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+__global__ void code8_kernel(int64_t n, int64_t block, const float* x, const float* scales,
+                             uint8_t* codes) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
     codes[i] = uint8_t(int8_t(code_of(x[i], scales[i / block], 127)));
 }
 
-__global__ void code4_kernel(int64_t n, int64_t block, const float* x, const float* scales, uint8_t* codes) {
+__global__ void code4_kernel(int64_t n, int64_t block, const float* x, const float* scales,
+                             uint8_t* codes) {
   const int64_t bytes = (n + 1) / 2;
   for (int64_t byte = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; byte < bytes;
        byte += int64_t(gridDim.x) * blockDim.x) {
@@ -77,8 +84,10 @@ __global__ void code4_kernel(int64_t n, int64_t block, const float* x, const flo
 
 __global__ void dequant_kernel(int64_t n, int bits, int64_t block, const uint8_t* codes,
                                const float* scales, float* y) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int code = bits == 8 ? int(int8_t(codes[i])) : int((codes[i / 2] >> (4 * (i % 2))) & 0xF) - 8;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int code =
+        bits == 8 ? int(int8_t(codes[i])) : int((codes[i / 2] >> (4 * (i % 2))) & 0xF) - 8;
     y[i] = float(code) * scales[i / block];
   }
 }
@@ -93,9 +102,11 @@ void topk_compress(int64_t n, int64_t k, const float* x, float* values, int32_t*
   magnitude_kernel<<<detail::grid_for(n, 256), 256>>>(n, x, thrust::raw_pointer_cast(key.data()));
   LOWBAND_CUDA_CHECK_LAUNCH();
   thrust::sequence(thrust::device, order.begin(), order.end());
-  thrust::stable_sort_by_key(thrust::device, key.begin(), key.end(), order.begin(), thrust::greater<float>());
+  thrust::stable_sort_by_key(thrust::device, key.begin(), key.end(), order.begin(),
+                             thrust::greater<float>());
   thrust::sort(thrust::device, order.begin(), order.begin() + k);
-  gather_kernel<<<detail::grid_for(k, 256), 256>>>(k, x, thrust::raw_pointer_cast(order.data()), values, indices);
+  gather_kernel<<<detail::grid_for(k, 256), 256>>>(k, x, thrust::raw_pointer_cast(order.data()),
+                                                   values, indices);
   LOWBAND_CUDA_CHECK_LAUNCH();
   LOWBAND_CUDA_CHECK(cudaDeviceSynchronize());  // order is freed on return
 }
@@ -106,7 +117,7 @@ void topk_decompress(int64_t n, int64_t k, const float* values, const int32_t* i
   if (k == 0) return;
   thrust::device_vector<unsigned long long> bad(1, static_cast<unsigned long long>(k));
   scatter_kernel<<<detail::grid_for(k, 256), 256>>>(n, k, values, indices, y,
-                                                     thrust::raw_pointer_cast(bad.data()));
+                                                    thrust::raw_pointer_cast(bad.data()));
   LOWBAND_CUDA_CHECK_LAUNCH();
   const unsigned long long first_bad = bad[0];  // synchronises
   if (first_bad < static_cast<unsigned long long>(k))

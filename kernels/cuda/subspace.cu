@@ -46,14 +46,16 @@ __global__ void theta_dot_kernel(int64_t count, float theta, const float* g, con
 }
 
 __global__ void column_mean_kernel(int64_t n, int64_t d, const float* z, float* mean) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < d; j += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < d;
+       j += int64_t(gridDim.x) * blockDim.x) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += z[i * d + j];
     mean[j] = float(sum / double(n));
   }
 }
 
-__global__ void subtract_rows_kernel(int64_t n, int64_t d, const float* z, const float* mean, float* out) {
+__global__ void subtract_rows_kernel(int64_t n, int64_t d, const float* z, const float* mean,
+                                     float* out) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n * d;
        e += int64_t(gridDim.x) * blockDim.x)
     out[e] = z[e] - mean[e % d];
@@ -137,9 +139,11 @@ void principal_directions(int64_t n, int64_t d, int64_t r, const float* z, bool 
       Scratch mean(d), centred(n * d);
       column_mean_kernel<<<detail::grid_for(d, 128), 128>>>(n, d, z, mean.get());
       LOWBAND_CUDA_CHECK_LAUNCH();
-      subtract_rows_kernel<<<detail::grid_for(n * d, 256), 256>>>(n, d, z, mean.get(), centred.get());
+      subtract_rows_kernel<<<detail::grid_for(n * d, 256), 256>>>(n, d, z, mean.get(),
+                                                                  centred.get());
       LOWBAND_CUDA_CHECK_LAUNCH();
-      matmul(Trans::yes, Trans::no, d, d, n, 1.0f, centred.get(), d, centred.get(), d, 0.0f, g.get(), d);
+      matmul(Trans::yes, Trans::no, d, d, n, 1.0f, centred.get(), d, centred.get(), d, 0.0f,
+             g.get(), d);
       copy_to_host(gram.data(), g.get(), gram.size() * sizeof(float));
     } else {
       matmul(Trans::yes, Trans::no, d, d, n, 1.0f, z, d, z, d, 0.0f, g.get(), d);

@@ -69,6 +69,12 @@ class Model {
  public:
   // Parameters initialised by init_parameters(seed); gradients zero.
   Model(const ModelConfig& config, uint64_t seed, ModelOptions options = {});
+  // The activation views point into this model's workspace: a copy would share
+  // them, so copying is disabled (moving keeps the buffers and stays valid).
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  Model(Model&&) noexcept = default;
+  Model& operator=(Model&&) noexcept = default;
 
   const ModelConfig& config() const { return layout_.config(); }
   const ModelOptions& options() const { return options_; }

@@ -24,8 +24,9 @@ struct Case {
 };
 
 AttentionShape shape_of(const Case& c) {
-  AttentionShape s{c.nq, c.nk, c.heads, c.kv_heads, c.head_dim, c.q_offset, c.k_offset, c.causal,
-                   float(1.0 / std::sqrt(double(c.head_dim)))};
+  AttentionShape s{c.nq,       c.nk,       c.heads,
+                   c.kv_heads, c.head_dim, c.q_offset,
+                   c.k_offset, c.causal,   float(1.0 / std::sqrt(double(c.head_dim)))};
   return s;
 }
 
@@ -49,10 +50,10 @@ TEST(AttentionForward, MatchesFloat64SoftmaxOnManyShapes) {
   // rounding (rel. error < 1e-5), for tile-unaligned sizes, GQA, offsets, and
   // causal on and off.
   const Case cases[] = {
-      {1, 1, 1, 1, 8, 0, 0, true},          {37, 53, 4, 2, 64, 16, 0, true},
-      {300, 300, 2, 1, 128, 0, 0, true},    {129, 257, 3, 3, 40, 0, 0, false},
-      {200, 517, 4, 1, 64, 317, 0, true},   {17, 600, 2, 2, 16, 1000, 450, true},
-      {260, 130, 8, 2, 32, 130, 0, true},   {5, 5, 1, 1, 3, 2, 0, true},
+      {1, 1, 1, 1, 8, 0, 0, true},        {37, 53, 4, 2, 64, 16, 0, true},
+      {300, 300, 2, 1, 128, 0, 0, true},  {129, 257, 3, 3, 40, 0, 0, false},
+      {200, 517, 4, 1, 64, 317, 0, true}, {17, 600, 2, 2, 16, 1000, 450, true},
+      {260, 130, 8, 2, 32, 130, 0, true}, {5, 5, 1, 1, 3, 2, 0, true},
       {4, 0, 2, 1, 8, 0, 0, true},  // an empty key block: out 0, lse -inf
   };
   const uint64_t seed = fresh_seed();
@@ -94,8 +95,9 @@ TEST(AttentionForward, RowsThatSeeNoKeyGiveZeroAndMinusInfinity) {
 TEST(AttentionForward, RejectsInconsistentShapes) {
   std::vector<float> buf(64);
   AttentionShape s{2, 2, 3, 2, 4, 0, 0, true, 0.5f};  // 2 does not divide 3
-  EXPECT_THROW(cpu::attention_forward(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data()),
-               InputError);
+  EXPECT_THROW(
+      cpu::attention_forward(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data()),
+      InputError);
   try {
     cpu::attention_forward(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data());
   } catch (const InputError& e) {
@@ -103,8 +105,9 @@ TEST(AttentionForward, RejectsInconsistentShapes) {
   }
   s.kv_heads = 1;
   s.head_dim = 0;
-  EXPECT_THROW(cpu::attention_forward(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data()),
-               InputError);
+  EXPECT_THROW(
+      cpu::attention_forward(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data()),
+      InputError);
 }
 
 TEST(AttentionMerge, EqualsLogSumExpFormulaAndIgnoresEmptySides) {
@@ -130,8 +133,10 @@ TEST(AttentionMerge, EqualsLogSumExpFormulaAndIgnoresEmptySides) {
       for (int64_t d = 0; d < hd; ++d) {
         const size_t e = (i * heads + h) * hd + d;
         ref_out[e] = (wa > 0 ? wa * oa[e] : 0.0) + (wb > 0 ? wb * ob[e] : 0.0);
-        if (wa + wb > 0) ref_out[e] /= (wa + wb);
-        else ref_out[e] = oa[e];  // both empty: out_a stays as it was
+        if (wa + wb > 0)
+          ref_out[e] /= (wa + wb);
+        else
+          ref_out[e] = oa[e];  // both empty: out_a stays as it was
       }
     }
   cpu::attention_merge(nq, heads, hd, oa.data(), la.data(), ob.data(), lb.data());
@@ -158,8 +163,8 @@ void expect_blockwise_equals_whole(int64_t T, int64_t heads, int64_t kv_heads, i
     std::vector<float> out(nq * qw), lse(heads * nq), part(nq * qw), part_lse(heads * nq);
     bool first = true;
     for (const Range& kb : k_blocks) {
-      const AttentionShape s{nq, kb.second - kb.first, heads, kv_heads, hd, qc.first, kb.first,
-                             true, scale};
+      const AttentionShape s{
+          nq, kb.second - kb.first, heads, kv_heads, hd, qc.first, kb.first, true, scale};
       poison(part);
       poison(part_lse);
       cpu::attention_forward(s, q.data() + qc.first * qw, k.data() + kb.first * kw,
@@ -176,7 +181,8 @@ void expect_blockwise_equals_whole(int64_t T, int64_t heads, int64_t kv_heads, i
     std::vector<double> ref_lse(heads * nq);
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < nq; ++i) ref_lse[h * nq + i] = ref.lse[h * T + qc.first + i];
-    SCOPED_TRACE("query chunk [" + std::to_string(qc.first) + ", " + std::to_string(qc.second) + ")");
+    SCOPED_TRACE("query chunk [" + std::to_string(qc.first) + ", " + std::to_string(qc.second) +
+                 ")");
     EXPECT_LT(rel_error(out, ref_out), 1e-5);
     expect_lse_near(lse, ref_lse, 1e-5);
   }
@@ -217,7 +223,8 @@ TEST(AttentionBlockwise, ZigzagChunksMergedEqualWholeSequence) {
       k_blocks.push_back(chunk(owner));
       k_blocks.push_back(chunk(2 * P - 1 - owner));
     }
-    expect_blockwise_equals_whole(T, 2, 1, 24, {chunk(r), chunk(2 * P - 1 - r)}, k_blocks, seed + r);
+    expect_blockwise_equals_whole(T, 2, 1, 24, {chunk(r), chunk(2 * P - 1 - r)}, k_blocks,
+                                  seed + r);
   }
 }
 

@@ -19,8 +19,9 @@ struct Grads {
 };
 
 // Whole-block CPU backward: forward for out/lse, delta, then one backward call.
-Grads cpu_backward(const AttentionShape& s, const std::vector<float>& q, const std::vector<float>& k,
-                   const std::vector<float>& v, const std::vector<float>& dout) {
+Grads cpu_backward(const AttentionShape& s, const std::vector<float>& q,
+                   const std::vector<float>& k, const std::vector<float>& v,
+                   const std::vector<float>& dout) {
   std::vector<float> out(q.size()), lse(s.heads * s.nq), delta(s.heads * s.nq);
   cpu::attention_forward(s, q.data(), k.data(), v.data(), out.data(), lse.data());
   poison(delta);
@@ -50,9 +51,12 @@ TEST(AttentionBackward, MatchesFiniteDifferencesOfFloat64Reference) {
                   const std::vector<double>& vv) {
     return dot(ref_attention_forward(s, qq, kk, vv).out, gd);
   };
-  const auto fd_q = numeric_gradient([&](const std::vector<double>& x) { return loss(x, kd, vd); }, qd);
-  const auto fd_k = numeric_gradient([&](const std::vector<double>& x) { return loss(qd, x, vd); }, kd);
-  const auto fd_v = numeric_gradient([&](const std::vector<double>& x) { return loss(qd, kd, x); }, vd);
+  const auto fd_q =
+      numeric_gradient([&](const std::vector<double>& x) { return loss(x, kd, vd); }, qd);
+  const auto fd_k =
+      numeric_gradient([&](const std::vector<double>& x) { return loss(qd, x, vd); }, kd);
+  const auto fd_v =
+      numeric_gradient([&](const std::vector<double>& x) { return loss(qd, kd, x); }, vd);
 
   const Grads g = cpu_backward(s, q, k, v, dout);
   EXPECT_LT(rel_error(g.dq, fd_q), 1e-5);
@@ -81,13 +85,15 @@ TEST(AttentionBackward, MatchesFloat64AnalyticGradientOnTiledShapes) {
   SCOPED_TRACE(seed_note(seed));
   Rng rng(seed);
   for (const C& c : cases) {
-    const AttentionShape s{c.nq, c.nk, c.heads, c.kv, c.hd, c.qo, c.ko, c.causal,
-                           float(1.0 / std::sqrt(double(c.hd)))};
+    const AttentionShape s{c.nq, c.nk,     c.heads,
+                           c.kv, c.hd,     c.qo,
+                           c.ko, c.causal, float(1.0 / std::sqrt(double(c.hd)))};
     auto q = random_floats(rng, c.nq * c.heads * c.hd, -2, 2);
     auto k = random_floats(rng, c.nk * c.kv * c.hd, -2, 2);
     auto v = random_floats(rng, c.nk * c.kv * c.hd), dout = random_floats(rng, q.size());
     std::vector<double> rq, rk, rv;
-    ref_attention_backward(s, to_double(q), to_double(k), to_double(v), to_double(dout), rq, rk, rv);
+    ref_attention_backward(s, to_double(q), to_double(k), to_double(v), to_double(dout), rq, rk,
+                           rv);
     const Grads g = cpu_backward(s, q, k, v, dout);
     SCOPED_TRACE("nq " + std::to_string(c.nq) + " nk " + std::to_string(c.nk));
     EXPECT_LT(rel_error(g.dq, rq), 1e-5);
@@ -110,7 +116,8 @@ TEST(AttentionBackward, AccumulatesIntoExistingGradients) {
   std::vector<float> out(q.size()), lse(s.heads * s.nq), delta(s.heads * s.nq);
   cpu::attention_forward(s, q.data(), k.data(), v.data(), out.data(), lse.data());
   cpu::attention_backward_delta(s.nq, s.heads, s.head_dim, out.data(), dout.data(), delta.data());
-  auto dq = random_floats(rng, q.size()), dk = random_floats(rng, k.size()), dv = random_floats(rng, v.size());
+  auto dq = random_floats(rng, q.size()), dk = random_floats(rng, k.size()),
+       dv = random_floats(rng, v.size());
   std::vector<double> want_q(dq.size()), want_k(dk.size()), want_v(dv.size());
   for (size_t e = 0; e < dq.size(); ++e) want_q[e] = double(dq[e]) + g.dq[e];
   for (size_t e = 0; e < dk.size(); ++e) want_k[e] = double(dk[e]) + g.dk[e];
@@ -139,12 +146,15 @@ TEST(AttentionBackward, ZigzagBlockPairsSumToWholeSequenceGradient) {
   std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
   for (int64_t qc = 0; qc < 2 * P; ++qc) {
     const int64_t q0 = qc * C;
-    std::vector<float> out(C * qw), lse(heads * C), part(C * qw), part_lse(heads * C), delta(heads * C);
+    std::vector<float> out(C * qw), lse(heads * C), part(C * qw), part_lse(heads * C),
+        delta(heads * C);
     for (int64_t kc = 0; kc < 2 * P; ++kc) {
       const AttentionShape s{C, C, heads, kv, hd, q0, kc * C, true, scale};
       cpu::attention_forward(s, q.data() + q0 * qw, k.data() + kc * C * kw, v.data() + kc * C * kw,
-                             kc == 0 ? out.data() : part.data(), kc == 0 ? lse.data() : part_lse.data());
-      if (kc > 0) cpu::attention_merge(C, heads, hd, out.data(), lse.data(), part.data(), part_lse.data());
+                             kc == 0 ? out.data() : part.data(),
+                             kc == 0 ? lse.data() : part_lse.data());
+      if (kc > 0)
+        cpu::attention_merge(C, heads, hd, out.data(), lse.data(), part.data(), part_lse.data());
     }
     cpu::attention_backward_delta(C, heads, hd, out.data(), dout.data() + q0 * qw, delta.data());
     for (int64_t kc = 0; kc < 2 * P; ++kc) {
@@ -156,7 +166,8 @@ TEST(AttentionBackward, ZigzagBlockPairsSumToWholeSequenceGradient) {
   }
   const AttentionShape whole{T, T, heads, kv, hd, 0, 0, true, scale};
   std::vector<double> rq, rk, rv;
-  ref_attention_backward(whole, to_double(q), to_double(k), to_double(v), to_double(dout), rq, rk, rv);
+  ref_attention_backward(whole, to_double(q), to_double(k), to_double(v), to_double(dout), rq, rk,
+                         rv);
   EXPECT_LT(rel_error(dq, rq), 1e-5);
   EXPECT_LT(rel_error(dk, rk), 1e-5);
   EXPECT_LT(rel_error(dv, rv), 1e-5);

@@ -60,8 +60,10 @@ constexpr double kTol = 1e-5;
 // Forward, merge, delta and backward for one shape; lse compared on finite rows.
 void attention_case(Rng& rng, AttentionShape s) {
   s.scale = float(1.0 / std::sqrt(double(s.head_dim)));
-  const size_t qn = size_t(s.nq * s.heads * s.head_dim), kn = size_t(s.nk * s.kv_heads * s.head_dim);
-  const auto q = random_floats(rng, qn, -2, 2), k = random_floats(rng, kn, -2, 2), v = random_floats(rng, kn);
+  const size_t qn = size_t(s.nq * s.heads * s.head_dim),
+               kn = size_t(s.nk * s.kv_heads * s.head_dim);
+  const auto q = random_floats(rng, qn, -2, 2), k = random_floats(rng, kn, -2, 2),
+             v = random_floats(rng, kn);
   const auto dout = random_floats(rng, qn);
   std::vector<float> out(qn), lse(s.heads * s.nq);
   cpu::attention_forward(s, q.data(), k.data(), v.data(), out.data(), lse.data());
@@ -79,23 +81,26 @@ void attention_case(Rng& rng, AttentionShape s) {
   // Merge with a second random partial result.
   auto out_b = random_floats(rng, qn), lse_b = random_floats(rng, lse.size(), -3, 3);
   std::vector<float> merged = out, merged_lse = lse;
-  cpu::attention_merge(s.nq, s.heads, s.head_dim, merged.data(), merged_lse.data(), out_b.data(), lse_b.data());
+  cpu::attention_merge(s.nq, s.heads, s.head_dim, merged.data(), merged_lse.data(), out_b.data(),
+                       lse_b.data());
   OnDevice<float> m_out(out), m_lse(lse), b_out(out_b), b_lse(lse_b);
-  cuda::attention_merge(s.nq, s.heads, s.head_dim, m_out.get(), m_lse.get(), b_out.get(), b_lse.get());
+  cuda::attention_merge(s.nq, s.heads, s.head_dim, m_out.get(), m_lse.get(), b_out.get(),
+                        b_lse.get());
   EXPECT_LT(rel_error(m_out.to_host(), merged), kTol) << "merge out";
   EXPECT_LT(rel_error(m_lse.to_host(), merged_lse), kTol) << "merge lse";
   // Backward from the CPU's out and lse, accumulating onto random gradients.
   std::vector<float> delta(lse.size());
   cpu::attention_backward_delta(s.nq, s.heads, s.head_dim, out.data(), dout.data(), delta.data());
   OnDevice<float> d_out(out), d_lse(lse), d_delta(nans(delta.size()));
-  cuda::attention_backward_delta(s.nq, s.heads, s.head_dim, d_out.get(), dout_.get(), d_delta.get());
+  cuda::attention_backward_delta(s.nq, s.heads, s.head_dim, d_out.get(), dout_.get(),
+                                 d_delta.get());
   EXPECT_LT(rel_error(d_delta.to_host(), delta), kTol) << "delta";
   auto gq = random_floats(rng, qn), gk = random_floats(rng, kn), gv = random_floats(rng, kn);
   OnDevice<float> d_gq(gq), d_gk(gk), d_gv(gv), cpu_delta(delta);
   cpu::attention_backward(s, q.data(), k.data(), v.data(), lse.data(), delta.data(), dout.data(),
                           gq.data(), gk.data(), gv.data());
-  cuda::attention_backward(s, dq_.get(), dk_.get(), dv_.get(), d_lse.get(), cpu_delta.get(), dout_.get(),
-                           d_gq.get(), d_gk.get(), d_gv.get());
+  cuda::attention_backward(s, dq_.get(), dk_.get(), dv_.get(), d_lse.get(), cpu_delta.get(),
+                           dout_.get(), d_gq.get(), d_gk.get(), d_gv.get());
   EXPECT_LT(rel_error(d_gq.to_host(), gq), kTol) << "dq";
   EXPECT_LT(rel_error(d_gk.to_host(), gk), kTol) << "dk";
   EXPECT_LT(rel_error(d_gv.to_host(), gv), kTol) << "dv";
@@ -110,7 +115,8 @@ void subspace_case(Rng& rng, int64_t n, int64_t d, int64_t r, float theta) {
   // so eigenvector comparisons are not at the mercy of tiny eigengaps).
   const int64_t rows = 4 * d;
   std::vector<float> data(rows * d);
-  const auto w = random_floats(rng, size_t(rows * r)), jitter = random_floats(rng, data.size(), -1e-3f, 1e-3f);
+  const auto w = random_floats(rng, size_t(rows * r)),
+             jitter = random_floats(rng, data.size(), -1e-3f, 1e-3f);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < d; ++j) {
       double x = jitter[i * d + j];
@@ -139,8 +145,10 @@ void subspace_case(Rng& rng, int64_t n, int64_t d, int64_t r, float theta) {
       g_dz(nans(dz.size())), g_dc(nans(dc.size()));
   cuda::subspace_project(ds, theta, n, g_z.get(), g_cout.get());
   cuda::subspace_reconstruct(ds, theta, n, g_c.get(), g_zh.get());
-  const float gt1 = cuda::subspace_project_backward(ds, theta, n, g_z.get(), g_gc.get(), g_dz.get());
-  const float gt2 = cuda::subspace_reconstruct_backward(ds, theta, n, g_c.get(), g_z.get(), g_dc.get());
+  const float gt1 =
+      cuda::subspace_project_backward(ds, theta, n, g_z.get(), g_gc.get(), g_dz.get());
+  const float gt2 =
+      cuda::subspace_reconstruct_backward(ds, theta, n, g_c.get(), g_z.get(), g_dc.get());
   EXPECT_LT(rel_error(g_cout.to_host(), c), kTol) << "project";
   EXPECT_LT(rel_error(g_zh.to_host(), zh), kTol) << "reconstruct";
   EXPECT_LT(rel_error(g_dz.to_host(), dz), kTol) << "project dZ";
@@ -194,10 +202,22 @@ struct OpCase {
 
 std::vector<OpCase> cases() {
   return {
-      {"attention causal GQA", [](Rng& r) { attention_case(r, {133, 133, 4, 2, 64, 0, 0, true}); }},
-      {"attention offsets hd 128", [](Rng& r) { attention_case(r, {70, 301, 2, 1, 128, 250, 0, true}); }},
-      {"attention masked block", [](Rng& r) { attention_case(r, {40, 50, 2, 2, 32, 0, 40, true}); }},
-      {"attention non-causal", [](Rng& r) { attention_case(r, {57, 190, 3, 3, 40, 0, 0, false}); }},
+      {"attention causal GQA",
+       [](Rng& r) {
+         attention_case(r, {133, 133, 4, 2, 64, 0, 0, true});
+       }},
+      {"attention offsets hd 128",
+       [](Rng& r) {
+         attention_case(r, {70, 301, 2, 1, 128, 250, 0, true});
+       }},
+      {"attention masked block",
+       [](Rng& r) {
+         attention_case(r, {40, 50, 2, 2, 32, 0, 40, true});
+       }},
+      {"attention non-causal",
+       [](Rng& r) {
+         attention_case(r, {57, 190, 3, 3, 40, 0, 0, false});
+       }},
       {"subspace d 96 r 7", [](Rng& r) { subspace_case(r, 203, 96, 7, 0.21f); }},
       {"compress 8-bit", [](Rng& r) { compress_case(r, 10001, 1000, 8, 64); }},
       {"compress 4-bit", [](Rng& r) { compress_case(r, 9999, 37, 4, 37); }},

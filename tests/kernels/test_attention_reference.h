@@ -24,7 +24,8 @@ inline RefAttention ref_attention_forward(const AttentionShape& s, const std::ve
                                           const std::vector<double>& k,
                                           const std::vector<double>& v) {
   const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
-  RefAttention r{std::vector<double>(s.nq * s.heads * hd, 0.0), std::vector<double>(s.heads * s.nq)};
+  RefAttention r{std::vector<double>(s.nq * s.heads * hd, 0.0),
+                 std::vector<double>(s.heads * s.nq)};
   std::vector<double> score(s.nk);
   for (int64_t h = 0; h < s.heads; ++h) {
     const int64_t hk = h / group;

@@ -18,8 +18,9 @@ namespace {
 std::vector<int32_t> ref_topk(const std::vector<float>& x, int64_t k) {
   std::vector<int32_t> idx(x.size());
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(),
-                   [&](int32_t a, int32_t b) { return std::fabs(double(x[a])) > std::fabs(double(x[b])); });
+  std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) {
+    return std::fabs(double(x[a])) > std::fabs(double(x[b]));
+  });
   idx.resize(k);
   std::sort(idx.begin(), idx.end());
   return idx;
@@ -38,8 +39,11 @@ TEST(TopK, KeepsLargestMagnitudesWithDeterministicTiesAndScattersBack) {
     std::vector<float> x;
     int64_t k;
   };
-  const Case cases[] = {{random_floats(rng, 1000), 100}, {tied, 333}, {random_floats(rng, 37), 0},
-                        {random_floats(rng, 37), 37},   {random_floats(rng, 1), 1}};
+  const Case cases[] = {{random_floats(rng, 1000), 100},
+                        {tied, 333},
+                        {random_floats(rng, 37), 0},
+                        {random_floats(rng, 37), 37},
+                        {random_floats(rng, 1), 1}};
   for (const Case& c : cases) {
     const int64_t n = int64_t(c.x.size());
     SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(c.k));
@@ -113,7 +117,8 @@ TEST(Quantize, CodesFollowTheLayoutAndErrorIsAtMostHalfAScale) {
         const int code = decode(codes, bits, i);
         ASSERT_LE(std::abs(code), qmax);
         ASSERT_EQ(y[i], float(code * scale));
-        ASSERT_LE(std::fabs(double(x[i]) - y[i]), scale / 2 * (1 + 1e-6) + 1e-30) << "element " << i;
+        ASSERT_LE(std::fabs(double(x[i]) - y[i]), scale / 2 * (1 + 1e-6) + 1e-30)
+            << "element " << i;
         if (scale == 0.0) {
           ASSERT_EQ(code, 0);
           continue;

@@ -17,7 +17,8 @@ namespace {
 using Mat = std::vector<double>;  // row-major
 
 // a (m, k) · b (k, n), float64; tb: b given as (n, k).
-Mat mul(const Mat& a, const Mat& b, int64_t m, int64_t k, int64_t n, bool ta = false, bool tb = false) {
+Mat mul(const Mat& a, const Mat& b, int64_t m, int64_t k, int64_t n, bool ta = false,
+        bool tb = false) {
   Mat c(m * n, 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t p = 0; p < k; ++p) {
@@ -55,7 +56,8 @@ struct Problem {
   Subspace sub() const { return {d, r, u0.data(), au0.data(), a2u0.data()}; }
   Mat basis(double theta) const {  // float64 U(θ) from the same float inputs
     Mat u(d * r);
-    for (int64_t e = 0; e < d * r; ++e) u[e] = u0[e] + theta * au0[e] + 0.5 * theta * theta * a2u0[e];
+    for (int64_t e = 0; e < d * r; ++e)
+      u[e] = u0[e] + theta * au0[e] + 0.5 * theta * theta * a2u0[e];
     return u;
   }
 };
@@ -64,7 +66,8 @@ Problem make_problem(Rng& rng, int64_t d, int64_t r) {
   Problem p{d, r, to_float(random_orthonormal(rng, d, r)), std::vector<float>(d * d), {}, {}};
   auto raw = random_floats(rng, d * d);
   for (int64_t i = 0; i < d; ++i)
-    for (int64_t j = 0; j < d; ++j) p.a[i * d + j] = (raw[i * d + j] - raw[j * d + i]) / std::sqrt(float(d));
+    for (int64_t j = 0; j < d; ++j)
+      p.a[i * d + j] = (raw[i * d + j] - raw[j * d + i]) / std::sqrt(float(d));
   p.au0.resize(d * r);
   p.a2u0.resize(d * r);
   cpu::subspace_generator_products(d, r, p.a.data(), p.u0.data(), p.au0.data(), p.a2u0.data());
@@ -170,7 +173,8 @@ TEST(Subspace, BackwardsMatchFiniteDifferences) {
       cpu::subspace_project_backward(p.sub(), float(theta), n, z.data(), gc.data(), dz.data());
   const Mat zd = to_double(z), gcd = to_double(gc);
   const auto fd_z = numeric_gradient([&](const Mat& x) { return dot(proj64(x, theta), gcd); }, zd);
-  const auto fd_t = numeric_gradient([&](const Mat& t) { return dot(proj64(zd, t[0]), gcd); }, {theta});
+  const auto fd_t =
+      numeric_gradient([&](const Mat& t) { return dot(proj64(zd, t[0]), gcd); }, {theta});
   EXPECT_LT(rel_error(dz, fd_z), 1e-5);
   EXPECT_LT(std::abs(dtheta - fd_t[0]) / std::abs(fd_t[0]), 1e-5);
 
@@ -181,7 +185,8 @@ TEST(Subspace, BackwardsMatchFiniteDifferences) {
       cpu::subspace_reconstruct_backward(p.sub(), float(theta), n, c.data(), gz.data(), dc.data());
   const Mat cd = to_double(c), gzd = to_double(gz);
   const auto fd_c = numeric_gradient([&](const Mat& x) { return dot(rec64(x, theta), gzd); }, cd);
-  const auto fd_t2 = numeric_gradient([&](const Mat& t) { return dot(rec64(cd, t[0]), gzd); }, {theta});
+  const auto fd_t2 =
+      numeric_gradient([&](const Mat& t) { return dot(rec64(cd, t[0]), gzd); }, {theta});
   EXPECT_LT(rel_error(dc, fd_c), 1e-5);
   EXPECT_LT(std::abs(dtheta2 - fd_t2[0]) / std::abs(fd_t2[0]), 1e-5);
 }

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "runtime/model/model.h"
@@ -146,6 +147,26 @@ TEST(ModelInit, NormsOneMatricesScaledResidualsShrunkAndSeedDeterministic) {
   for (int64_t i = 0; i < norm.count(); ++i) EXPECT_EQ(a.params()[norm.offset + i], 1.0f);
   EXPECT_EQ(0, std::memcmp(a.params(), b.params(), sizeof(float) * size_t(a.param_count())));
   EXPECT_NE(0, std::memcmp(a.params(), other.params(), sizeof(float) * size_t(a.param_count())));
+}
+
+TEST(ModelLayout, MovedModelsKeepValidWorkspaces) {
+  // Expectation: a trainer keeps one model per rank in a vector; a model moved
+  // after its workspace was sized (by a vector's reallocation) still computes
+  // bit-identical losses and gradients to a model that never moved.
+  std::mt19937_64 rng(3);
+  const RefBatch b = random_batch(rng, 1, 7, 11, 0);
+  LocalAttention attention;
+  Model fixed(tiny_config(), 9);
+  const float expected = fixed.forward_backward(token_batch(b), attention);
+  std::vector<Model> ranks;
+  for (int r = 0; r < 4; ++r) {
+    ranks.emplace_back(tiny_config(), 9);
+    ranks.back().forward(token_batch(b), attention);  // size its workspace, then get moved
+  }
+  for (Model& m : ranks) {
+    EXPECT_EQ(m.forward_backward(token_batch(b), attention), expected);
+    EXPECT_EQ(0, std::memcmp(m.grads(), fixed.grads(), sizeof(float) * size_t(m.param_count())));
+  }
 }
 
 TEST(ModelErrors, BadConfigAndBatchNameThePlace) {
