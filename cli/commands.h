@@ -24,5 +24,6 @@ void add_validate_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
 void add_bench_comm_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 }  // namespace lowband::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   lowband::cli::add_estimate_command(app);
   lowband::cli::add_bench_comm_command(app);
   lowband::cli::add_tokenize_command(app);
+  lowband::cli::add_run_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -87,7 +87,11 @@ class Builder {
 
   ContextStep build() {
     for (int r = 0; r < P_; ++r) compute(r, cost::embedding_forward(m_, tokens_[r], elem_), {}, "embed");
-    for (int l = 0; l < m_.layers; ++l) layer_forward();
+    for (int l = 0; l < m_.layers; ++l) {
+      layer_ = l;
+      layer_forward();
+    }
+    layer_ = -1;
     for (int r = 0; r < P_; ++r) {
       const cost::Cost head = cost::rmsnorm_forward(m_, tokens_[r], elem_) + cost::lm_head_forward(m_, tokens_[r], elem_);
       forward_model_flops_ += head.flops;
@@ -96,9 +100,11 @@ class Builder {
     }
     grad_sync(cost::head_parameters(m_));
     for (int l = 0; l < m_.layers; ++l) {
+      layer_ = m_.layers - 1 - l;  // the backward runs from the last layer down
       layer_backward();
       grad_sync(cost::layer_parameters(m_));
     }
+    layer_ = -1;
     for (int r = 0; r < P_; ++r)
       compute(r, cost::dense_backward(cost::embedding_forward(m_, tokens_[r], elem_)), {}, "embed_bwd");
     grad_sync(cost::embedding_parameters(m_));
@@ -110,10 +116,13 @@ class Builder {
 
  private:
   // A compute task on `rank`, after the rank's previous compute task.
-  TaskId compute(int rank, const cost::Cost& c, std::vector<TaskId> deps, const char* tag) {
+  TaskId compute(int rank, const cost::Cost& c, std::vector<TaskId> deps, const char* tag,
+                 int kv_owner = -1) {
     if (last_[rank] != kNone) deps.push_back(last_[rank]);
     const sim::DeviceProfile& device = s_.devices.for_node(rank);
-    const double sec = cost::seconds(device, c, s_.devices.dtype);
+    const double measured =
+        opt_.figures ? opt_.figures->compute_seconds(rank, tag, layer_, kv_owner) : -1.0;
+    const double sec = measured >= 0 ? measured : cost::seconds(device, c, s_.devices.dtype);
     if (!std::isfinite(sec) || sec < 0)
       throw InputError("devices", "profile '" + device.name + "' of node " + std::to_string(rank) +
                                       " gives no finite time for '" + tag +
@@ -123,7 +132,9 @@ class Builder {
 
   TaskId transfer(int src, int dst, int owner, std::vector<TaskId> deps, const char* tag) {
     out_.uncompressed_kv_bytes += plain_bytes_[owner];
-    return out_.graph.add_transfer(src, dst, wire_bytes_[owner], std::move(deps), tag);
+    const double bytes = opt_.figures ? opt_.figures->kv_message_bytes(layer_, owner, tag[0] == 'd')
+                                      : wire_bytes_[owner];
+    return out_.graph.add_transfer(src, dst, bytes, std::move(deps), tag);
   }
 
   cost::Cost mos_project(int owner) const {
@@ -170,12 +181,12 @@ class Builder {
     for (int r = 0; r < P_; ++r) {
       std::vector<TaskId> wait_all = s_.parallel.overlap ? std::vector<TaskId>{} : arrival[r];
       forward_model_flops_ += attention(r, r, false).flops;
-      compute(r, attention(r, r, false), wait_all, "attention");
+      compute(r, attention(r, r, false), wait_all, "attention", r);
       for (int k = 1; k < P_; ++k) {
         const int o = owner_at(r, k);
         if (pairs_[r][o] <= 0) continue;  // fully masked block: nothing to compute
         forward_model_flops_ += attention(r, o, false).flops;
-        compute(r, attention(r, o, false) + mos_reconstruct(o), {arrival[r][k - 1]}, "attention");
+        compute(r, attention(r, o, false) + mos_reconstruct(o), {arrival[r][k - 1]}, "attention", o);
       }
       forward_model_flops_ += post_attention(r).flops;
       compute(r, post_attention(r), {}, "mlp");
@@ -185,7 +196,7 @@ class Builder {
   void layer_backward() {
     for (int r = 0; r < P_; ++r) {
       compute(r, cost::dense_backward(post_attention(r)), {}, "mlp_bwd");
-      compute(r, attention(r, r, true), {}, "attention_bwd");
+      compute(r, attention(r, r, true), {}, "attention_bwd", r);
     }
     // incoming[r]: the dK/dV transfers r must have before its QKV backward.
     std::vector<std::vector<TaskId>> incoming(P_);
@@ -199,7 +210,7 @@ class Builder {
         // dK/dV of o's block, projected onto o's subspace before it is sent; a
         // fully masked block adds nothing (the ring just passes its accumulator on).
         done[r][k - 1] = pairs_[r][o] <= 0 ? last_[r]
-                         : compute(r, attention(r, o, true) + mos_project(o), {}, "attention_bwd");
+                         : compute(r, attention(r, o, true) + mos_project(o), {}, "attention_bwd", o);
       }
     std::vector<TaskId> acc_in(P_, kNone);  // ring: the accumulator that arrived last round
     for (int k = 1; k < P_; ++k) {
@@ -254,6 +265,7 @@ class Builder {
   std::vector<std::vector<double>> pairs_;  // [query rank][key rank], whole batch
   int k_rank_ = 0, v_rank_ = 0;
   double forward_model_flops_ = 0;
+  int layer_ = -1;  // the layer being built (-1 outside), for opt_.figures
 };
 
 }  // namespace

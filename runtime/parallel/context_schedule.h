@@ -19,11 +19,28 @@
 
 namespace lowband::parallel {
 
+// A recorded step's own figures (runtime/parallel/context_trainer.h): when given,
+// the graph keeps exactly its shape but takes compute seconds and K/V message
+// bytes from here instead of the device profile and the shapes.
+class StepFigures {
+ public:
+  virtual ~StepFigures() = default;
+  // Seconds of compute task `tag` on `rank`. layer: the model layer (-1 outside
+  // the layers); kv_owner: the owner of the K/V block of an "attention" or
+  // "attention_bwd" task (-1 for other tasks). A negative value keeps the
+  // device profile's time.
+  virtual double compute_seconds(int rank, const char* tag, int layer, int kv_owner) const = 0;
+  // Wire bytes of one "kv" (backward false) or "dkv" (true) message carrying
+  // `owner`'s block of `layer` (whole batch, K and V together).
+  virtual double kv_message_bytes(int layer, int owner, bool backward) const = 0;
+};
+
 struct ContextScheduleOptions {
   // false: the graph of a step without the weight sync (the c - 1 steps between
   // sparse syncs); with weight_sync = all_reduce every step has it.
   bool include_weight_sync = true;
   bool include_optimizer = true;  // the AdamW update at the end of the step
+  const StepFigures* figures = nullptr;  // measured figures of a real step; null: shapes only
 };
 
 struct ContextStep {

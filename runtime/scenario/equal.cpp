@@ -81,6 +81,12 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.enumeration("compression.weight_sync", ca.weight_sync, cb.weight_sync);
   d.field("compression.sync_fraction", ca.sync_fraction, cb.sync_fraction);
   d.field("compression.sync_every", ca.sync_every, cb.sync_every);
+  d.enumeration("compression.rotation", ca.rotation, cb.rotation);
+  d.field("compression.warm_start", ca.warm_start, cb.warm_start);
+  d.enumeration("compression.k_frame", ca.k_frame, cb.k_frame);
+  d.field("compression.topk_fraction", ca.topk_fraction, cb.topk_fraction);
+  d.field("compression.quantize_bits", ca.quantize_bits, cb.quantize_bits);
+  d.field("compression.quantize_block", ca.quantize_block, cb.quantize_block);
 
   const auto &na = a.network, &nb = b.network;
   d.enumeration("network.model", na.model, nb.model);
@@ -113,6 +119,7 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
            d.device(p + ".profile", x.second, y.second);
          });
   d.enumeration("devices.dtype", a.devices.dtype, b.devices.dtype);
+  d.enumeration("devices.timing", a.devices.timing, b.devices.timing);
 
   const auto &ta = a.training, &tb = b.training;
   d.field("training.steps", ta.steps, tb.steps);
@@ -125,6 +132,8 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.field("training.data", ta.data, tb.data);
   d.field("training.tokenizer", ta.tokenizer, tb.tokenizer);
   d.field("training.eval_every", ta.eval_every, tb.eval_every);
+  d.field("training.validation_fraction", ta.validation_fraction, tb.validation_fraction);
+  d.field("training.eval_batches", ta.eval_batches, tb.eval_batches);
   return d.first();
 }
 

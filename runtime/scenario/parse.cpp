@@ -59,16 +59,26 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   CompressionConfig c;
   if (!root.has("compression")) return c;
   const ObjectReader r = root.object("compression", {"method", "k_ratio", "v_ratio", "k_rank", "v_rank",
-                                                     "warmup_steps", "weight_sync", "sync_fraction", "sync_every"});
-  c.method = r.choice_or("method", "none", {"none", "mos"}) == "mos" ? CompressionMethod::mos
-                                                                     : CompressionMethod::none;
+                                                     "warmup_steps", "weight_sync", "sync_fraction", "sync_every",
+                                                     "rotation", "warm_start", "k_frame", "topk_fraction", "bits",
+                                                     "block"});
+  const std::string method = r.choice_or("method", "none", {"none", "mos", "topk", "quantize"});
+  c.method = method == "mos"        ? CompressionMethod::mos
+             : method == "topk"     ? CompressionMethod::topk
+             : method == "quantize" ? CompressionMethod::quantize
+                                    : CompressionMethod::none;
+  // Keys of one method are errors under another, so a typo'd method cannot hide them.
+  const auto only_with = [&](const std::string& key, const char* wanted) {
+    if (r.has(key) && method != wanted)
+      fail(r.path_of(key), std::string("only used with method \"") + wanted + "\", but method is \"" + method + "\"");
+  };
+  for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame"}) only_with(key, "mos");
+  only_with("topk_fraction", "topk");
+  only_with("bits", "quantize");
+  only_with("block", "quantize");
   for (const char* t : {"k", "v"}) {
+    if (c.method != CompressionMethod::mos) break;
     const std::string ratio_key = std::string(t) + "_ratio", rank_key = std::string(t) + "_rank";
-    if (c.method == CompressionMethod::none) {
-      for (const auto& key : {ratio_key, rank_key})
-        if (r.has(key)) fail(r.path_of(key), "only used with method \"mos\", but method is \"none\"");
-      continue;
-    }
     if (r.has(ratio_key) && r.has(rank_key))
       fail(r.path_of(rank_key), "give " + ratio_key + " or " + rank_key + ", not both");
     if (!r.has(ratio_key) && !r.has(rank_key))
@@ -78,7 +88,22 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     if (r.has(ratio_key)) ratio = r.number(ratio_key, Bounds::half_open(0, 1));
     if (r.has(rank_key)) rank = static_cast<int>(r.integer(rank_key, 1, kMaxInt));
   }
-  c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", 500, 0, kMaxInt));
+  if (c.method == CompressionMethod::mos) {
+    const std::string rotation = r.choice_or("rotation", "learned", {"learned", "fixed", "random"});
+    c.rotation = rotation == "fixed" ? MosRotation::fixed : rotation == "random" ? MosRotation::random
+                                                                                 : MosRotation::learned;
+    c.warm_start = r.boolean_or("warm_start", true);
+    c.k_frame = r.choice_or("k_frame", "pre_rope", {"pre_rope", "post_rope"}) == "post_rope" ? KFrame::post_rope
+                                                                                            : KFrame::pre_rope;
+  }
+  c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", c.warm_start ? 500 : 0, 0, kMaxInt));
+  if (!c.warm_start && c.warmup_steps != 0)
+    fail(r.path_of("warmup_steps"), "warm_start is false (random U0, compressed from step 0): expected 0 or no key");
+  c.topk_fraction = r.number_or("topk_fraction", 0.1, Bounds{0, 1, true, false});
+  c.quantize_bits = static_cast<int>(r.integer_or("bits", 4, 4, 8));
+  if (c.quantize_bits != 4 && c.quantize_bits != 8)
+    fail(r.path_of("bits"), "expected 4 or 8, got " + std::to_string(c.quantize_bits));
+  c.quantize_block = static_cast<int>(r.integer_or("block", 64, 1, kMaxInt));
   c.weight_sync = r.choice_or("weight_sync", "all_reduce", {"all_reduce", "sparse"}) == "sparse"
                       ? WeightSync::sparse
                       : WeightSync::all_reduce;
@@ -92,7 +117,7 @@ TrainingConfig parse_training(const ObjectReader& root) {
   if (!root.has("training")) return t;
   const ObjectReader r =
       root.object("training", {"steps", "batch_size", "lr", "lr_warmup_steps", "weight_decay", "grad_clip",
-                               "seed", "data", "tokenizer", "eval_every"});
+                               "seed", "data", "tokenizer", "eval_every", "validation_fraction", "eval_batches"});
   t.steps = static_cast<int>(r.integer_or("steps", t.steps, 1, kMaxInt));
   t.batch_size = static_cast<int>(r.integer_or("batch_size", t.batch_size, 1, kMaxInt));
   t.lr = r.number_or("lr", t.lr, Bounds::above(0));
@@ -103,6 +128,8 @@ TrainingConfig parse_training(const ObjectReader& root) {
   t.data = r.string_or("data", t.data);
   t.tokenizer = r.choice_or("tokenizer", t.tokenizer, {"byte", "gpt2"});
   t.eval_every = static_cast<int>(r.integer_or("eval_every", t.eval_every, 0, kMaxInt));
+  t.validation_fraction = r.number_or("validation_fraction", t.validation_fraction, Bounds::half_open(0, 1));
+  t.eval_batches = static_cast<int>(r.integer_or("eval_batches", t.eval_batches, 1, kMaxInt));
   return t;
 }
 

@@ -44,7 +44,7 @@ DeviceConfig parse_devices(const ObjectReader& root, int nodes) {
   DeviceConfig d;
   const json empty = json::object();
   const ObjectReader r(root.has("devices") ? root.need("devices") : empty, root.path_of("devices"),
-                       {"profile", "dtype", "overrides", "custom_profiles"});
+                       {"profile", "dtype", "overrides", "custom_profiles", "timing"});
   std::vector<sim::DeviceProfile> custom;
   if (r.has("custom_profiles")) {
     const std::string path = r.path_of("custom_profiles");
@@ -67,6 +67,10 @@ DeviceConfig parse_devices(const ObjectReader& root, int nodes) {
             : dtype == "tf32" ? sim::DType::tf32
             : dtype == "bf16" ? sim::DType::bf16
                               : sim::DType::fp16;
+  const std::string timing = r.choice_or("timing", "auto", {"auto", "measured", "profile"});
+  d.timing = timing == "measured"  ? DeviceTiming::measured
+             : timing == "profile" ? DeviceTiming::profile
+                                   : DeviceTiming::automatic;
   if (r.has("overrides")) {
     const std::string path = r.path_of("overrides");
     const json& array = as_array(r.need("overrides"), path);

@@ -40,7 +40,16 @@ struct ParallelConfig {
   int ranks() const { return context * pipeline * data; }
 };
 
-enum class CompressionMethod { none, mos };
+enum class CompressionMethod { none, mos, topk, quantize };
+
+// MoS rotation of U0: learned theta = psi(chunk mean) + b (the method), fixed
+// theta = 0 (U0 alone), or a random theta per chunk (not learned): the ablations.
+enum class MosRotation { learned, fixed, random };
+
+// Where MoS takes K's subspace: before RoPE (the K projection's output, as the
+// paper factorises it; receivers re-apply RoPE at the sender's positions) or
+// after it (RoPE spreads each frequency pair over 2 dimensions: far higher rank).
+enum class KFrame { pre_rope, post_rope };
 
 // How the weights stay equal across context-parallel ranks.
 enum class WeightSync { all_reduce, sparse };
@@ -56,15 +65,29 @@ struct CompressionConfig {
   WeightSync weight_sync = WeightSync::all_reduce;
   double sync_fraction = 0.05; // sparse: fraction of each tensor averaged per sync
   int sync_every = 1;          // sparse: steps between syncs
+  // mos ablations: how U0 rotates, and whether U0 comes from the warm-up's
+  // activations (false: random orthonormal U0, compressed from step 0).
+  MosRotation rotation = MosRotation::learned;
+  bool warm_start = true;
+  KFrame k_frame = KFrame::pre_rope;
+  double topk_fraction = 0.1;  // topk: fraction of each K/V block's entries kept
+  int quantize_bits = 4;       // quantize: 4 or 8 bits per value
+  int quantize_block = 64;     // quantize: values per absmax scale
 
   int k_rank(int head_dim) const;
   int v_rank(int head_dim) const;
 };
 
+// Where `lowband run` takes compute seconds from: a steady clock around the
+// kernels that ran here, or the device profile's roofline. automatic: measured
+// when every rank's profile is "cpu" (the device that runs them), else profile.
+enum class DeviceTiming { automatic, measured, profile };
+
 struct DeviceConfig {
   sim::DeviceProfile default_profile;
   std::vector<std::pair<int, sim::DeviceProfile>> node_profiles;  // per-node overrides
   sim::DType dtype = sim::DType::bf16;                            // compute precision
+  DeviceTiming timing = DeviceTiming::automatic;                  // compute seconds of `lowband run`
   const sim::DeviceProfile& for_node(int node) const;
 };
 
@@ -79,6 +102,8 @@ struct TrainingConfig {
   std::string data;            // text or .u16 file; empty: the built-in corpus
   std::string tokenizer = "byte";
   int eval_every = 0;
+  double validation_fraction = 0.1;  // held-out tail of the token stream, in [0, 1)
+  int eval_batches = 4;              // validation batches per evaluation
 };
 
 struct Scenario {

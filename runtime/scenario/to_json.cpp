@@ -108,12 +108,19 @@ json devices_json(const DeviceConfig& d) {
     note(profile);
     overrides.push_back({{"node", node}, {"profile", profile.name}});
   }
+  const char* timing = d.timing == DeviceTiming::measured  ? "measured"
+                       : d.timing == DeviceTiming::profile ? "profile"
+                                                           : "auto";
   return {{"profile", d.default_profile.name}, {"dtype", dtype_name(d.dtype)}, {"overrides", overrides},
-          {"custom_profiles", custom}};
+          {"custom_profiles", custom}, {"timing", timing}};
 }
 
 json compression_json(const CompressionConfig& c) {
-  json j = {{"method", c.method == CompressionMethod::mos ? "mos" : "none"},
+  const char* method = c.method == CompressionMethod::mos        ? "mos"
+                       : c.method == CompressionMethod::topk     ? "topk"
+                       : c.method == CompressionMethod::quantize ? "quantize"
+                                                                 : "none";
+  json j = {{"method", method},
             {"warmup_steps", c.warmup_steps},
             {"weight_sync", c.weight_sync == WeightSync::sparse ? "sparse" : "all_reduce"},
             {"sync_fraction", c.sync_fraction},
@@ -121,6 +128,14 @@ json compression_json(const CompressionConfig& c) {
   if (c.method == CompressionMethod::mos) {
     if (c.k_rank_set > 0) j["k_rank"] = c.k_rank_set; else j["k_ratio"] = c.k_ratio;
     if (c.v_rank_set > 0) j["v_rank"] = c.v_rank_set; else j["v_ratio"] = c.v_ratio;
+    j["rotation"] = c.rotation == MosRotation::fixed ? "fixed" : c.rotation == MosRotation::random ? "random" : "learned";
+    j["warm_start"] = c.warm_start;
+    j["k_frame"] = c.k_frame == KFrame::post_rope ? "post_rope" : "pre_rope";
+  }
+  if (c.method == CompressionMethod::topk) j["topk_fraction"] = c.topk_fraction;
+  if (c.method == CompressionMethod::quantize) {
+    j["bits"] = c.quantize_bits;
+    j["block"] = c.quantize_block;
   }
   return j;
 }
@@ -148,7 +163,8 @@ nlohmann::json to_json(const Scenario& s) {
       {"training",
        {{"steps", t.steps}, {"batch_size", t.batch_size}, {"lr", t.lr}, {"lr_warmup_steps", t.lr_warmup_steps},
         {"weight_decay", t.weight_decay}, {"grad_clip", t.grad_clip}, {"seed", t.seed}, {"data", t.data},
-        {"tokenizer", t.tokenizer}, {"eval_every", t.eval_every}}},
+        {"tokenizer", t.tokenizer}, {"eval_every", t.eval_every},
+        {"validation_fraction", t.validation_fraction}, {"eval_batches", t.eval_batches}}},
   };
 }
 

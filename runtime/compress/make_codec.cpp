@@ -1,0 +1,27 @@
+#include "runtime/compress/make_codec.h"
+
+#include "common/error.h"
+#include "runtime/compress/baseline_codecs.h"
+#include "runtime/compress/identity_codec.h"
+#include "runtime/compress/mos_codec.h"
+
+namespace lowband::compress {
+
+std::unique_ptr<KvCodec> make_kv_codec(const Scenario& scenario) {
+  const ModelConfig& m = scenario.model;
+  const CompressionConfig& c = scenario.compression;
+  switch (c.method) {
+    case CompressionMethod::none:
+      return std::make_unique<IdentityCodec>(m.kv_heads, m.head_dim(), m.bytes_per_element);
+    case CompressionMethod::mos:
+      return std::make_unique<MosCodec>(mos_options_from(scenario));
+    case CompressionMethod::topk:
+      return std::make_unique<TopkCodec>(m.kv_heads, m.head_dim(), m.bytes_per_element, c.topk_fraction);
+    case CompressionMethod::quantize:
+      return std::make_unique<QuantizeCodec>(m.kv_heads, m.head_dim(), m.bytes_per_element, c.quantize_bits,
+                                             c.quantize_block);
+  }
+  throw InputError("compression.method", "unknown method");
+}
+
+}  // namespace lowband::compress

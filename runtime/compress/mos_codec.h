@@ -1,0 +1,135 @@
+#pragma once
+// Mixtures of subspaces (DESIGN.md §1.2) as a K/V codec. Per (layer, kv head,
+// K or V) the codec holds U₀ (d, r) and a fixed skew-symmetric generator A, and
+// per block of one chunk, per head:
+//   θ = ψ·mean(Z) + b        (ψ (d), b learnable; mean over the block's n rows)
+//   C = Z·U(θ)  (n, r)       U(θ) = U₀ + θ·A·U₀ + ½θ²·A²·U₀  (kernels/subspace.h)
+//   Ẑ = C·U(θ)ᵀ              what remote receivers attend to
+// The message is C at the model's wire precision plus θ as float32:
+// n·r·bytes_per_element + 4 bytes per head; the gradient message back is dC plus
+// dθ, the same size. Note U(θ)ᵀU(θ) = I + ¼θ⁴·U₀ᵀA⁴U₀: the second-order rotation is
+// orthonormal only to O(θ⁴), so with r = d the codec is the identity exactly at
+// θ = 0 and within ¼θ⁴‖A‖⁴ otherwise.
+//
+// Life cycle: steps < warmup_steps are uncompressed (Ẑ = Z, identity bytes) and
+// the last of them accumulates each key's Gram matrix ZᵀZ over all its blocks
+// (d² floats per key, whatever the sequence length); begin_step(warmup_steps)
+// sets U₀ to its top-r eigenvectors (kernels::detail::top_eigenvectors). Keys
+// with no observed rows (warmup_steps = 0) get a random orthonormal U₀, as with
+// warm_start = false.
+//
+// A = (G − Gᵀ)/√(8d) with G iid N(0, 1) drawn from the seed per key: its entries
+// have variance 1/(4d), so ‖A‖₂ ≈ 1 (the spectral edge of a random skew matrix is
+// 2σ√d) and θ reads roughly as a rotation angle in radians.
+//
+// K frame (compression.k_frame): pre_rope (default) un-rotates each K block by
+// its rows' positions (KvBlockId::positions, required for K), compresses it
+// there and re-applies RoPE to Ẑ, so U₀ spans the K projection's output as in the
+// paper; RoPE is orthogonal, so bytes and relative errors are frame-independent.
+// post_rope compresses K as the attention sees it. V has no RoPE.
+//
+// Ablations: rotation fixed: θ = 0, no θ on the wire, no parameters; random: θ
+// uniform in [−kRandomThetaMax, kRandomThetaMax] per (step, block, head) from a
+// hash of the seed (sent, not learned); warm_start false: random U₀ from step 0.
+//
+// Not thread-safe: one trainer thread calls it. forward() keeps a copy of each
+// block for backward() until the next begin_step().
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "runtime/compress/kv_codec.h"
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::compress {
+
+struct MosOptions {
+  int layers = 1;
+  int kv_heads = 1;
+  int head_dim = 1;
+  int k_rank = 1;
+  int v_rank = 1;
+  int bytes_per_element = 2;
+  int warmup_steps = 0;
+  MosRotation rotation = MosRotation::learned;
+  bool warm_start = true;
+  KFrame k_frame = KFrame::pre_rope;
+  float rope_theta = 10000.0f;  // the model's (model::ModelOptions::rope_theta)
+  uint64_t seed = 1;
+};
+
+// From the scenario (model shapes, compression keys, training.seed).
+MosOptions mos_options_from(const Scenario& scenario);
+
+constexpr float kRandomThetaMax = 0.5f;
+
+class MosCodec final : public KvCodec {
+ public:
+  explicit MosCodec(const MosOptions& options);  // InputError on bad sizes
+  std::string describe() const override;
+  void begin_step(int step) override;
+  double forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) override;
+  double backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) override;
+
+  // ψ (head_dim floats) then b, per (layer, tensor, head), in that nesting order;
+  // empty unless rotation is learned.
+  int64_t param_count() const override { return static_cast<int64_t>(params_.size()); }
+  float* params() override { return params_.data(); }
+  float* grads() override { return grads_.data(); }
+  void zero_grads() override;
+  int64_t param_offset(int layer, KvTensor t, int head) const { return key(layer, t, head) * (opt_.head_dim + 1); }
+
+  // Introspection for tests and run reports.
+  const MosOptions& options() const { return opt_; }
+  bool compressing() const { return fitted_; }  // U₀ is set and blocks are compressed
+  int rank(KvTensor t) const { return t == KvTensor::k ? opt_.k_rank : opt_.v_rank; }
+  // U₀, A·U₀ and A²·U₀ (d, r) of one key; empty until compressing().
+  const std::vector<float>& u0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].u0; }
+  const std::vector<float>& au0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].au0; }
+  const std::vector<float>& a2u0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].a2u0; }
+  // θ of `head` in the last forward of block `id` this step (throws if none).
+  float theta(const KvBlockId& id, int head) const;
+  // Closed-form message sizes while compressing: forward (C, θ) and backward (dC, dθ).
+  double message_bytes(KvTensor t, int64_t n) const;
+  double gradient_message_bytes(KvTensor t, int64_t n) const;
+  // ‖Z − Ẑ‖_F / ‖Z‖_F over every block of (layer, t) forwarded since begin_step
+  // (0 while uncompressed and before any block).
+  double reconstruction_error(int layer, KvTensor t) const;
+
+ private:
+  struct Basis {
+    std::vector<float> u0, au0, a2u0;  // (d, r) each
+  };
+  struct Saved {  // one block's forward, for its backward
+    int64_t n = 0;
+    std::vector<float> z;      // (n, kv_heads, d)
+    std::vector<float> c;      // per head (n, r), heads one after another
+    std::vector<float> theta;  // per head
+    std::vector<float> mean;   // per head (d)
+    std::vector<int64_t> positions;  // (n) when un-rotated (K, pre_rope)
+  };
+  using BlockKey = std::tuple<int, int, int, int, int>;
+
+  int key(int layer, KvTensor t, int head) const {
+    return (layer * 2 + static_cast<int>(t)) * opt_.kv_heads + head;
+  }
+  void check_id(const KvBlockId& id, int64_t n, const char* where) const;
+  void fit(const std::vector<std::vector<float>>& grams, const std::vector<int64_t>& rows);
+  float theta_for(const KvBlockId& id, int head, const float* mean) const;
+  double identity_bytes(int64_t n) const;
+  bool unrotates(const KvBlockId& id) const { return id.tensor == KvTensor::k && opt_.k_frame == KFrame::pre_rope; }
+
+  MosOptions opt_;
+  int step_ = -1;
+  bool fitted_ = false;
+  std::vector<Basis> bases_;                 // per key
+  std::vector<std::vector<float>> grams_;    // per key (d, d); only during the last warm-up step
+  std::vector<int64_t> gram_rows_;           // rows accumulated per key
+  std::vector<float> params_, grads_;
+  std::map<BlockKey, Saved> saved_;
+  std::vector<double> err_sq_, norm_sq_;     // per (layer, tensor), this step
+};
+
+}  // namespace lowband::compress

@@ -1,0 +1,130 @@
+#pragma once
+// Context parallelism over P in-process ranks, for real: P model replicas (same
+// seed), each sequence split over the ranks (contiguous or zigzag, positions
+// global). Per layer every rank computes Q, K, V for its chunk; each K/V block
+// passes through the codec once (receivers attend to its reconstruction, the
+// owner to its exact block); attention runs blockwise with global offsets and is
+// merged by log-sum-exp; in the backward dK/dV partials are summed per owner and
+// returned through codec.backward. Weight gradients are then summed over the
+// ranks in rank order (deterministic) — or, with compression.weight_sync =
+// sparse, each rank steps on its own gradients and every sync_every steps a
+// seeded random sync_fraction slice of each tensor is averaged (SPARTA-style).
+//
+// Every step is recorded: compute seconds per (rank, task) — measured with a
+// steady clock around the rank's kernels, or from the device profile — and the
+// codec's real message bytes, laid into the step graph of
+// build_context_parallel (context_schedule.h), so the recorded graph has
+// exactly the schedule's tasks and dependencies.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/compress/kv_codec.h"
+#include "runtime/model/model.h"
+#include "runtime/optim/lr_schedule.h"
+#include "runtime/optim/optimizer.h"
+#include "runtime/parallel/context_schedule.h"
+#include "runtime/scenario/scenario.h"
+#include "sim/step_graph.h"
+
+namespace lowband::parallel {
+
+enum class ComputeTiming { measured, profile };
+
+// One step's recorded figures (implements the schedule's StepFigures).
+struct RecordedFigures : StepFigures {
+  // [rank][layer] per task tag; attention tasks also by kv owner.
+  struct LayerTimes {
+    double qkv = 0, mlp = 0, mlp_bwd = 0, qkv_bwd = 0;
+    std::vector<double> attention, attention_bwd;  // by kv owner
+  };
+  struct RankTimes {
+    double embed = 0, lm_head = 0, lm_head_bwd = 0, embed_bwd = 0, optimizer = 0;
+    std::vector<LayerTimes> layers;
+  };
+  bool measured = true;  // false: compute_seconds returns -1 (device profile)
+  std::vector<RankTimes> ranks;
+  std::vector<std::vector<double>> kv_bytes, dkv_bytes;  // [layer][owner], one message
+
+  void reset(int ranks, int layers);
+  double compute_seconds(int rank, const char* tag, int layer, int kv_owner) const override;
+  double kv_message_bytes(int layer, int owner, bool backward) const override;
+};
+
+struct StepRecord {
+  int step = 0;              // 0-based index of the step taken
+  double loss = 0;           // mean over every valid target token of the batch
+  double lr = 0;
+  double grad_norm = 0;      // global norm before clipping (rank 0's)
+  bool weight_sync = true;   // whether the weights were synchronised this step
+  sim::StepGraph graph;      // empty unless recording
+  double kernel_wall_seconds = 0;  // wall time of the ranks' compute, summed
+  double record_wall_seconds = 0;  // wall time spent building the graph
+};
+
+class ContextTrainer {
+ public:
+  // Throws InputError (scenario keys) for shapes context parallelism cannot split.
+  ContextTrainer(const Scenario& scenario, std::unique_ptr<compress::KvCodec> codec,
+                 ComputeTiming timing = ComputeTiming::measured);
+
+  int ranks() const { return P_; }
+  model::Model& replica(int rank) { return models_[size_t(rank)]; }
+  compress::KvCodec& codec() { return *codec_; }
+  const std::vector<TokenRange>& token_ranges(int rank) const { return ranges_[size_t(rank)]; }
+
+  // inputs, targets: (sequences, seq_len) row-major, targets < 0 ignored.
+  // Forward and backward over the ranks; afterwards every replica's grads()
+  // hold its own share (dloss = valid_local / valid_global), so their sum is the
+  // gradient of the global mean loss. Returns the global mean loss.
+  float forward_backward(const int32_t* inputs, const int32_t* targets, int sequences);
+  // Sums the replicas' gradients in rank order and gives every replica the sum.
+  void all_reduce_gradients();
+  // A whole training step (step counts from 0): codec.begin_step, forward_backward,
+  // the weight sync, each rank's AdamW, and the recorded graph when `record`.
+  StepRecord train_step(int step, const int32_t* inputs, const int32_t* targets, int sequences,
+                        bool record = true);
+  // Mean loss over the valid targets, forward only (the codec still applies).
+  float evaluate(const int32_t* inputs, const int32_t* targets, int sequences);
+
+  // Whether step `step` (from 0) synchronises the weights.
+  bool syncs_weights(int step) const;
+  const RecordedFigures& figures() const { return figures_; }
+
+ private:
+  void begin(const int32_t* inputs, const int32_t* targets, int sequences);
+  void forward_layer(int l);
+  void backward_layer(int l);
+  void sparse_sync(int step);
+  float global_loss(bool backward);
+
+  Scenario scenario_;
+  int P_, L_;
+  int64_t seq_len_;
+  std::vector<int64_t> local_tokens_;            // per rank, of one sequence
+  std::unique_ptr<compress::KvCodec> codec_;
+  std::vector<model::Model> models_;
+  std::vector<optim::AdamW> optimizers_;
+  optim::LrSchedule lr_;
+  std::vector<std::vector<TokenRange>> ranges_;  // per rank, global ranges of one sequence
+  std::vector<std::vector<int64_t>> chunk_row_;  // per rank, local row of each range's start
+
+  int sequences_ = 0;
+  std::vector<int64_t> valid_;                   // per rank: valid targets
+  std::vector<std::vector<int32_t>> inputs_, targets_;
+  std::vector<std::vector<int64_t>> positions_;
+  // Per layer and rank: what receivers attend to (codec output), the lse of each
+  // rank's merged attention (per sequence and chunk, (heads, n) blocks).
+  std::vector<std::vector<std::vector<float>>> k_hat_, v_hat_, lse_;
+  std::vector<std::vector<float>> dk_hat_, dv_hat_;  // per owner: sum over receivers
+  std::vector<float> tmp_out_, tmp_lse_, delta_, sum_;
+  RecordedFigures figures_;
+  double kernel_seconds_ = 0;
+  // Codec parameters (MoS heads) get their own AdamW moments.
+  std::vector<float> codec_m_, codec_v_;
+  int64_t codec_steps_ = 0;
+};
+
+}  // namespace lowband::parallel

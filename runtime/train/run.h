@@ -1,0 +1,57 @@
+#pragma once
+// `lowband run`: train a scenario's model with context parallelism over its P
+// in-process ranks (runtime/parallel/context_trainer.h), replay every step's
+// recorded graph on the scenario's network (sim/replay.h), and write a run
+// directory:
+//   scenario.json  the resolved scenario (to_json), written once
+//   steps.jsonl    one JSON object per step, appended a whole line at a time
+//                  each time a batch of steps has been replayed
+//   curve.csv      step, simulated hours, losses (units in the column names)
+//   summary.json   final losses, perplexity, throughput, bytes, compression
+//                  ratio, network model, harness overhead, diverged or not
+// curve.csv and summary.json are rewritten atomically after every replayed batch,
+// so the directory is valid (and readable) at any time, also after a divergence.
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/parallel/context_trainer.h"
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::train {
+
+struct RunOptions {
+  std::string out_dir;          // "": runs/<scenario name>-<UTC timestamp>
+  int steps = -1;               // < 0: training.steps
+  // Compute seconds, validation split and evaluation size come from the
+  // scenario: devices.timing, training.validation_fraction, training.eval_batches.
+  int replay_every = 20;             // steps per batched SimGrid replay (one child process)
+  double progress_interval_seconds = 5;  // at most one progress line per interval (and the last step)
+  std::ostream* log = nullptr;       // progress lines and the dataset line; null: silent
+};
+
+struct RunResult {
+  std::string run_dir;
+  int steps_done = 0;
+  bool diverged = false;
+  std::string message;           // why it stopped early ("" when it did not)
+  double final_train_loss = 0;
+  std::optional<double> final_val_loss;
+  double sim_total_seconds = 0;
+  double wall_seconds = 0;
+  double harness_overhead_fraction = 0;  // (recording + replay) wall / step wall
+  nlohmann::json summary;        // what summary.json holds
+};
+
+// Throws InputError for a scenario it cannot train (see ContextTrainer) or an
+// unusable output directory ("--out").
+RunResult run_training(const Scenario& scenario, const RunOptions& options);
+
+// The default run directory: runs/<name>-<YYYYmmdd-HHMMSS> (UTC), with -2, -3...
+// appended when it exists.
+std::string default_run_dir(const std::string& scenario_name);
+
+}  // namespace lowband::train

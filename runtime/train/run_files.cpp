@@ -1,0 +1,123 @@
+#include "runtime/train/run_files.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+
+namespace lowband::train {
+namespace {
+
+nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+std::string csv_number(double x) {
+  if (!std::isfinite(x)) return "nan";
+  std::ostringstream out;
+  out.precision(9);
+  out << x;
+  return out.str();
+}
+
+}  // namespace
+
+RunFiles::RunFiles(std::string dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec || !std::filesystem::is_directory(dir_))
+    throw InputError("--out", "cannot create the run directory " + dir_ + ": " + ec.message());
+}
+
+void RunFiles::write_scenario(const std::string& json) const { write_file_atomically(dir_ + "/scenario.json", json); }
+void RunFiles::write_curve(const std::string& csv) const { write_file_atomically(dir_ + "/curve.csv", csv); }
+void RunFiles::write_summary(const nlohmann::json& s) const {
+  write_file_atomically(dir_ + "/summary.json", s.dump(2) + "\n");
+}
+
+void RunFiles::append_step(const nlohmann::json& line) const {
+  // One write of a whole line: a reader sees complete lines only.
+  const std::string text = line.dump() + "\n";
+  std::ofstream out(dir_ + "/steps.jsonl", std::ios::app | std::ios::binary);
+  out.write(text.data(), std::streamsize(text.size()));
+  out.flush();
+  if (!out) throw std::runtime_error("cannot append to " + dir_ + "/steps.jsonl");
+}
+
+void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const RunFiles& files) {
+  const parallel::StepRecord& rec = p.record;
+  ++steps_done;
+  sim_total_seconds += replay.step_seconds;
+  step_wall_seconds += p.wall_seconds;
+  record_wall_seconds += rec.record_wall_seconds;
+  last_train_loss = rec.loss;
+  if (p.val_loss) last_val_loss = p.val_loss;
+
+  nlohmann::json bytes = nlohmann::json::object();
+  for (const char* kind : {"kv", "dkv", "grad_sync", ""}) {
+    double most = 0;
+    for (int r = 0; r < rec.graph.ranks(); ++r) most = std::max(most, rec.graph.bytes_sent(r, kind));
+    const std::string name = *kind ? kind : "total";
+    bytes[name] = most;
+    bytes_per_rank_sum[name] += most;
+  }
+  for (int r = 0; r < rec.graph.ranks(); ++r)
+    kv_bytes_sent += rec.graph.bytes_sent(r, "kv") + rec.graph.bytes_sent(r, "dkv");
+  double compute = 0;
+  for (double c : replay.rank_compute_busy_seconds) compute = std::max(compute, c);
+
+  nlohmann::json line = {{"step", steps_done},
+                         {"train_loss", number_or_null(rec.loss)},
+                         {"lr", rec.lr},
+                         {"grad_norm", number_or_null(rec.grad_norm)},
+                         {"weight_sync", rec.weight_sync},
+                         {"sim_step_seconds", replay.step_seconds},
+                         {"sim_total_seconds", sim_total_seconds},
+                         {"bytes_sent_per_rank", bytes},
+                         {"compute_seconds", compute},
+                         {"exposed_comm_seconds", replay.exposed_comm_seconds},
+                         {"wall_seconds", p.wall_seconds},
+                         {"record_wall_seconds", rec.record_wall_seconds}};
+  if (p.val_loss) line["val_loss"] = number_or_null(*p.val_loss);
+  files.append_step(line);
+  curve_csv += std::to_string(steps_done) + "," + csv_number(sim_total_seconds) + "," +
+               csv_number(sim_total_seconds / 3600.0) + "," + csv_number(step_wall_seconds) + "," +
+               csv_number(rec.loss) + "," + (p.val_loss ? csv_number(*p.val_loss) : "") + "," +
+               csv_number(rec.lr) + "," + csv_number(bytes["total"].get<double>()) + "\n";
+}
+
+nlohmann::json RunTotals::summary_json() const {
+  nlohmann::json s = header;
+  const double n = std::max(steps_done, 1);
+  nlohmann::json bytes = nlohmann::json::object();
+  for (const auto& [kind, sum] : bytes_per_rank_sum) bytes[kind] = sum / n;
+  const double plain = uncompressed_kv_bytes_per_step * steps_done;
+  s["steps_planned"] = steps_planned;
+  s["steps_done"] = steps_done;
+  s["diverged"] = diverged;
+  if (diverged) s["message"] = message;
+  s["final_train_loss"] = number_or_null(last_train_loss);
+  s["final_train_perplexity"] = number_or_null(std::exp(last_train_loss));
+  s["final_val_loss"] = last_val_loss ? number_or_null(*last_val_loss) : nlohmann::json(nullptr);
+  s["final_val_perplexity"] = last_val_loss ? number_or_null(std::exp(*last_val_loss)) : nlohmann::json(nullptr);
+  s["tokens_per_step"] = tokens_per_step;
+  s["sim_total_seconds"] = sim_total_seconds;
+  s["sim_seconds_per_step"] = sim_total_seconds / n;
+  s["sim_tokens_per_s"] = sim_total_seconds > 0 ? tokens_per_step * steps_done / sim_total_seconds : 0.0;
+  s["process_tokens_per_s"] = step_wall_seconds > 0 ? tokens_per_step * steps_done / step_wall_seconds : 0.0;
+  s["process_step_wall_seconds"] = step_wall_seconds / n;
+  s["bytes_sent_per_rank_per_step"] = bytes;  // max over ranks, mean over steps
+  // Measured: what the codec's real K/V and dK/dV messages carried over what
+  // they would have carried uncompressed.
+  s["kv_bytes_ratio"] = plain > 0 ? kv_bytes_sent / plain : 1.0;
+  s["kv_bytes_saved_fraction"] = plain > 0 ? 1.0 - kv_bytes_sent / plain : 0.0;
+  s["record_wall_seconds"] = record_wall_seconds;
+  s["replay_wall_seconds"] = replay_wall_seconds;
+  s["harness_overhead_fraction"] =
+      step_wall_seconds > 0 ? (record_wall_seconds + replay_wall_seconds) / step_wall_seconds : 0.0;
+  return s;
+}
+
+}  // namespace lowband::train

@@ -1,0 +1,60 @@
+#pragma once
+// The files of a run directory (runtime/train/run.h) and the running totals
+// behind steps.jsonl, curve.csv and summary.json.
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/parallel/context_trainer.h"
+#include "sim/replay.h"
+
+namespace lowband::train {
+
+class RunFiles {
+ public:
+  // Creates the directory (and parents); InputError("--out") when it cannot.
+  explicit RunFiles(std::string dir);
+  const std::string& dir() const { return dir_; }
+  void write_scenario(const std::string& json) const;  // atomically
+  void append_step(const nlohmann::json& line) const;  // one whole line, flushed
+  void write_curve(const std::string& csv) const;      // atomically
+  void write_summary(const nlohmann::json& summary) const;  // atomically
+
+ private:
+  std::string dir_;
+};
+
+// A trained step waiting for its replay.
+struct PendingStep {
+  parallel::StepRecord record;
+  std::optional<double> val_loss;
+  double wall_seconds = 0;  // train_step, including recording the graph
+};
+
+struct RunTotals {
+  nlohmann::json header;              // scenario, network, codec, data, ... for summary.json
+  int steps_planned = 0;
+  int steps_done = 0;
+  double tokens_per_step = 0;
+  double uncompressed_kv_bytes_per_step = 0;  // all ranks' kv + dkv, uncompressed
+  double sim_total_seconds = 0;
+  double step_wall_seconds = 0;       // sum of train_step wall times
+  double record_wall_seconds = 0;     // of which building the graphs
+  double replay_wall_seconds = 0;     // SimGrid replays
+  double kv_bytes_sent = 0;           // all ranks' kv + dkv, as recorded
+  std::map<std::string, double> bytes_per_rank_sum;  // by kind and "total", max over ranks per step
+  double last_train_loss = 0;
+  std::optional<double> last_val_loss;
+  bool diverged = false;
+  std::string message;
+  std::string curve_csv = "step,sim_seconds,sim_hours,wall_seconds,train_loss,val_loss,lr,bytes_sent_per_rank\n";
+
+  // Takes one replayed step into the totals, appends its steps.jsonl line and
+  // its curve.csv row.
+  void add(const PendingStep& step, const sim::ReplayResult& replay, const RunFiles& files);
+  nlohmann::json summary_json() const;
+};
+
+}  // namespace lowband::train

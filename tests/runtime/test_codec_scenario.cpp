@@ -1,0 +1,114 @@
+// The "compression" keys of a scenario for the K/V codecs: make_kv_codec picks
+// the codec, the keys round-trip through to_json, and bad keys are InputErrors
+// that name compression.<key>.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "runtime/compress/baseline_codecs.h"
+#include "runtime/compress/identity_codec.h"
+#include "runtime/compress/make_codec.h"
+#include "runtime/compress/mos_codec.h"
+#include "runtime/scenario/equal.h"
+#include "runtime/scenario/load.h"
+
+namespace lowband::compress {
+namespace {
+
+using nlohmann::json;
+
+Scenario with_compression(const json& compression) {
+  json d = json::parse(builtin_scenario_text("default"));
+  d["compression"] = compression;
+  return parse_scenario(d, "test.json");
+}
+
+std::string error_of(const json& compression) {
+  try {
+    with_compression(compression);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error for " + compression.dump();
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+
+TEST(CodecScenario, MethodPicksTheCodecWithItsKeys) {
+  EXPECT_NE(dynamic_cast<IdentityCodec*>(make_kv_codec(with_compression({{"method", "none"}})).get()), nullptr);
+  const Scenario mos = with_compression(
+      {{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"rotation", "random"}, {"warm_start", false}});
+  EXPECT_EQ(mos.compression.rotation, MosRotation::random);
+  EXPECT_FALSE(mos.compression.warm_start);
+  EXPECT_EQ(mos.compression.warmup_steps, 0);
+  auto codec = make_kv_codec(mos);
+  auto* m = dynamic_cast<MosCodec*>(codec.get());
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->options().rotation, MosRotation::random);
+  EXPECT_EQ(m->rank(KvTensor::v), 8);
+  EXPECT_TRUE(m->compressing());
+  const Scenario topk = with_compression({{"method", "topk"}, {"topk_fraction", 0.25}});
+  const auto topk_codec = make_kv_codec(topk);
+  auto* t = dynamic_cast<TopkCodec*>(topk_codec.get());
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->kept(10), 10 * topk.model.d_kv() / 4);  // a quarter of the block
+  const Scenario q = with_compression({{"method", "quantize"}, {"bits", 8}, {"block", 32}});
+  EXPECT_EQ(q.compression.quantize_bits, 8);
+  EXPECT_EQ(q.compression.quantize_block, 32);
+  EXPECT_NE(dynamic_cast<QuantizeCodec*>(make_kv_codec(q).get()), nullptr);
+  // Defaults: learned rotation with warm start after 500 steps; top 10 %; 4 bits in blocks of 64.
+  const Scenario def = with_compression({{"method", "mos"}, {"k_ratio", 0.5}, {"v_ratio", 0.5}});
+  EXPECT_EQ(def.compression.rotation, MosRotation::learned);
+  EXPECT_TRUE(def.compression.warm_start);
+  EXPECT_EQ(def.compression.k_frame, KFrame::pre_rope);
+  EXPECT_EQ(with_compression({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"k_frame", "post_rope"}})
+                .compression.k_frame,
+            KFrame::post_rope);
+  EXPECT_EQ(def.compression.warmup_steps, 500);
+  EXPECT_EQ(with_compression({{"method", "topk"}}).compression.topk_fraction, 0.1);
+  EXPECT_EQ(with_compression({{"method", "quantize"}}).compression.quantize_bits, 4);
+}
+
+TEST(CodecScenario, KeysRoundTripThroughToJson) {
+  for (const json& c : {json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"rotation", "fixed"}, {"k_frame", "post_rope"}},
+                        json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"warm_start", false}},
+                        json{{"method", "topk"}, {"topk_fraction", 0.05}},
+                        json{{"method", "quantize"}, {"bits", 8}, {"block", 16}}}) {
+    const Scenario s = with_compression(c);
+    const Scenario back = parse_scenario(to_json(s), "round-trip");
+    EXPECT_EQ(scenario_difference(s, back), "") << c.dump();
+  }
+  // And a difference in a new key is seen.
+  Scenario a = with_compression({{"method", "topk"}, {"topk_fraction", 0.05}});
+  Scenario b = a;
+  b.compression.topk_fraction = 0.06;
+  EXPECT_CONTAINS(scenario_difference(a, b), "compression.topk_fraction");
+}
+
+TEST(CodecScenario, BadKeysNameCompressionKey) {
+  EXPECT_CONTAINS(error_of({{"method", "lz4"}}), "compression.method");
+  EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"rotation", "spin"}}),
+                  "compression.rotation");
+  EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"warm_start", "yes"}}),
+                  "compression.warm_start");
+  EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"warm_start", false},
+                            {"warmup_steps", 300}}),
+                  "compression.warmup_steps: warm_start is false");
+  EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"k_frame", "rope"}}),
+                  "compression.k_frame");
+  EXPECT_CONTAINS(error_of({{"method", "none"}, {"k_frame", "post_rope"}}),
+                  "compression.k_frame: only used with method \"mos\"");
+  EXPECT_CONTAINS(error_of({{"method", "topk"}, {"rotation", "fixed"}}),
+                  "compression.rotation: only used with method \"mos\", but method is \"topk\"");
+  EXPECT_CONTAINS(error_of({{"method", "topk"}, {"topk_fraction", 0}}), "compression.topk_fraction");
+  EXPECT_CONTAINS(error_of({{"method", "topk"}, {"topk_fraction", 1.5}}), "compression.topk_fraction");
+  EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"topk_fraction", 0.1}}),
+                  "compression.topk_fraction: only used with method \"topk\"");
+  EXPECT_CONTAINS(error_of({{"method", "quantize"}, {"bits", 2}}), "compression.bits");
+  EXPECT_CONTAINS(error_of({{"method", "quantize"}, {"bits", 6}}), "compression.bits: expected 4 or 8, got 6");
+  EXPECT_CONTAINS(error_of({{"method", "quantize"}, {"block", 0}}), "compression.block");
+  EXPECT_CONTAINS(error_of({{"method", "none"}, {"bits", 8}}), "compression.bits: only used with method \"quantize\"");
+  EXPECT_CONTAINS(error_of({{"method", "topk"}, {"k_rank", 3}}), "compression.k_rank: only used with method \"mos\"");
+}
+
+}  // namespace
+}  // namespace lowband::compress
