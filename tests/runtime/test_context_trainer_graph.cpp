@@ -52,7 +52,8 @@ TEST_P(RecordedGraph, MatchesTheScheduleTransferForTransfer) {
     const StepRecord rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size);
     const sim::StepGraph expected = build_context_parallel_step(s, rec.weight_sync);
     // Expected: identical transfers (bytes of K/V equal uncompressed n·2·d_kv·2
-    // per message for the identity codec), identical task list and dependencies.
+    // per message for the identity codec, and kv_block_bytes' MoS formula for
+    // MoS), identical task list and dependencies.
     EXPECT_EQ(transfers(rec.graph), transfers(expected));
     ASSERT_EQ(rec.graph.tasks().size(), expected.tasks().size());
     for (size_t i = 0; i < expected.tasks().size(); ++i) {
@@ -78,7 +79,12 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"parallel.context=3", "model.seq_len=60", "parallel.split=zigzag",
                                                "parallel.exchange=ring", "parallel.overlap=false"},
                       std::vector<std::string>{"parallel.context=4", "compression.weight_sync=sparse",
-                                               "compression.sync_every=2"}));
+                                               "compression.sync_every=2"},
+                      // MoS from step 0: the codec's real messages (C and theta) must be
+                      // the schedule's n·(k_rank + v_rank)·kv_heads·2 + 4 bytes per theta.
+                      std::vector<std::string>{"parallel.context=4", "compression.method=mos",
+                                               "compression.k_ratio=0.75", "compression.v_ratio=0.5",
+                                               "compression.warmup_steps=0"}));
 
 TEST(RecordedGraph, ProfileTimingTakesTheDeviceProfilesSeconds) {
   const Scenario s = small({"parallel.context=4"});

@@ -212,7 +212,7 @@ TEST(MosCodec, LearnedThetaIsPsiDotChunkMeanPlusBias) {
 
 TEST(MosCodec, WireBytesAreTheClosedFormAndThePaperSettingSaves96Point5Percent) {
   // The paper's setting (builtin scenario): head_dim 256, K rank 5, V rank 13, bf16.
-  Scenario s = builtin_scenario("mos-paper-mos-300mbps");
+  Scenario s = builtin_scenario("mos-paper-mos-300mbps", {"model.layers=1"});  // bytes are per layer
   s.compression.warmup_steps = 0;
   auto made = make_kv_codec(s);
   auto* codec = dynamic_cast<MosCodec*>(made.get());
