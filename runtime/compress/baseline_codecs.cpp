@@ -46,7 +46,7 @@ double TopkCodec::forward(const KvBlockId& id, int64_t n, const float* z, float*
     kernels::cpu::topk_compress(count, k, z, values.data(), idx.data());
     kernels::cpu::topk_decompress(count, k, values.data(), idx.data(), z_hat);
   }
-  return message_bytes(n);
+  return message_bytes(id.tensor, n);
 }
 
 double TopkCodec::backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) {
@@ -55,7 +55,7 @@ double TopkCodec::backward(const KvBlockId& id, int64_t n, const float* dz_hat, 
     throw std::logic_error("TopkCodec::backward: no forward of this block with " + std::to_string(n) +
                            " rows this step");
   for (int32_t i : it->second) dz[i] += dz_hat[i];
-  return gradient_message_bytes(n);
+  return gradient_message_bytes(id.tensor, n);
 }
 
 QuantizeCodec::QuantizeCodec(int kv_heads, int head_dim, int bytes_per_element, int bits, int block)
@@ -69,11 +69,11 @@ std::string QuantizeCodec::describe() const {
   return "quantize (" + std::to_string(bits_) + "-bit absmax, blocks of " + std::to_string(block_) + ")";
 }
 
-double QuantizeCodec::message_bytes(int64_t n) const {
+double QuantizeCodec::message_bytes(KvTensor, int64_t n) const {
   return double(kernels::quantized_message_bytes(count(n), bits_, block_));
 }
 
-double QuantizeCodec::forward(const KvBlockId&, int64_t n, const float* z, float* z_hat) {
+double QuantizeCodec::forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) {
   const int64_t c = count(n);
   std::vector<uint8_t> codes(kernels::quantized_code_bytes(c, bits_));
   std::vector<float> scales(kernels::quantized_scale_count(c, block_));
@@ -81,13 +81,13 @@ double QuantizeCodec::forward(const KvBlockId&, int64_t n, const float* z, float
     kernels::cpu::quantize_blockwise(c, bits_, block_, z, codes.data(), scales.data());
     kernels::cpu::dequantize_blockwise(c, bits_, block_, codes.data(), scales.data(), z_hat);
   }
-  return message_bytes(n);
+  return message_bytes(id.tensor, n);
 }
 
-double QuantizeCodec::backward(const KvBlockId&, int64_t n, const float* dz_hat, float* dz) {
+double QuantizeCodec::backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) {
   const int64_t c = count(n);
   for (int64_t i = 0; i < c; ++i) dz[i] += dz_hat[i];
-  return gradient_message_bytes(n);
+  return gradient_message_bytes(id.tensor, n);
 }
 
 }  // namespace lowband::compress

@@ -39,8 +39,8 @@ class TopkCodec final : public KvCodec {
   double backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) override;
 
   int64_t kept(int64_t n) const;  // k for a block of n rows
-  double message_bytes(int64_t n) const { return kept(n) * (bytes_per_element_ + 4.0); }
-  double gradient_message_bytes(int64_t n) const { return kept(n) * double(bytes_per_element_); }
+  double message_bytes(KvTensor, int64_t n) const override { return kept(n) * (bytes_per_element_ + 4.0); }
+  double gradient_message_bytes(KvTensor, int64_t n) const override { return kept(n) * double(bytes_per_element_); }
 
  private:
   using BlockKey = std::tuple<int, int, int, int, int>;
@@ -57,8 +57,8 @@ class QuantizeCodec final : public KvCodec {
   double forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) override;
   double backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) override;
 
-  double message_bytes(int64_t n) const;
-  double gradient_message_bytes(int64_t n) const { return double(count(n)) * bytes_per_element_; }
+  double message_bytes(KvTensor, int64_t n) const override;
+  double gradient_message_bytes(KvTensor, int64_t n) const override { return double(count(n)) * bytes_per_element_; }
 
  private:
   int64_t count(int64_t n) const { return n * kv_heads_ * head_dim_; }

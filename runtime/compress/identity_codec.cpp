@@ -15,19 +15,19 @@ IdentityCodec::IdentityCodec(int kv_heads, int head_dim, int bytes_per_element)
 
 std::string IdentityCodec::describe() const { return "none (uncompressed K/V)"; }
 
-double IdentityCodec::block_bytes(int64_t n) const {
+double IdentityCodec::message_bytes(KvTensor, int64_t n) const {
   return static_cast<double>(n) * kv_heads_ * head_dim_ * bytes_per_element_;
 }
 
-double IdentityCodec::forward(const KvBlockId&, int64_t n, const float* z, float* z_hat) {
+double IdentityCodec::forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) {
   std::copy(z, z + n * kv_heads_ * head_dim_, z_hat);
-  return block_bytes(n);
+  return message_bytes(id.tensor, n);
 }
 
-double IdentityCodec::backward(const KvBlockId&, int64_t n, const float* dz_hat, float* dz) {
+double IdentityCodec::backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) {
   const int64_t count = n * kv_heads_ * head_dim_;
   for (int64_t i = 0; i < count; ++i) dz[i] += dz_hat[i];
-  return block_bytes(n);
+  return gradient_message_bytes(id.tensor, n);
 }
 
 }  // namespace lowband::compress

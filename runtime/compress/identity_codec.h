@@ -17,7 +17,8 @@ class IdentityCodec final : public KvCodec {
   // dz += dz_hat; returns the same bytes as forward.
   double backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) override;
 
-  double block_bytes(int64_t n) const;
+  double message_bytes(KvTensor, int64_t n) const override;
+  double gradient_message_bytes(KvTensor t, int64_t n) const override { return message_bytes(t, n); }
 
  private:
   int kv_heads_, head_dim_, bytes_per_element_;

@@ -42,6 +42,13 @@ class KvCodec {
   // gradients). Returns the wire bytes of ONE receiver's gradient message to the owner.
   virtual double backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) = 0;
 
+  // Wire bytes, once compressing (after any warm-up), of one message carrying an
+  // n-token block of `tensor` to one receiver, and of one receiver's gradient message
+  // back to the owner. `estimate` sizes its transfers with these, so the step graph
+  // built from shapes and the one a real run records carry the same bytes.
+  virtual double message_bytes(KvTensor tensor, int64_t n) const = 0;
+  virtual double gradient_message_bytes(KvTensor tensor, int64_t n) const = 0;
+
   // Learnable parameters of the codec (MoS: the heads psi mapping a chunk to theta),
   // stepped by the trainer's optimiser; none by default.
   virtual int64_t param_count() const { return 0; }

@@ -92,8 +92,8 @@ class MosCodec final : public KvCodec {
   // θ of `head` in the last forward of block `id` this step (throws if none).
   float theta(const KvBlockId& id, int head) const;
   // Closed-form message sizes while compressing: forward (C, θ) and backward (dC, dθ).
-  double message_bytes(KvTensor t, int64_t n) const;
-  double gradient_message_bytes(KvTensor t, int64_t n) const;
+  double message_bytes(KvTensor t, int64_t n) const override;
+  double gradient_message_bytes(KvTensor t, int64_t n) const override;
   // ‖Z − Ẑ‖_F / ‖Z‖_F over every block of (layer, t) forwarded since begin_step
   // (0 while uncompressed and before any block).
   double reconstruction_error(int layer, KvTensor t) const;

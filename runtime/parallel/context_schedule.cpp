@@ -5,6 +5,8 @@
 #include <string>
 
 #include "common/error.h"
+#include "runtime/compress/identity_codec.h"
+#include "runtime/compress/make_codec.h"
 #include "runtime/cost_model.h"
 #include "sim/collectives.h"
 
@@ -23,13 +25,6 @@ double causal_pairs(const std::vector<TokenRange>& queries, const std::vector<To
   for (const auto& q : queries)
     for (const auto& k : keys) pairs += cost::causal_pairs(q.first, q.second, k.first, k.second);
   return pairs;
-}
-
-double kv_block_bytes(const ModelConfig& m, const CompressionConfig& c, double tokens, int chunks) {
-  const double bpe = m.bytes_per_element;
-  if (c.method == CompressionMethod::none) return tokens * 2.0 * m.d_kv() * bpe;
-  const double ranks = c.k_rank(m.head_dim()) + c.v_rank(m.head_dim());
-  return tokens * ranks * m.kv_heads * bpe + chunks * 2.0 * m.kv_heads * 4.0;
 }
 
 namespace {
@@ -70,15 +65,25 @@ class Builder {
     const bool mos = s.compression.method == CompressionMethod::mos;
     k_rank_ = mos ? s.compression.k_rank(m_.head_dim()) : 0;
     v_rank_ = mos ? s.compression.v_rank(m_.head_dim()) : 0;
-    CompressionConfig none;
+    // Message sizes come from the codec the trainer uses, one message per chunk.
+    const auto codec = compress::make_kv_codec(s);
+    const compress::IdentityCodec plain(m_.kv_heads, m_.head_dim(), m_.bytes_per_element);
     for (int r = 0; r < P_; ++r) {
       ranges_.push_back(rank_token_ranges(m_.seq_len, P_, s.parallel.split, r));
-      double n = 0;
-      for (const auto& rg : ranges_.back()) n += static_cast<double>(rg.second - rg.first);
+      double n = 0, fwd = 0, bwd = 0, uncompressed = 0;
+      for (const auto& rg : ranges_.back()) {
+        const int64_t chunk = rg.second - rg.first;
+        n += static_cast<double>(chunk);
+        for (auto t : {compress::KvTensor::k, compress::KvTensor::v}) {
+          fwd += codec->message_bytes(t, chunk);
+          bwd += codec->gradient_message_bytes(t, chunk);
+          uncompressed += plain.message_bytes(t, chunk);
+        }
+      }
       tokens_.push_back(n * batch_);
-      const int chunks = static_cast<int>(ranges_.back().size());
-      wire_bytes_.push_back(batch_ * kv_block_bytes(m_, s.compression, n, chunks));
-      plain_bytes_.push_back(batch_ * kv_block_bytes(m_, none, n, chunks));
+      wire_bytes_.push_back(batch_ * fwd);
+      grad_wire_bytes_.push_back(batch_ * bwd);
+      plain_bytes_.push_back(batch_ * uncompressed);
     }
     pairs_.assign(P_, std::vector<double>(P_));
     for (int q = 0; q < P_; ++q)
@@ -133,7 +138,7 @@ class Builder {
   TaskId transfer(int src, int dst, int owner, std::vector<TaskId> deps, const char* tag) {
     out_.uncompressed_kv_bytes += plain_bytes_[owner];
     const double bytes = opt_.figures ? opt_.figures->kv_message_bytes(layer_, owner, tag[0] == 'd')
-                                      : wire_bytes_[owner];
+                                      : (tag[0] == 'd' ? grad_wire_bytes_ : wire_bytes_)[owner];
     return out_.graph.add_transfer(src, dst, bytes, std::move(deps), tag);
   }
 
@@ -261,7 +266,7 @@ class Builder {
   std::vector<std::vector<TaskId>> sync_done_ = std::vector<std::vector<TaskId>>(P_);
   std::vector<std::vector<TokenRange>> ranges_;
   std::vector<double> tokens_;             // per rank, whole batch
-  std::vector<double> wire_bytes_, plain_bytes_;  // per owner's block, whole batch
+  std::vector<double> wire_bytes_, grad_wire_bytes_, plain_bytes_;  // per owner's K/V (dK/dV), whole batch
   std::vector<std::vector<double>> pairs_;  // [query rank][key rank], whole batch
   int k_rank_ = 0, v_rank_ = 0;
   double forward_model_flops_ = 0;

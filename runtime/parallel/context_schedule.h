@@ -71,11 +71,5 @@ std::vector<TokenRange> rank_token_ranges(int64_t seq_len, int ranks, CpSplit sp
 // of another (one sequence).
 double causal_pairs(const std::vector<TokenRange>& queries, const std::vector<TokenRange>& keys);
 
-// Wire bytes of one rank's K/V block of `tokens` tokens in `chunks` chunks (one
-// sequence), and of its dK/dV (the same size): uncompressed n·2·d_kv·bytes_per_element;
-// MoS n·(k_rank + v_rank)·kv_heads·bytes_per_element plus one 4-byte θ per chunk,
-// kv head and K/V.
-double kv_block_bytes(const ModelConfig& model, const CompressionConfig& compression,
-                      double tokens, int chunks);
 
 }  // namespace lowband::parallel

@@ -52,7 +52,7 @@ TEST_P(RecordedGraph, MatchesTheScheduleTransferForTransfer) {
     const StepRecord rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size);
     const sim::StepGraph expected = build_context_parallel_step(s, rec.weight_sync);
     // Expected: identical transfers (bytes of K/V equal uncompressed n·2·d_kv·2
-    // per message for the identity codec, and kv_block_bytes' MoS formula for
+    // per message for the identity codec, and the same codec's message_bytes for
     // MoS), identical task list and dependencies.
     EXPECT_EQ(transfers(rec.graph), transfers(expected));
     ASSERT_EQ(rec.graph.tasks().size(), expected.tasks().size());
