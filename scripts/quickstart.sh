@@ -4,4 +4,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh" --target lowband
-exec "$root/build/lowband" estimate --builtin default
+cd "$root"
+# Train the built-in default scenario (4 context-parallel ranks on a modelled
+# 300 Mbps star, about a minute on two cores) and write its run directory under runs/.
+exec "$root/build/lowband" run
