@@ -17,6 +17,7 @@
 #include "kernels/attention.h"
 #include "kernels/compress.h"
 #include "kernels/subspace.h"
+#include "tests/kernels/device_buffer.h"
 #include "tests/kernels/reference.h"
 #endif
 
@@ -27,27 +28,7 @@ namespace {
 using namespace test;
 
 template <typename T>
-class OnDevice {
- public:
-  explicit OnDevice(const std::vector<T>& host)
-      : size_(host.size()), ptr_(static_cast<T*>(cuda::device_alloc(host.size() * sizeof(T)))) {
-    cuda::copy_to_device(ptr_, host.data(), size_ * sizeof(T));
-  }
-  ~OnDevice() { cuda::device_free(ptr_); }
-  OnDevice(const OnDevice&) = delete;
-  OnDevice& operator=(const OnDevice&) = delete;
-  T* get() { return ptr_; }
-  std::vector<T> to_host() const {
-    std::vector<T> host(size_);
-    cuda::synchronize();
-    cuda::copy_to_host(host.data(), ptr_, size_ * sizeof(T));
-    return host;
-  }
-
- private:
-  size_t size_;
-  T* ptr_;
-};
+using OnDevice = DeviceVec<T>;
 
 std::vector<float> nans(size_t n) {
   std::vector<float> v(n);
@@ -67,7 +48,7 @@ void attention_case(Rng& rng, AttentionShape s) {
   const auto dout = random_floats(rng, qn);
   std::vector<float> out(qn), lse(s.heads * s.nq);
   cpu::attention_forward(s, q.data(), k.data(), v.data(), out.data(), lse.data());
-  OnDevice<float> dq_(q), dk_(k), dv_(v), dout_(dout), dout_dev(nans(qn)), dlse(nans(lse.size()));
+  DeviceVec<float> dq_(q), dk_(k), dv_(v), dout_(dout), dout_dev(nans(qn)), dlse(nans(lse.size()));
   cuda::attention_forward(s, dq_.get(), dk_.get(), dv_.get(), dout_dev.get(), dlse.get());
   EXPECT_LT(rel_error(dout_dev.to_host(), out), kTol) << "forward out";
   const auto lse_gpu = dlse.to_host();
@@ -83,7 +64,7 @@ void attention_case(Rng& rng, AttentionShape s) {
   std::vector<float> merged = out, merged_lse = lse;
   cpu::attention_merge(s.nq, s.heads, s.head_dim, merged.data(), merged_lse.data(), out_b.data(),
                        lse_b.data());
-  OnDevice<float> m_out(out), m_lse(lse), b_out(out_b), b_lse(lse_b);
+  DeviceVec<float> m_out(out), m_lse(lse), b_out(out_b), b_lse(lse_b);
   cuda::attention_merge(s.nq, s.heads, s.head_dim, m_out.get(), m_lse.get(), b_out.get(),
                         b_lse.get());
   EXPECT_LT(rel_error(m_out.to_host(), merged), kTol) << "merge out";
@@ -91,12 +72,12 @@ void attention_case(Rng& rng, AttentionShape s) {
   // Backward from the CPU's out and lse, accumulating onto random gradients.
   std::vector<float> delta(lse.size());
   cpu::attention_backward_delta(s.nq, s.heads, s.head_dim, out.data(), dout.data(), delta.data());
-  OnDevice<float> d_out(out), d_lse(lse), d_delta(nans(delta.size()));
+  DeviceVec<float> d_out(out), d_lse(lse), d_delta(nans(delta.size()));
   cuda::attention_backward_delta(s.nq, s.heads, s.head_dim, d_out.get(), dout_.get(),
                                  d_delta.get());
   EXPECT_LT(rel_error(d_delta.to_host(), delta), kTol) << "delta";
   auto gq = random_floats(rng, qn), gk = random_floats(rng, kn), gv = random_floats(rng, kn);
-  OnDevice<float> d_gq(gq), d_gk(gk), d_gv(gv), cpu_delta(delta);
+  DeviceVec<float> d_gq(gq), d_gk(gk), d_gv(gv), cpu_delta(delta);
   cpu::attention_backward(s, q.data(), k.data(), v.data(), lse.data(), delta.data(), dout.data(),
                           gq.data(), gk.data(), gv.data());
   cuda::attention_backward(s, dq_.get(), dk_.get(), dv_.get(), d_lse.get(), cpu_delta.get(),
@@ -127,11 +108,11 @@ void subspace_case(Rng& rng, int64_t n, int64_t d, int64_t r, float theta) {
   for (int64_t i = 0; i < d; ++i)
     for (int64_t j = 0; j < d; ++j) a[i * d + j] = raw[i * d + j] - raw[j * d + i];
   cpu::subspace_generator_products(d, r, a.data(), u0.data(), au0.data(), a2u0.data());
-  OnDevice<float> g_a(a), g_u0(u0), g_au0(nans(au0.size())), g_a2u0(nans(a2u0.size()));
+  DeviceVec<float> g_a(a), g_u0(u0), g_au0(nans(au0.size())), g_a2u0(nans(a2u0.size()));
   cuda::subspace_generator_products(d, r, g_a.get(), g_u0.get(), g_au0.get(), g_a2u0.get());
   EXPECT_LT(rel_error(g_au0.to_host(), au0), kTol) << "A·U₀";
   EXPECT_LT(rel_error(g_a2u0.to_host(), a2u0), kTol) << "A²·U₀";
-  OnDevice<float> c_au0(au0), c_a2u0(a2u0);  // the CPU's, so later rows test one op each
+  DeviceVec<float> c_au0(au0), c_a2u0(a2u0);  // the CPU's, so later rows test one op each
   const Subspace hs{d, r, u0.data(), au0.data(), a2u0.data()};
   const Subspace ds{d, r, g_u0.get(), c_au0.get(), c_a2u0.get()};
 
@@ -141,7 +122,7 @@ void subspace_case(Rng& rng, int64_t n, int64_t d, int64_t r, float theta) {
   cpu::subspace_reconstruct(hs, theta, n, c.data(), zh.data());
   const float dt1 = cpu::subspace_project_backward(hs, theta, n, z.data(), gc.data(), dz.data());
   const float dt2 = cpu::subspace_reconstruct_backward(hs, theta, n, c.data(), z.data(), dc.data());
-  OnDevice<float> g_z(z), g_gc(gc), g_c(c), g_cout(nans(c.size())), g_zh(nans(zh.size())),
+  DeviceVec<float> g_z(z), g_gc(gc), g_c(c), g_cout(nans(c.size())), g_zh(nans(zh.size())),
       g_dz(nans(dz.size())), g_dc(nans(dc.size()));
   cuda::subspace_project(ds, theta, n, g_z.get(), g_cout.get());
   cuda::subspace_reconstruct(ds, theta, n, g_c.get(), g_zh.get());
@@ -161,7 +142,7 @@ void subspace_case(Rng& rng, int64_t n, int64_t d, int64_t r, float theta) {
   for (bool center : {false, true}) {
     std::vector<float> pu(d * r), pe(r), ge(r);
     cpu::principal_directions(rows, d, r, data.data(), center, pu.data(), pe.data());
-    OnDevice<float> g_data(data), g_pu(nans(pu.size()));
+    DeviceVec<float> g_data(data), g_pu(nans(pu.size()));
     cuda::principal_directions(rows, d, r, g_data.get(), center, g_pu.get(), ge.data());
     EXPECT_LT(rel_error(g_pu.to_host(), pu), 1e-4) << "principal directions";
     EXPECT_LT(rel_error(ge, pe), kTol) << "eigenvalues";
@@ -174,8 +155,8 @@ void compress_case(Rng& rng, int64_t n, int64_t k, int bits, int64_t block) {
   std::vector<int32_t> indices(k);
   cpu::topk_compress(n, k, x.data(), values.data(), indices.data());
   cpu::topk_decompress(n, k, values.data(), indices.data(), y.data());
-  OnDevice<float> g_x(x), g_values(nans(k)), g_y(nans(n));
-  OnDevice<int32_t> g_indices(std::vector<int32_t>(k, -1));
+  DeviceVec<float> g_x(x), g_values(nans(k)), g_y(nans(n));
+  DeviceVec<int32_t> g_indices(std::vector<int32_t>(k, -1));
   cuda::topk_compress(n, k, g_x.get(), g_values.get(), g_indices.get());
   cuda::topk_decompress(n, k, g_values.get(), g_indices.get(), g_y.get());
   EXPECT_EQ(g_indices.to_host(), indices) << "top-k indices";
@@ -186,8 +167,8 @@ void compress_case(Rng& rng, int64_t n, int64_t k, int bits, int64_t block) {
   std::vector<float> scales(quantized_scale_count(n, block)), xq(n);
   cpu::quantize_blockwise(n, bits, block, x.data(), codes.data(), scales.data());
   cpu::dequantize_blockwise(n, bits, block, codes.data(), scales.data(), xq.data());
-  OnDevice<uint8_t> g_codes(std::vector<uint8_t>(codes.size(), 0xAB));
-  OnDevice<float> g_scales(nans(scales.size())), g_xq(nans(n));
+  DeviceVec<uint8_t> g_codes(std::vector<uint8_t>(codes.size(), 0xAB));
+  DeviceVec<float> g_scales(nans(scales.size())), g_xq(nans(n));
   cuda::quantize_blockwise(n, bits, block, g_x.get(), g_codes.get(), g_scales.get());
   cuda::dequantize_blockwise(n, bits, block, g_codes.get(), g_scales.get(), g_xq.get());
   EXPECT_EQ(g_scales.to_host(), scales) << "scales";

@@ -18,6 +18,7 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
+#include "tests/kernels/device_buffer.h"
 #include "tests/kernels/reference.h"
 #endif
 
@@ -28,28 +29,6 @@ namespace {
 using namespace test;
 
 // Owns a device copy of a host vector.
-template <typename T>
-class DeviceVec {
- public:
-  explicit DeviceVec(const std::vector<T>& host)
-      : size_(host.size()), ptr_(static_cast<T*>(cuda::device_alloc(host.size() * sizeof(T)))) {
-    cuda::copy_to_device(ptr_, host.data(), size_ * sizeof(T));
-  }
-  ~DeviceVec() { cuda::device_free(ptr_); }
-  DeviceVec(const DeviceVec&) = delete;
-  DeviceVec& operator=(const DeviceVec&) = delete;
-  T* get() { return ptr_; }
-  std::vector<T> to_host() const {
-    std::vector<T> host(size_);
-    cuda::synchronize();
-    cuda::copy_to_host(host.data(), ptr_, size_ * sizeof(T));
-    return host;
-  }
-
- private:
-  size_t size_;
-  T* ptr_;
-};
 
 template <typename T>
 std::vector<T> nan_vec(size_t n) {
@@ -64,6 +43,8 @@ struct OpCase {
   std::string name;
   std::function<void(Rng&)> run;  // asserts on its own
 };
+// Names the case in test output (gtest would otherwise dump its bytes).
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
 void matmul_case(Rng& rng, Trans ta, Trans tb) {
   const int64_t M = 130, N = 67, K = 201, pad = 3;
