@@ -1,8 +1,6 @@
 // `lowband run [SCENARIO] [--set k=v]... [--out RUN_DIR] [--steps N]`: train with
 // context parallelism over simulated ranks and write a run directory
 // (runtime/train/run.h). Exit status 3 when the loss diverges.
-#include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -40,12 +38,8 @@ void add_run_command(CLI::App& app) {
               << scenario.parallel.context << "\n";
     const train::RunResult r = train::run_training(scenario, options);
     std::cout << "run directory: " << r.run_dir << "\n";
-    if (r.diverged) {
-      std::cerr << "lowband: " << r.message << " (run directory " << r.run_dir << " is complete up to it)\n";
-      std::cout.flush();
-      std::cerr.flush();
-      std::exit(3);  // main has no status for this; the files are closed and flushed
-    }
+    if (r.diverged)
+      throw CommandFailed(r.message + " (run directory " + r.run_dir + " is complete up to it)", 3);
     std::cout << "final train loss " << r.final_train_loss;
     if (r.final_val_loss) std::cout << ", validation loss " << *r.final_val_loss;
     std::cout << "; simulated " << r.sim_total_seconds << " s; harness overhead "

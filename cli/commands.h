@@ -4,12 +4,20 @@
 // (main prints it on one line and exits with status 2).
 #include <CLI/CLI.hpp>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::cli {
+
+// A command that ran but failed for a reason other than bad input (a diverged run):
+// main prints the message and exits with `exit_code`.
+struct CommandFailed : std::runtime_error {
+  CommandFailed(const std::string& message, int code) : std::runtime_error(message), exit_code(code) {}
+  int exit_code;
+};
 
 // Where a command's scenario comes from: a file, or a built-in by name, with --set overrides.
 struct ScenarioSource {

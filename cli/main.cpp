@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
+  } catch (const lowband::cli::CommandFailed& e) {
+    std::fprintf(stderr, "lowband: %s\n", e.what());
+    return e.exit_code;
   } catch (const lowband::InputError& e) {
     std::fprintf(stderr, "lowband: error: %s\n", e.what());
     return 2;
