@@ -18,6 +18,28 @@ void check_shape(int kv_heads, int head_dim, int bytes_per_element) {
 
 }  // namespace
 
+void ErrorSums::add(const KvBlockId& id, int64_t count, const float* z, const float* z_hat) {
+  const size_t i = size_t(id.layer) * 2 + size_t(id.tensor);
+  if (err_sq_.size() <= i) err_sq_.resize(size_t(id.layer + 1) * 2, 0.0), norm_sq_.resize(err_sq_.size(), 0.0);
+  double err_sq = 0, norm_sq = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    const double e = double(z[j]) - double(z_hat[j]);
+    err_sq += e * e;
+    norm_sq += double(z[j]) * double(z[j]);
+  }
+  err_sq_[i] += err_sq;
+  norm_sq_[i] += norm_sq;
+}
+
+std::vector<double> ErrorSums::relative(KvTensor t) const {
+  std::vector<double> out(err_sq_.size() / 2, 0.0);
+  for (size_t l = 0; l < out.size(); ++l) {
+    const size_t i = l * 2 + size_t(t);
+    if (norm_sq_[i] > 0) out[l] = std::sqrt(err_sq_[i] / norm_sq_[i]);
+  }
+  return out;
+}
+
 TopkCodec::TopkCodec(int kv_heads, int head_dim, int bytes_per_element, double fraction)
     : kv_heads_(kv_heads), head_dim_(head_dim), bytes_per_element_(bytes_per_element), fraction_(fraction) {
   check_shape(kv_heads, head_dim, bytes_per_element);
@@ -29,7 +51,7 @@ std::string TopkCodec::describe() const {
   return "topk (keep " + std::to_string(fraction_) + " of each K/V block's entries)";
 }
 
-void TopkCodec::begin_step(int) { indices_.clear(); }
+void TopkCodec::begin_step(int) { indices_.clear(), errors_.clear(); }
 
 int64_t TopkCodec::kept(int64_t n) const {
   const int64_t count = n * kv_heads_ * head_dim_;
@@ -46,6 +68,7 @@ double TopkCodec::forward(const KvBlockId& id, int64_t n, const float* z, float*
     kernels::cpu::topk_compress(count, k, z, values.data(), idx.data());
     kernels::cpu::topk_decompress(count, k, values.data(), idx.data(), z_hat);
   }
+  errors_.add(id, count, z, z_hat);
   return message_bytes(id.tensor, n);
 }
 
@@ -81,6 +104,7 @@ double QuantizeCodec::forward(const KvBlockId& id, int64_t n, const float* z, fl
     kernels::cpu::quantize_blockwise(c, bits_, block_, z, codes.data(), scales.data());
     kernels::cpu::dequantize_blockwise(c, bits_, block_, codes.data(), scales.data(), z_hat);
   }
+  errors_.add(id, c, z, z_hat);
   return message_bytes(id.tensor, n);
 }
 

@@ -18,7 +18,8 @@
 //
 // Values keep float32 in memory: bytes_per_element only sizes the message, as
 // for the identity codec. TopkCodec keeps each block's indices until the next
-// begin_step; neither is thread-safe.
+// begin_step; neither is thread-safe. Both report reconstruction_errors from
+// step 0 (they have no warm-up).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -28,6 +29,18 @@
 #include "runtime/compress/kv_codec.h"
 
 namespace lowband::compress {
+
+// Per (layer, tensor) sums of ‖Z − Ẑ‖²_F and ‖Z‖²_F since clear(), grown to the
+// deepest layer seen (the baselines are not told the model's depth).
+class ErrorSums {
+ public:
+  void clear() { err_sq_.clear(), norm_sq_.clear(); }
+  void add(const KvBlockId& id, int64_t count, const float* z, const float* z_hat);
+  std::vector<double> relative(KvTensor t) const;  // per layer; 0 where ‖Z‖ = 0
+
+ private:
+  std::vector<double> err_sq_, norm_sq_;  // [layer * 2 + tensor]
+};
 
 class TopkCodec final : public KvCodec {
  public:
@@ -41,12 +54,14 @@ class TopkCodec final : public KvCodec {
   int64_t kept(int64_t n) const;  // k for a block of n rows
   double message_bytes(KvTensor, int64_t n) const override { return kept(n) * (bytes_per_element_ + 4.0); }
   double gradient_message_bytes(KvTensor, int64_t n) const override { return kept(n) * double(bytes_per_element_); }
+  std::vector<double> reconstruction_errors(KvTensor t) const override { return errors_.relative(t); }
 
  private:
   using BlockKey = std::tuple<int, int, int, int, int>;
   int kv_heads_, head_dim_, bytes_per_element_;
   double fraction_;
   std::map<BlockKey, std::vector<int32_t>> indices_;
+  ErrorSums errors_;
 };
 
 class QuantizeCodec final : public KvCodec {
@@ -54,15 +69,18 @@ class QuantizeCodec final : public KvCodec {
   // InputError("compression.bits") unless bits is 4 or 8; ("compression.block") unless block >= 1.
   QuantizeCodec(int kv_heads, int head_dim, int bytes_per_element, int bits, int block);
   std::string describe() const override;
+  void begin_step(int) override { errors_.clear(); }
   double forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) override;
   double backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) override;
 
   double message_bytes(KvTensor, int64_t n) const override;
   double gradient_message_bytes(KvTensor, int64_t n) const override { return double(count(n)) * bytes_per_element_; }
+  std::vector<double> reconstruction_errors(KvTensor t) const override { return errors_.relative(t); }
 
  private:
   int64_t count(int64_t n) const { return n * kv_heads_ * head_dim_; }
   int kv_heads_, head_dim_, bytes_per_element_, bits_, block_;
+  ErrorSums errors_;
 };
 
 }  // namespace lowband::compress

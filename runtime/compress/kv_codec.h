@@ -8,6 +8,7 @@
 // chunk (K after RoPE, or V), as the model's activations hold them.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lowband::compress {
 
@@ -48,6 +49,11 @@ class KvCodec {
   // built from shapes and the one a real run records carry the same bytes.
   virtual double message_bytes(KvTensor tensor, int64_t n) const = 0;
   virtual double gradient_message_bytes(KvTensor tensor, int64_t n) const = 0;
+
+  // Per layer, ‖Z − Ẑ‖_F / ‖Z‖_F of `tensor` over the blocks forwarded since
+  // begin_step, for run reports; empty while the codec is not compressing, or when
+  // it keeps no such figure (the default).
+  virtual std::vector<double> reconstruction_errors(KvTensor /*tensor*/) const { return {}; }
 
   // Learnable parameters of the codec (MoS: the heads psi mapping a chunk to theta),
   // stepped by the trainer's optimiser; none by default.

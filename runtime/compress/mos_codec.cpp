@@ -300,4 +300,13 @@ double MosCodec::reconstruction_error(int layer, KvTensor t) const {
   return std::sqrt(err_sq_[i] / norm_sq_[i]);
 }
 
+std::vector<double> MosCodec::reconstruction_errors(KvTensor t) const {
+  if (!fitted_) return {};  // warm-up: nothing is compressed, so there is no error to report
+  // No block this step (P = 1: nothing crosses a link): no figure rather than zeros.
+  if (std::all_of(norm_sq_.begin(), norm_sq_.end(), [](double x) { return x == 0; })) return {};
+  std::vector<double> out(size_t(opt_.layers));
+  for (int l = 0; l < opt_.layers; ++l) out[size_t(l)] = reconstruction_error(l, t);
+  return out;
+}
+
 }  // namespace lowband::compress

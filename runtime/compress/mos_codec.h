@@ -97,6 +97,9 @@ class MosCodec final : public KvCodec {
   // ‖Z − Ẑ‖_F / ‖Z‖_F over every block of (layer, t) forwarded since begin_step
   // (0 while uncompressed and before any block).
   double reconstruction_error(int layer, KvTensor t) const;
+  // reconstruction_error of every layer, once compressing(); empty before, and
+  // when no block was forwarded this step.
+  std::vector<double> reconstruction_errors(KvTensor t) const override;
 
  private:
   struct Basis {

@@ -338,6 +338,9 @@ StepRecord ContextTrainer::train_step(int step, const int32_t* inputs, const int
   rec.step = step;
   codec_->begin_step(step);
   rec.loss = forward_backward(inputs, targets, sequences);
+  // Read now: an evaluate() after this step would add its blocks to the codec's sums.
+  rec.kv_reconstruction_error_k = codec_->reconstruction_errors(compress::KvTensor::k);
+  rec.kv_reconstruction_error_v = codec_->reconstruction_errors(compress::KvTensor::v);
   rec.weight_sync = syncs_weights(step);
   rec.lr = lr_.at(step + 1);
   const bool sparse = scenario_.compression.weight_sync == WeightSync::sparse;

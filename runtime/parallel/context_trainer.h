@@ -59,6 +59,9 @@ struct StepRecord {
   double lr = 0;
   double grad_norm = 0;      // global norm before clipping (rank 0's)
   bool weight_sync = true;   // whether the weights were synchronised this step
+  // Per layer, relative Frobenius error of what receivers saw of K and of V in this
+  // step's training forward (KvCodec::reconstruction_errors); empty unless compressing.
+  std::vector<double> kv_reconstruction_error_k, kv_reconstruction_error_v;
   sim::StepGraph graph;      // empty unless recording
   double kernel_wall_seconds = 0;  // wall time of the ranks' compute, summed
   double record_wall_seconds = 0;  // wall time spent building the graph

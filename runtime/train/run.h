@@ -8,7 +8,9 @@
 //                  each time a batch of steps has been replayed
 //   curve.csv      step, simulated hours, losses (units in the column names)
 //   summary.json   final losses, perplexity, throughput, bytes, compression
-//                  ratio, network model, harness overhead, diverged or not
+//                  ratio, network model, harness overhead, diverged or not; K/V
+//                  reconstruction error per layer (last step, mean of the last
+//                  10 % of steps) when the codec reports one
 // curve.csv and summary.json are rewritten atomically after every replayed batch,
 // so the directory is valid (and readable) at any time, also after a divergence.
 #include <cstdint>

@@ -14,6 +14,16 @@ namespace {
 
 nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
+nlohmann::json numbers_or_null(const std::vector<double>& xs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double x : xs) out.push_back(number_or_null(x));
+  return out;
+}
+
+nlohmann::json kv_errors_json(const std::vector<double>& k, const std::vector<double>& v) {
+  return {{"k", numbers_or_null(k)}, {"v", numbers_or_null(v)}};
+}
+
 std::string csv_number(double x) {
   if (!std::isfinite(x)) return "nan";
   std::ostringstream out;
@@ -81,6 +91,10 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
                          {"wall_seconds", p.wall_seconds},
                          {"record_wall_seconds", rec.record_wall_seconds}};
   if (p.val_loss) line["val_loss"] = number_or_null(*p.val_loss);
+  kv_recon_k.push_back(rec.kv_reconstruction_error_k);
+  kv_recon_v.push_back(rec.kv_reconstruction_error_v);
+  if (!rec.kv_reconstruction_error_k.empty() || !rec.kv_reconstruction_error_v.empty())
+    line["kv_reconstruction_error"] = kv_errors_json(rec.kv_reconstruction_error_k, rec.kv_reconstruction_error_v);
   files.append_step(line);
   curve_csv += std::to_string(steps_done) + "," + csv_number(sim_total_seconds) + "," +
                csv_number(sim_total_seconds / 3600.0) + "," + csv_number(step_wall_seconds) + "," +
@@ -113,6 +127,24 @@ nlohmann::json RunTotals::summary_json() const {
   // they would have carried uncompressed.
   s["kv_bytes_ratio"] = plain > 0 ? kv_bytes_sent / plain : 1.0;
   s["kv_bytes_saved_fraction"] = plain > 0 ? 1.0 - kv_bytes_sent / plain : 0.0;
+  if (!kv_recon_k.empty() && (!kv_recon_k.back().empty() || !kv_recon_v.back().empty())) {
+    s["kv_reconstruction_error"] = kv_errors_json(kv_recon_k.back(), kv_recon_v.back());  // the last step's
+    // Mean over the compressed steps among the last 10 % (at least one), less noisy than one step.
+    const size_t window = std::max<size_t>(1, kv_recon_k.size() / 10);
+    std::vector<double> k_sum(kv_recon_k.back().size()), v_sum(kv_recon_v.back().size());
+    int counted = 0;
+    for (size_t i = kv_recon_k.size() - window; i < kv_recon_k.size(); ++i) {
+      if (kv_recon_k[i].size() != k_sum.size() || kv_recon_v[i].size() != v_sum.size()) continue;
+      for (size_t l = 0; l < k_sum.size(); ++l) k_sum[l] += kv_recon_k[i][l];
+      for (size_t l = 0; l < v_sum.size(); ++l) v_sum[l] += kv_recon_v[i][l];
+      ++counted;
+    }
+    for (double& x : k_sum) x /= counted;
+    for (double& x : v_sum) x /= counted;
+    nlohmann::json mean = kv_errors_json(k_sum, v_sum);
+    mean["steps"] = counted;
+    s["kv_reconstruction_error_mean_last_10pct"] = mean;
+  }
   s["record_wall_seconds"] = record_wall_seconds;
   s["replay_wall_seconds"] = replay_wall_seconds;
   s["harness_overhead_fraction"] =

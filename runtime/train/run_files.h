@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,9 @@ struct RunTotals {
   std::optional<double> last_val_loss;
   bool diverged = false;
   std::string message;
+  // Per step added: K and V reconstruction errors per layer (both empty for steps
+  // the codec did not compress), for summary.json's last and late-mean values.
+  std::vector<std::vector<double>> kv_recon_k, kv_recon_v;
   std::string curve_csv = "step,sim_seconds,sim_hours,wall_seconds,train_loss,val_loss,lr,bytes_sent_per_rank\n";
 
   // Takes one replayed step into the totals, appends its steps.jsonl line and
