@@ -10,7 +10,6 @@
 #include "runtime/estimate.h"
 #include "runtime/parallel/context_schedule.h"
 #include "runtime/scenario/load.h"
-#include "sim/device_profile.h"
 #include "sim/replay.h"
 
 namespace {
@@ -35,27 +34,13 @@ BENCHMARK_CAPTURE(BM_EstimatePaperScenario, decentralized, std::string("mos-pape
 BENCHMARK_CAPTURE(BM_EstimatePaperScenario, mos, std::string("mos-paper-mos-300mbps.json"))
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The paper's model cut to 2 layers, 131072 tokens over 512 ranks (zigzag, 128
-// tokens per chunk), ring exchange, a star of 512 nodes at 10 Gbps / 10 us,
-// A100-80GB, bf16, per-layer ring all-reduce of the gradients.
+// The paper's centralized scenario (A100-80GB, bf16, zigzag ring, per-layer ring
+// all-reduce of the gradients) cut to 2 layers and spread over 512 ranks (128
+// tokens per chunk) on a 512-node star at 10 Gbps / 10 us.
 Scenario cp512_scenario() {
-  Scenario s;
-  s.name = "cp512";
-  s.model = {};
-  s.model.layers = 2;
-  s.model.d_model = 2048;
-  s.model.heads = 8;
-  s.model.kv_heads = 8;
-  s.model.ffn_hidden = 8192;
-  s.model.vocab = 50257;
-  s.model.seq_len = 131072;
-  s.parallel.context = 512;
-  s.network.model = sim::NetworkModel::ideal;
-  s.network.topology = sim::Topology::star;
-  s.network.nodes = 512;
-  s.network.link = {10e9 / 8, 10e-6};
-  s.devices.default_profile = *sim::find_builtin_device("A100-80GB");
-  return s;
+  return builtin_scenario("mos-paper-centralized-100gbps",
+                          {"name=cp512", "model.layers=2", "parallel.context=512", "network.nodes=512",
+                           "network.bandwidth=10Gbps", "network.latency=10us"});
 }
 
 // Argument: 1 with the per-layer gradient all-reduce (4 buckets of 2·511·512
