@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/data/batch.h"
 #include "runtime/data/dataset.h"
+#include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run_files.h"
 #include "sim/replay.h"
@@ -100,9 +102,37 @@ std::string default_run_dir(const std::string& scenario_name) {
   return dir;
 }
 
+namespace {
+
+// One network the training is timed on: its run directory, running totals and replays.
+struct Target {
+  Target(const Scenario& s, const std::string& out_dir, bool cache_replays)
+      : scenario(s), files(out_dir.empty() ? default_run_dir(s.name) : out_dir), replayer(scenario.network, cache_replays) {}
+  Scenario scenario;
+  RunFiles files;
+  RunTotals totals;
+  Replayer replayer;
+};
+
+// A retime target must train exactly like the trained scenario.
+void check_retime_target(const Scenario& trained, const Scenario& target, size_t index) {
+  Scenario same = target;
+  same.name = trained.name;
+  same.description = trained.description;
+  same.network = trained.network;
+  const std::string diff = scenario_difference(trained, same);
+  if (!diff.empty())
+    throw InputError("retime target " + std::to_string(index) + " (" + target.name + ")",
+                     "differs from the trained scenario in more than its network: " + diff);
+}
+
+}  // namespace
+
 RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   const int steps = options.steps >= 0 ? options.steps : scenario.training.steps;
   if (steps < 1) throw InputError(options.steps >= 0 ? "--steps" : "training.steps", "must be at least 1");
+  for (size_t i = 0; i < options.also_timed_on.size(); ++i)
+    check_retime_target(scenario, options.also_timed_on[i].scenario, i);
   const parallel::ComputeTiming timing = compute_timing(scenario);
   auto codec = compress::make_kv_codec(scenario);
   const std::string codec_name = codec->describe();
@@ -120,30 +150,40 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
     val_batches = data::validation_batches(split.validation, shape,
                                            int64_t(scenario.training.eval_batches) * shape.batch_size);
 
-  RunFiles files(options.out_dir.empty() ? default_run_dir(scenario.name) : options.out_dir);
-  files.write_scenario(to_json(scenario).dump(2) + "\n");
-  RunTotals totals;
-  totals.steps_planned = steps;
-  totals.tokens_per_step = double(shape.batch_size) * double(shape.seq_len);
-  totals.uncompressed_kv_bytes_per_step = parallel::build_context_parallel(scenario).uncompressed_kv_bytes;
-  totals.header = {{"scenario", scenario.name},
-                   {"scenario_source", scenario.source},
-                   {"run_dir", files.dir()},
-                   {"network", sim::describe(scenario.network)},
-                   {"network_model", sim::to_string(scenario.network.model)},
-                   {"codec", codec_name},
-                   {"data", dataset.describe()},
-                   {"ranks", trainer.ranks()},
-                   {"compute_timing", timing == parallel::ComputeTiming::measured ? "measured" : "profile"}};
+  // The trained run first, then the retime targets; with profile timing the
+  // graphs repeat, so each target replays every distinct graph once.
+  const bool cache_replays = timing == parallel::ComputeTiming::profile;
+  std::vector<std::unique_ptr<Target>> targets;
+  targets.push_back(std::make_unique<Target>(scenario, options.out_dir, cache_replays));
+  for (const RetimeTarget& t : options.also_timed_on)
+    targets.push_back(std::make_unique<Target>(t.scenario, t.out_dir, cache_replays));
+  const double uncompressed_kv_bytes = parallel::build_context_parallel(scenario).uncompressed_kv_bytes;
+  for (auto& t : targets) {
+    t->files.write_scenario(to_json(t->scenario).dump(2) + "\n");
+    RunTotals& totals = t->totals;
+    totals.steps_planned = steps;
+    totals.tokens_per_step = double(shape.batch_size) * double(shape.seq_len);
+    totals.uncompressed_kv_bytes_per_step = uncompressed_kv_bytes;
+    totals.header = {{"scenario", t->scenario.name},
+                     {"scenario_source", t->scenario.source},
+                     {"run_dir", t->files.dir()},
+                     {"network", sim::describe(t->scenario.network)},
+                     {"network_model", sim::to_string(t->scenario.network.model)},
+                     {"codec", codec_name},
+                     {"data", dataset.describe()},
+                     {"ranks", trainer.ranks()},
+                     {"compute_timing", timing == parallel::ComputeTiming::measured ? "measured" : "profile"}};
+    if (t.get() != targets.front().get()) totals.header["trained_in"] = targets.front()->files.dir();
+    t->files.write_curve(totals.curve_csv);  // valid from the start, even if a step throws
+    t->files.write_summary(totals.summary_json());
+  }
+  RunTotals& main_totals = targets.front()->totals;
 
-  Replayer replayer(scenario.network, timing == parallel::ComputeTiming::profile);
   std::vector<PendingStep> pending;
-  files.write_curve(totals.curve_csv);  // valid from the start, even if a step throws
-  files.write_summary(totals.summary_json());
   const auto t_start = Clock::now();
   auto last_flush = Clock::now();
   RunResult result;
-  result.run_dir = files.dir();
+  result.run_dir = targets.front()->files.dir();
 
   auto evaluate = [&]() -> std::optional<double> {
     if (val_batches.empty()) return std::nullopt;
@@ -159,21 +199,23 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   auto flush = [&](bool last) {
     std::vector<const sim::StepGraph*> graphs;
     for (const auto& p : pending) graphs.push_back(&p.record.graph);
-    const std::vector<sim::ReplayResult> replays = replayer.replay(graphs);
-    totals.replay_wall_seconds = replayer.wall_seconds;
-    for (size_t i = 0; i < pending.size(); ++i) totals.add(pending[i], replays[i], files);
+    for (auto& t : targets) {
+      const std::vector<sim::ReplayResult> replays = t->replayer.replay(graphs);
+      t->totals.replay_wall_seconds = t->replayer.wall_seconds;
+      for (size_t i = 0; i < pending.size(); ++i) t->totals.add(pending[i], replays[i], t->files);
+      t->files.write_curve(t->totals.curve_csv);
+      t->files.write_summary(t->totals.summary_json());
+    }
     pending.clear();
-    files.write_curve(totals.curve_csv);
-    files.write_summary(totals.summary_json());
     last_flush = Clock::now();
-    if (options.log && totals.steps_done > 0) {
+    if (options.log && main_totals.steps_done > 0) {
       const double elapsed = since(t_start);
-      const double left = elapsed / totals.steps_done * (steps - totals.steps_done);
-      *options.log << "step " << totals.steps_done << "/" << steps << "  loss " << std::fixed
-                   << std::setprecision(4) << totals.last_train_loss << std::setprecision(0) << "  "
-                   << totals.tokens_per_step * totals.steps_done / std::max(elapsed, 1e-9) << " tok/s  sim "
-                   << hms(totals.sim_total_seconds) << "  left " << (last ? hms(0) : hms(left))
-                   << std::defaultfloat << std::setprecision(6) << "\n"
+      const double left = elapsed / main_totals.steps_done * (steps - main_totals.steps_done);
+      *options.log << "step " << main_totals.steps_done << "/" << steps << "  loss " << std::fixed
+                   << std::setprecision(4) << main_totals.last_train_loss << std::setprecision(0) << "  "
+                   << main_totals.tokens_per_step * main_totals.steps_done / std::max(elapsed, 1e-9)
+                   << " tok/s  sim " << hms(main_totals.sim_total_seconds) << "  left "
+                   << (last ? hms(0) : hms(left)) << std::defaultfloat << std::setprecision(6) << "\n"
                    << std::flush;
     }
   };
@@ -193,8 +235,10 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
       result.diverged = true;
       result.message = "training diverged: the loss is " + std::string(std::isnan(pending.back().record.loss) ? "NaN" : "infinite") +
                        " at step " + std::to_string(k + 1);
-      totals.diverged = true;
-      totals.message = result.message;
+      for (auto& t : targets) {
+        t->totals.diverged = true;
+        t->totals.message = result.message;
+      }
       flush(true);
       break;
     }
@@ -202,13 +246,16 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
         k + 1 == steps)
       flush(k + 1 == steps);
   }
-  result.steps_done = totals.steps_done;
-  result.final_train_loss = totals.last_train_loss;
-  result.final_val_loss = totals.last_val_loss;
-  result.sim_total_seconds = totals.sim_total_seconds;
+  result.steps_done = main_totals.steps_done;
+  result.final_train_loss = main_totals.last_train_loss;
+  result.final_val_loss = main_totals.last_val_loss;
+  result.sim_total_seconds = main_totals.sim_total_seconds;
   result.wall_seconds = since(t_start);
-  result.summary = totals.summary_json();
+  result.summary = main_totals.summary_json();
   result.harness_overhead_fraction = result.summary.value("harness_overhead_fraction", 0.0);
+  for (size_t i = 1; i < targets.size(); ++i)
+    result.retimed.push_back({targets[i]->files.dir(), targets[i]->totals.sim_total_seconds,
+                              targets[i]->totals.summary_json()});
   return result;
 }
 

@@ -13,10 +13,16 @@
 //                  10 % of steps) when the codec reports one
 // curve.csv and summary.json are rewritten atomically after every replayed batch,
 // so the directory is valid (and readable) at any time, also after a divergence.
+//
+// One training can be timed on several networks at once (RunOptions::also_timed_on):
+// a synchronous run's losses do not depend on the network, so each extra target
+// gets its own run directory with the same losses and its own replays. `lowband
+// sweep` trains once per distinct numerics this way.
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +30,12 @@
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::train {
+
+// Another network to time the same training on, with its own run directory.
+struct RetimeTarget {
+  Scenario scenario;    // equal to the trained scenario except name, description, network
+  std::string out_dir;  // "": runs/<scenario name>-<UTC timestamp>
+};
 
 struct RunOptions {
   std::string out_dir;          // "": runs/<scenario name>-<UTC timestamp>
@@ -33,6 +45,7 @@ struct RunOptions {
   int replay_every = 20;             // steps per batched SimGrid replay (one child process)
   double progress_interval_seconds = 5;  // at most one progress line per interval (and the last step)
   std::ostream* log = nullptr;       // progress lines and the dataset line; null: silent
+  std::vector<RetimeTarget> also_timed_on;  // more networks for the same training
 };
 
 struct RunResult {
@@ -46,10 +59,19 @@ struct RunResult {
   double wall_seconds = 0;
   double harness_overhead_fraction = 0;  // (recording + replay) wall / step wall
   nlohmann::json summary;        // what summary.json holds
+  // One per RunOptions::also_timed_on target, in order: its run directory, its
+  // simulated seconds and its summary (losses equal the trained run's).
+  struct Retimed {
+    std::string run_dir;
+    double sim_total_seconds = 0;
+    nlohmann::json summary;
+  };
+  std::vector<Retimed> retimed;
 };
 
-// Throws InputError for a scenario it cannot train (see ContextTrainer) or an
-// unusable output directory ("--out").
+// Throws InputError for a scenario it cannot train (see ContextTrainer), an
+// unusable output directory ("--out"), or a retime target that differs from the
+// trained scenario in more than its name, description and network.
 RunResult run_training(const Scenario& scenario, const RunOptions& options);
 
 // The default run directory: runs/<name>-<YYYYmmdd-HHMMSS> (UTC), with -2, -3...

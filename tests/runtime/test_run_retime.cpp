@@ -1,0 +1,96 @@
+// One training timed on several networks (RunOptions::also_timed_on): every
+// target's run directory carries the trained run's losses, and its simulated
+// time equals a run trained on that network alone.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "runtime/scenario/load.h"
+#include "runtime/train/run.h"
+
+namespace lowband::train::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+Scenario tiny(std::vector<std::string> extra = {}) {
+  std::vector<std::string> sets = {"model.layers=2",        "model.d_model=32",   "model.heads=4",
+                                   "model.kv_heads=2",      "model.ffn_hidden=64", "model.seq_len=64",
+                                   "parallel.context=2",    "network.nodes=2",    "training.batch_size=1",
+                                   "training.lr=0.01",      "training.lr_warmup_steps=0", "training.steps=4",
+                                   "training.eval_every=2", "devices.timing=profile"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return builtin_scenario("default", sets);
+}
+
+std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+class RunRetime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("lowband_retime_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(RunRetime, EachNetworkGetsTheSameLossesAndItsOwnTime) {
+  const Scenario slow = tiny({"network.bandwidth=80Mbps"});
+  const Scenario fast = tiny({"network.bandwidth=10Gbps", "name=fast"});
+  RunOptions options;
+  options.out_dir = (dir_ / "slow").string();
+  options.also_timed_on.push_back({fast, (dir_ / "fast").string()});
+  const RunResult r = run_training(slow, options);
+  ASSERT_EQ(r.retimed.size(), 1u);
+  EXPECT_EQ(r.retimed[0].run_dir, (dir_ / "fast").string());
+
+  const auto a = read_jsonl(dir_ / "slow" / "steps.jsonl");
+  const auto b = read_jsonl(dir_ / "fast" / "steps.jsonl");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].at("train_loss"), b[i].at("train_loss")) << "step " << i + 1;
+    EXPECT_EQ(a[i].value("val_loss", -1.0), b[i].value("val_loss", -1.0)) << "step " << i + 1;
+    EXPECT_GT(a[i].at("sim_step_seconds").get<double>(), b[i].at("sim_step_seconds").get<double>());
+  }
+  // Each directory holds its own scenario.
+  std::ifstream fast_scenario(dir_ / "fast" / "scenario.json");
+  EXPECT_EQ(nlohmann::json::parse(fast_scenario), to_json(fast));
+
+  // The retimed figures equal a run trained on the fast network alone.
+  RunOptions alone;
+  alone.out_dir = (dir_ / "alone").string();
+  const RunResult f = run_training(fast, alone);
+  EXPECT_DOUBLE_EQ(f.sim_total_seconds, r.retimed[0].sim_total_seconds);
+  EXPECT_EQ(f.summary.at("final_val_loss"), r.retimed[0].summary.at("final_val_loss"));
+  EXPECT_LT(r.retimed[0].sim_total_seconds, r.sim_total_seconds);
+}
+
+TEST_F(RunRetime, ATargetThatTrainsDifferentlyIsRejected) {
+  RunOptions options;
+  options.out_dir = (dir_ / "a").string();
+  options.also_timed_on.push_back({tiny({"training.lr=0.02"}), (dir_ / "b").string()});
+  try {
+    run_training(tiny(), options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.lr"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "a"));  // nothing written
+}
+
+}  // namespace
+}  // namespace lowband::train::test
