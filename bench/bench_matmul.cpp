@@ -3,7 +3,14 @@
 // CPU: oneDNN sgemm on all OpenMP threads; the peak is probed again before each
 // case (it moves with the clock). CUDA (where a device is present):
 // cuBLAS on device buffers, against the GPU's probed peak.
-//   ./bench_matmul --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// Every CPU case runs twice: align64 (64-byte aligned buffers, as the model's,
+// common/aligned_buffer.h) and align16 (the same 16 bytes past a cache line, as
+// glibc's malloc places a std::vector), so the two can be compared side by side.
+//   ./bench_matmul --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+//       --benchmark_enable_random_interleaving=true
+// (interleaving alternates the cases' repetitions, so load on a shared machine
+// falls on both variants alike; --benchmark_filter=align64 for the table alone).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -12,6 +19,7 @@
 #include <vector>
 
 #include "bench/peak.h"
+#include "common/aligned_buffer.h"
 #include "kernels/device.h"
 #include "kernels/matmul.h"
 
@@ -55,6 +63,18 @@ std::vector<float> random_matrix(int64_t rows, int64_t cols, unsigned seed) {
   return m;
 }
 
+// A matrix whose first element sits `offset_bytes` (a multiple of 4) past a
+// 64-byte boundary.
+struct HostMatrix {
+  lowband::AlignedVector<float> storage;
+  float* data = nullptr;
+  HostMatrix(const std::vector<float>& values, size_t offset_bytes)
+      : storage(values.size() + offset_bytes / sizeof(float)) {
+    data = storage.data() + offset_bytes / sizeof(float);
+    std::copy(values.begin(), values.end(), data);
+  }
+};
+
 // Rate counters: GFLOP/s, and the same as % of peak.
 void set_counters(benchmark::State& state, const GemmCase& c, double peak_gflops) {
   const double gflop = 2.0 * double(c.M) * double(c.N) * double(c.K) * 1e-9;
@@ -65,20 +85,21 @@ void set_counters(benchmark::State& state, const GemmCase& c, double peak_gflops
 
 // The probed peak moves with the clock (turbo, and other tenants of a shared
 // host), so each CPU case probes it again just before timing.
-void bench_cpu(benchmark::State& state, GemmCase c) {
+void bench_cpu(benchmark::State& state, GemmCase c, size_t offset_bytes) {
   const int64_t a_rows = c.ta == Trans::yes ? c.K : c.M, a_cols = c.ta == Trans::yes ? c.M : c.K;
   const int64_t b_rows = c.tb == Trans::yes ? c.N : c.K, b_cols = c.tb == Trans::yes ? c.K : c.N;
-  const auto A = random_matrix(a_rows, a_cols, 1), B = random_matrix(b_rows, b_cols, 2);
-  std::vector<float> C(size_t(c.M * c.N));
+  const HostMatrix A(random_matrix(a_rows, a_cols, 1), offset_bytes);
+  const HostMatrix B(random_matrix(b_rows, b_cols, 2), offset_bytes);
+  HostMatrix C(std::vector<float>(size_t(c.M * c.N)), offset_bytes);
   auto run = [&] {
-    lowband::kernels::cpu::matmul(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), a_cols, B.data(),
-                                  b_cols, 0.0f, C.data(), c.N);
+    lowband::kernels::cpu::matmul(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data, a_cols, B.data, b_cols,
+                                  0.0f, C.data, c.N);
   };
   run();  // oneDNN generates its kernel on the first call: keep that out of the timing
   const double peak_gflops = lowband::bench::measure_peak_fp32_gflops(omp_get_max_threads());
   for (auto _ : state) {
     run();
-    benchmark::DoNotOptimize(C.data());
+    benchmark::DoNotOptimize(C.data);
     benchmark::ClobberMemory();
   }
   set_counters(state, c, peak_gflops);
@@ -126,9 +147,12 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("cpu_threads", std::to_string(threads));
   benchmark::AddCustomContext("cpu_peak_fp32_gflops", std::to_string(cpu_peak));
   for (const GemmCase& c : cases())
-    benchmark::RegisterBenchmark(name_of("cpu", c).c_str(), bench_cpu, c)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+    for (const size_t offset_bytes : {0, 16})
+      benchmark::RegisterBenchmark(
+          (name_of("cpu", c) + (offset_bytes == 0 ? "/align64" : "/align16")).c_str(), bench_cpu, c,
+          offset_bytes)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
   std::string why;
   if (lowband::kernels::cuda_available(&why)) {
     const double gpu_peak = lowband::kernels::cuda::measure_peak_fp32_gflops();

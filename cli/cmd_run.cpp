@@ -1,11 +1,18 @@
 // `lowband run [SCENARIO] [--set k=v]... [--out RUN_DIR] [--steps N]`: train with
 // context parallelism over simulated ranks and write a run directory
 // (runtime/train/run.h). Exit status 3 when the loss diverges.
+// `lowband run --resume RUN_DIR [SCENARIO | --builtin NAME] [--set k=v]...`:
+// continue that run from its checkpoint.bin (runtime/train/checkpoint.h); a scenario
+// given must equal RUN_DIR/scenario.json.
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "runtime/scenario/equal.h"
+#include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
 
 namespace lowband::cli {
@@ -15,29 +22,80 @@ struct RunArgs {
   ScenarioSource source;
   std::string out;
   int steps = -1;
+  std::string resume;
+  std::vector<std::string> also_time_on;  // scenario files timed on the same training
 };
+
+// The scenario of the run in RUN_DIR. One given (a file, --builtin, or only --set
+// overrides applied to RUN_DIR/scenario.json) must resolve to the same scenario.
+Scenario scenario_to_resume(const RunArgs& args) {
+  if (!args.out.empty())
+    throw InputError("--out", "not with --resume: the resumed run writes to its own directory " + args.resume);
+  if (!std::filesystem::is_directory(args.resume)) throw InputError("--resume", "no run directory " + args.resume);
+  const std::string recorded_file = args.resume + "/scenario.json";
+  if (!std::filesystem::exists(recorded_file))
+    throw InputError("--resume", args.resume + " has no scenario.json: not a run directory");
+  const Scenario recorded = load_scenario_file(recorded_file);
+  const bool named = !args.source.file.empty() || !args.source.builtin.empty();
+  if (!named && args.source.sets.empty()) return recorded;
+  const Scenario given = named ? load_scenario(args.source) : load_scenario_file(recorded_file, args.source.sets);
+  const std::string diff = scenario_difference(recorded, given);
+  if (!diff.empty())
+    throw InputError("--resume", "the scenario given differs from the run's " + recorded_file + " at " + diff);
+  return recorded;
+}
+
+// The --also-time-on scenarios (the run's --set overrides apply to each), with run
+// directories beside --out, named after each scenario.
+std::vector<train::RetimeTarget> retime_targets(const RunArgs& args) {
+  std::vector<train::RetimeTarget> targets;
+  for (const std::string& file : args.also_time_on) {
+    train::RetimeTarget t{load_scenario_file(file, args.source.sets), ""};
+    if (!args.out.empty())
+      t.out_dir = (std::filesystem::path(args.out).parent_path() / t.scenario.name).string();
+    targets.push_back(std::move(t));
+  }
+  return targets;
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
       "run", "train the scenario's model over context-parallel ranks, replay each step on its network, "
-             "and write a run directory (scenario.json, steps.jsonl, curve.csv, summary.json)");
+             "and write a run directory (scenario.json, steps.jsonl, curve.csv, summary.json, checkpoint.bin)");
   add_scenario_options(cmd, args->source);
   cmd->add_option("--out", args->out, "run directory (default runs/<scenario name>-<UTC timestamp>)");
   cmd->add_option("--steps", args->steps, "training steps (default training.steps)");
+  cmd->add_option("--resume", args->resume,
+                  "continue the run in this directory from its last checkpoint (training.checkpoint_every); "
+                  "a scenario given must equal its scenario.json");
+  cmd->add_option("--also-time-on", args->also_time_on,
+                  "another scenario file that trains identically (only name, network and projection may differ): "
+                  "the same training is also timed on it, in its own run directory (beside --out, named after it; "
+                  "the --set overrides apply to it too). Repeatable");
   cmd->callback([args] {
-    const Scenario scenario = load_scenario(args->source);
+    const bool resume = !args->resume.empty();
+    const Scenario scenario = resume ? scenario_to_resume(*args) : load_scenario(args->source);
     if (args->steps == 0 || args->steps < -1) throw InputError("--steps", "must be at least 1");
     train::RunOptions options;
-    options.out_dir = args->out;
+    options.out_dir = resume ? args->resume : args->out;
     options.steps = args->steps;
+    options.resume = resume;
     options.log = &std::cout;
+    if (resume && !args->also_time_on.empty())
+      throw InputError("--also-time-on", "not with --resume: the checkpoint remembers the run's timing targets");
+    options.also_timed_on = retime_targets(*args);
     std::cout << "scenario " << scenario.name << " (" << scenario.source << "): " << scenario.model.layers
               << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len << ", P = "
               << scenario.parallel.context << "\n";
     const train::RunResult r = train::run_training(scenario, options);
     std::cout << "run directory: " << r.run_dir << "\n";
+    for (const auto& t : r.retimed) std::cout << "also timed in: " << t.run_dir << " (simulated " << t.sim_total_seconds << " s)\n";
+    if (r.already_complete)
+      std::cout << "the run had already ended (" << r.steps_done << " steps" << (r.diverged ? ", diverged" : "")
+                << "): nothing to resume\n";
     if (r.diverged)
       throw CommandFailed(r.message + " (run directory " + r.run_dir + " is complete up to it)", 3);
     std::cout << "final train loss " << r.final_train_loss;

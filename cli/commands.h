@@ -33,5 +33,8 @@ void add_estimate_command(CLI::App& app);
 void add_bench_comm_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
+void add_plot_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 }  // namespace lowband::cli

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   lowband::cli::add_bench_comm_command(app);
   lowband::cli::add_tokenize_command(app);
   lowband::cli::add_run_command(app);
+  lowband::cli::add_sweep_command(app);
+  lowband::cli::add_plot_command(app);
+  lowband::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,11 +1,14 @@
 #pragma once
 // Vectorised row primitives for the online softmax in cpu/attention.cpp.
 // AVX-512 when compiled for it (the default -march=native build here), else
-// plain loops with std::exp. The AVX-512 exp is Cephes' expf polynomial
-// (relative error about 2e-7); inputs below -87.3 (and -inf) give exactly 0.
+// plain loops. Either way the exp is vec_math.h's exp_f32 (Cephes' expf
+// polynomial, relative error about 2e-7; inputs below -87.3 and -inf give
+// exactly 0), on 16 lanes at a time here with masked row tails.
 #include <cmath>
 #include <cstdint>
 #include <limits>
+
+#include "kernels/cpu/vec_math.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -19,25 +22,6 @@
 namespace lowband::kernels::cpu::detail {
 
 #if defined(__AVX512F__)
-inline __m512 exp512(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.3f);
-  // Keep NaN (unordered compare is true) so bad inputs stay visible.
-  const __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ);
-  x = _mm512_max_ps(lo, x);  // returns x when x is NaN
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
-}
-
 // Horizontal reductions through memory: GCC 12's _mm512_reduce_* trip a false
 // -Wmaybe-uninitialized, and these run once per row, not per element.
 inline float hmax(__m512 v) {
@@ -82,7 +66,7 @@ inline float exp_shift_sum(float* x, int64_t n, float shift) {
   __m512 acc = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 mk = tail_mask(n - j);
-    const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, x + j), s));
+    const __m512 e = exp_f32(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, x + j), s));
     _mm512_mask_storeu_ps(x + j, mk, e);
     acc = _mm512_mask_add_ps(acc, mk, acc, e);
   }
@@ -90,7 +74,7 @@ inline float exp_shift_sum(float* x, int64_t n, float shift) {
 #else
   float sum = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
-    x[j] = std::exp(x[j] - shift);
+    x[j] = exp_f32(x[j] - shift);
     sum += x[j];
   }
   return sum;
@@ -103,10 +87,10 @@ inline void exp_shift(float* x, int64_t n, float shift) {
   const __m512 s = _mm512_set1_ps(shift);
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 mk = tail_mask(n - j);
-    _mm512_mask_storeu_ps(x + j, mk, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, x + j), s)));
+    _mm512_mask_storeu_ps(x + j, mk, exp_f32(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, x + j), s)));
   }
 #else
-  for (int64_t j = 0; j < n; ++j) x[j] = std::exp(x[j] - shift);
+  for (int64_t j = 0; j < n; ++j) x[j] = exp_f32(x[j] - shift);
 #endif
 }
 

@@ -7,6 +7,7 @@
 // Layout: a block is (n, kv_heads, head_dim) row-major, n tokens of one rank's
 // chunk (K after RoPE, or V), as the model's activations hold them.
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,14 @@ class KvCodec {
   virtual float* params() { return nullptr; }
   virtual float* grads() { return nullptr; }
   virtual void zero_grads() {}
+
+  // Everything that decides later steps, for checkpoints (runtime/train/checkpoint.h):
+  // written between steps, read back into a codec built from the same scenario
+  // (throwing binary::BinaryFormatError when it does not fit). The parameters above
+  // are part of it. Codecs whose per-step state begin_step clears (identity, topk,
+  // quantize) write nothing.
+  virtual void save_state(std::ostream& /*out*/) const {}
+  virtual void load_state(std::istream& /*in*/) {}
 };
 
 }  // namespace lowband::compress

@@ -101,6 +101,12 @@ class MosCodec final : public KvCodec {
   // when no block was forwarded this step.
   std::vector<double> reconstruction_errors(KvTensor t) const override;
 
+  // The step, U₀ (with A·U₀, A²·U₀) per key, the warm-up's Gram sums when taken
+  // between the last warm-up step and the fit, ψ and their gradients
+  // (mos_codec_state.cpp). Blocks saved for backward are per step: not kept.
+  void save_state(std::ostream& out) const override;
+  void load_state(std::istream& in) override;
+
  private:
   struct Basis {
     std::vector<float> u0, au0, a2u0;  // (d, r) each

@@ -26,41 +26,52 @@ void Model::size_workspace(int64_t n) {
   if (n == rows_ && !workspace_.empty()) return;
   const ModelConfig& c = config();
   const int64_t d = c.d_model, dkv = c.d_kv(), f = c.ffn_hidden, V = c.vocab;
-  const int64_t per_layer = 6 * n * d + 2 * n * dkv + 2 * n + 3 * n * f;
-  const int64_t head = 2 * n * d + n + n * V + 2 * n;
-  const int64_t scratch = 4 * n * d + 2 * n * dkv + n * f;
-  workspace_.assign(size_t(c.layers * per_layer + head + scratch), 0.0f);
-  float* p = workspace_.data();
-  auto take = [&p](int64_t count) { float* r = p; p += count; return r; };
-  acts_.resize(size_t(c.layers));
-  for (auto& a : acts_) {
-    a.x = take(n * d);
-    a.xn1 = take(n * d);
-    a.rstd1 = take(n);
-    a.q = take(n * d);
-    a.k = take(n * dkv);
-    a.v = take(n * dkv);
-    a.att = take(n * d);
-    a.x1 = take(n * d);
-    a.xn2 = take(n * d);
-    a.rstd2 = take(n);
-    a.gate = take(n * f);
-    a.up = take(n * f);
-    a.h = take(n * f);
-  }
-  x_final_ = take(n * d);
-  xf_ = take(n * d);
-  rstdf_ = take(n);
-  logits_ = take(n * V);
-  losses_ = take(n);
-  lse_ = take(n);
-  dres_ = take(n * d);
-  dxn_ = take(n * d);
-  datt_ = take(n * d);
-  dq_ = take(n * d);
-  dk_ = take(n * dkv);
-  dv_ = take(n * dkv);
-  dh_ = take(n * f);
+  // Every view starts on a cache line (16 floats), so the kernels' vector loads
+  // of a row never straddle two lines. Laid out twice: first to count, then to point.
+  constexpr int64_t kLineFloats = int64_t(kCacheLineBytes / sizeof(float));
+  float* base = nullptr;
+  int64_t used = 0;
+  auto take = [&](int64_t count) {
+    float* r = base == nullptr ? nullptr : base + used;
+    used += (count + kLineFloats - 1) / kLineFloats * kLineFloats;
+    return r;
+  };
+  auto lay_out = [&] {
+    used = 0;
+    acts_.resize(size_t(c.layers));
+    for (auto& a : acts_) {
+      a.x = take(n * d);
+      a.xn1 = take(n * d);
+      a.rstd1 = take(n);
+      a.q = take(n * d);
+      a.k = take(n * dkv);
+      a.v = take(n * dkv);
+      a.att = take(n * d);
+      a.x1 = take(n * d);
+      a.xn2 = take(n * d);
+      a.rstd2 = take(n);
+      a.gate = take(n * f);
+      a.up = take(n * f);
+      a.h = take(n * f);
+    }
+    x_final_ = take(n * d);
+    xf_ = take(n * d);
+    rstdf_ = take(n);
+    logits_ = take(n * V);
+    losses_ = take(n);
+    lse_ = take(n);
+    dres_ = take(n * d);
+    dxn_ = take(n * d);
+    datt_ = take(n * d);
+    dq_ = take(n * d);
+    dk_ = take(n * dkv);
+    dv_ = take(n * dkv);
+    dh_ = take(n * f);
+  };
+  lay_out();
+  workspace_.assign(size_t(used), 0.0f);
+  base = workspace_.data();
+  lay_out();
   rows_ = n;
 }
 

@@ -5,7 +5,8 @@
 //              x += w_down · (silu(w_gate·n2) * (w_up·n2)),           n2 = rmsnorm(x, mlp_norm)
 //   loss = mean cross-entropy(lm_head · rmsnorm(x, final_norm), targets)
 // Grouped-query attention when kv_heads < heads. Parameters and gradients are
-// each one flat float buffer (layout: param_layout.h).
+// each one flat float buffer (layout: param_layout.h); those buffers and every
+// activation in the workspace start on a 64-byte boundary (common/aligned_buffer.h).
 //
 // Activations are rows = local tokens (sequence-major, sequences * tokens rows)
 // by features, row-major; Q/K/V in the attention kernels' (rows, heads, head_dim)
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "common/aligned_buffer.h"
 #include "runtime/model/attention_provider.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/scenario/scenario.h"
@@ -125,13 +127,13 @@ class Model {
 
   ParamLayout layout_;
   ModelOptions options_;
-  std::vector<float> params_, grads_;
+  AlignedVector<float> params_, grads_;
 
   int64_t sequences_ = 0, tokens_ = 0, rows_ = 0;
   std::vector<int32_t> inputs_, targets_;
   std::vector<int64_t> positions_;
 
-  std::vector<float> workspace_;
+  AlignedVector<float> workspace_;
   std::vector<LayerActivations> acts_;
   float *x_final_ = nullptr, *xf_ = nullptr, *rstdf_ = nullptr, *logits_ = nullptr;
   float *losses_ = nullptr, *lse_ = nullptr;

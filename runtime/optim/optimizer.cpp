@@ -1,8 +1,12 @@
 #include "runtime/optim/optimizer.h"
 
 #include <cmath>
+#include <cstring>
+#include <istream>
+#include <ostream>
 #include <string>
 
+#include "common/binary_io.h"
 #include "common/error.h"
 
 namespace lowband::optim {
@@ -46,6 +50,31 @@ StepStats AdamW::step(float* params, float* grads, double lr) {
                              v_.data() + r.offset, r.count, steps_, k);
   }
   return s;
+}
+
+void AdamW::save_state(std::ostream& out) const {
+  binary::write_i64(out, steps_);
+  binary::write_array(out, m_.data(), m_.size());  // the same bytes as write_vector
+  binary::write_array(out, v_.data(), v_.size());
+}
+
+void AdamW::load_state(std::istream& in) {
+  const int64_t steps = binary::read_i64(in, "the optimiser's step count");
+  if (steps < 0) throw binary::BinaryFormatError("negative optimiser step count");
+  std::vector<float> m = binary::read_vector<float>(in, "the optimiser's first moments");
+  std::vector<float> v = binary::read_vector<float>(in, "the optimiser's second moments");
+  if (m.size() != m_.size() || v.size() != v_.size())
+    throw binary::BinaryFormatError("optimiser moments of " + std::to_string(m.size()) + " values, expected " +
+                                    std::to_string(m_.size()));
+  steps_ = steps;
+  m_.assign(m.begin(), m.end());
+  v_.assign(v.begin(), v.end());
+}
+
+bool AdamW::same_state(const AdamW& other) const {
+  return steps_ == other.steps_ && m_.size() == other.m_.size() && v_.size() == other.v_.size() &&
+         std::memcmp(m_.data(), other.m_.data(), m_.size() * sizeof(float)) == 0 &&
+         std::memcmp(v_.data(), other.v_.data(), v_.size() * sizeof(float)) == 0;
 }
 
 }  // namespace lowband::optim

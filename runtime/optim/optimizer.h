@@ -6,12 +6,15 @@
 // projections, lm_head), the RMSNorm gains do not (TensorInfo::decays(); the
 // nanoGPT / Llama rule "dim >= 2"). Decay is decoupled: p <- p - lr·wd·p, as in
 // torch.optim.AdamW. The moments m and v are two more flat buffers in the same
-// layout as the parameters. Gradients are clipped to a global L2 norm of
-// grad_clip before the update (0 turns clipping off).
+// layout as the parameters, 64-byte aligned (common/aligned_buffer.h).
+// Gradients are clipped to a global L2 norm of grad_clip before the update
+// (0 turns clipping off).
 #include <cstdint>
+#include <iosfwd>
 #include <utility>
 #include <vector>
 
+#include "common/aligned_buffer.h"
 #include "kernels/adamw.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/scenario/scenario.h"
@@ -51,6 +54,14 @@ class AdamW {
   float* m() { return m_.data(); }
   float* v() { return v_.data(); }
 
+  // The step count and both moments, for checkpoints (runtime/train/checkpoint.h).
+  // load_state throws binary::BinaryFormatError (common/binary_io.h) for a state
+  // of another size, leaving this optimiser as it was.
+  void save_state(std::ostream& out) const;
+  void load_state(std::istream& in);
+  // Whether two optimisers hold the same steps and moments, bit for bit.
+  bool same_state(const AdamW& other) const;
+
  private:
   struct Range {
     int64_t offset, count;
@@ -60,7 +71,7 @@ class AdamW {
   int64_t count_ = 0;
   int64_t steps_ = 0;
   std::vector<Range> ranges_;  // adjacent tensors with the same decay merged
-  std::vector<float> m_, v_;
+  AlignedVector<float> m_, v_;
 };
 
 }  // namespace lowband::optim

@@ -16,6 +16,7 @@
 // build_context_parallel (context_schedule.h), so the recorded graph has
 // exactly the schedule's tasks and dependencies.
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <string>
@@ -95,6 +96,18 @@ class ContextTrainer {
   // Whether step `step` (from 0) synchronises the weights.
   bool syncs_weights(int step) const;
   const RecordedFigures& figures() const { return figures_; }
+
+  // Everything that decides the next steps, for checkpoints (runtime/train/checkpoint.h;
+  // context_trainer_state.cpp): every replica's parameters (they differ under sparse
+  // weight sync), every rank's AdamW state, the codec's state and its AdamW moments.
+  // The data split, the lr schedule and the sparse-sync draws are functions of the
+  // scenario and the step index, so they need none. A replica or optimiser equal to
+  // rank 0's bit for bit (as all-reduce keeps them) is written as a reference to it.
+  // load_state expects a trainer built from the same scenario and throws
+  // binary::BinaryFormatError (common/binary_io.h) for a state of another shape;
+  // after such an error the trainer must not be used.
+  void save_state(std::ostream& out) const;
+  void load_state(std::istream& in);
 
  private:
   void begin(const int32_t* inputs, const int32_t* targets, int sequences);

@@ -39,6 +39,10 @@ class Diff {
     field(path + ".size", a.size(), b.size());
     for (size_t i = 0; first_.empty() && i < a.size(); ++i) each(path + "." + std::to_string(i), a[i], b[i]);
   }
+  // A difference found elsewhere (already phrased "path: a vs b").
+  void difference(const std::string& text) {
+    if (first_.empty()) first_ = text;
+  }
   const std::string& first() const { return first_; }
 
  private:
@@ -134,6 +138,14 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.field("training.eval_every", ta.eval_every, tb.eval_every);
   d.field("training.validation_fraction", ta.validation_fraction, tb.validation_fraction);
   d.field("training.eval_batches", ta.eval_batches, tb.eval_batches);
+  d.field("training.checkpoint_every", ta.checkpoint_every, tb.checkpoint_every);
+
+  const auto &ja = a.projection.scenario, &jb = b.projection.scenario;
+  d.field("projection.scenario", std::string(ja ? ja->name : "none"), std::string(jb ? jb->name : "none"));
+  if (ja && jb) {
+    const std::string inner = scenario_difference(*ja, *jb);
+    if (!inner.empty()) d.difference("projection.scenario." + inner);
+  }
   return d.first();
 }
 

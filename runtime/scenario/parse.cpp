@@ -61,7 +61,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   const ObjectReader r = root.object("compression", {"method", "k_ratio", "v_ratio", "k_rank", "v_rank",
                                                      "warmup_steps", "weight_sync", "sync_fraction", "sync_every",
                                                      "rotation", "warm_start", "k_frame", "topk_fraction", "bits",
-                                                     "block"});
+                                                     "block", "ratio"});
   const std::string method = r.choice_or("method", "none", {"none", "mos", "topk", "quantize"});
   c.method = method == "mos"        ? CompressionMethod::mos
              : method == "topk"     ? CompressionMethod::topk
@@ -76,8 +76,18 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   only_with("topk_fraction", "topk");
   only_with("bits", "quantize");
   only_with("block", "quantize");
+  // "ratio": one knob across methods (what `lowband sweep` varies), resolved here into
+  // the method's own keys, so the resolved scenario has no "ratio". 0 is uncompressed.
+  const bool has_ratio = r.has("ratio");
+  const double ratio = has_ratio ? r.number("ratio", Bounds::half_open(0, 1)) : 0;
+  if (has_ratio && ratio != 0 && (method == "none" || method == "quantize"))
+    fail(r.path_of("ratio"), "method \"" + method + "\" has no ratio to set (only 0, uncompressed, is allowed): " +
+                                 "use method \"mos\" or \"topk\"", {r.path_of("method")});
+  for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "topk_fraction"})
+    if (has_ratio && r.has(key)) fail(r.path_of(key), std::string("give ratio or ") + key + ", not both", {r.path_of("ratio")});
+  if (has_ratio && ratio > 0 && method == "mos") c.k_ratio = c.v_ratio = ratio;
   for (const char* t : {"k", "v"}) {
-    if (c.method != CompressionMethod::mos) break;
+    if (c.method != CompressionMethod::mos || has_ratio) break;
     const std::string ratio_key = std::string(t) + "_ratio", rank_key = std::string(t) + "_rank";
     if (r.has(ratio_key) && r.has(rank_key))
       fail(r.path_of(rank_key), "give " + ratio_key + " or " + rank_key + ", not both");
@@ -99,7 +109,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", c.warm_start ? 500 : 0, 0, kMaxInt));
   if (!c.warm_start && c.warmup_steps != 0)
     fail(r.path_of("warmup_steps"), "warm_start is false (random U0, compressed from step 0): expected 0 or no key");
-  c.topk_fraction = r.number_or("topk_fraction", 0.1, Bounds{0, 1, true, false});
+  c.topk_fraction = has_ratio && method == "topk" ? 1 - ratio : r.number_or("topk_fraction", 0.1, Bounds{0, 1, true, false});
   c.quantize_bits = static_cast<int>(r.integer_or("bits", 4, 4, 8));
   if (c.quantize_bits != 4 && c.quantize_bits != 8)
     fail(r.path_of("bits"), "expected 4 or 8, got " + std::to_string(c.quantize_bits));
@@ -109,6 +119,16 @@ CompressionConfig parse_compression(const ObjectReader& root) {
                       : WeightSync::all_reduce;
   c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
   c.sync_every = static_cast<int>(r.integer_or("sync_every", 1, 1, kMaxInt));
+  if (has_ratio && ratio == 0) {
+    // Uncompressed whatever the method: the identity codec, keeping only the keys
+    // every method shares (so to_json and back give the same scenario).
+    CompressionConfig plain;
+    plain.warmup_steps = c.warmup_steps;
+    plain.weight_sync = c.weight_sync;
+    plain.sync_fraction = c.sync_fraction;
+    plain.sync_every = c.sync_every;
+    c = plain;
+  }
   return c;
 }
 
@@ -117,7 +137,8 @@ TrainingConfig parse_training(const ObjectReader& root) {
   if (!root.has("training")) return t;
   const ObjectReader r =
       root.object("training", {"steps", "batch_size", "lr", "lr_warmup_steps", "weight_decay", "grad_clip",
-                               "seed", "data", "tokenizer", "eval_every", "validation_fraction", "eval_batches"});
+                               "seed", "data", "tokenizer", "eval_every", "validation_fraction", "eval_batches",
+                               "checkpoint_every"});
   t.steps = static_cast<int>(r.integer_or("steps", t.steps, 1, kMaxInt));
   t.batch_size = static_cast<int>(r.integer_or("batch_size", t.batch_size, 1, kMaxInt));
   t.lr = r.number_or("lr", t.lr, Bounds::above(0));
@@ -130,6 +151,7 @@ TrainingConfig parse_training(const ObjectReader& root) {
   t.eval_every = static_cast<int>(r.integer_or("eval_every", t.eval_every, 0, kMaxInt));
   t.validation_fraction = r.number_or("validation_fraction", t.validation_fraction, Bounds::half_open(0, 1));
   t.eval_batches = static_cast<int>(r.integer_or("eval_batches", t.eval_batches, 1, kMaxInt));
+  t.checkpoint_every = static_cast<int>(r.integer_or("checkpoint_every", t.checkpoint_every, 0, kMaxInt));
   return t;
 }
 
@@ -173,8 +195,11 @@ void check_across(const Scenario& s) {
 }  // namespace
 
 Scenario parse_document(const json& document) {
+  if (document.is_object() && document.contains("sweep"))
+    fail("sweep", "a sweep section makes this file a grid of scenarios: run it with \"lowband sweep FILE\" "
+                  "(check every point with \"lowband sweep FILE --dry-run\")");
   const ObjectReader root(document, "", {"name", "description", "model", "parallel", "compression", "network",
-                                         "devices", "training"});
+                                         "devices", "training", "projection"});
   Scenario s;
   s.name = root.string("name");
   check_name(root, s.name);
@@ -185,6 +210,7 @@ Scenario parse_document(const json& document) {
   s.network = parse_network(root);
   s.devices = parse_devices(root, s.network.nodes);
   s.training = parse_training(root);
+  s.projection = parse_projection(root);
   check_across(s);
   return s;
 }

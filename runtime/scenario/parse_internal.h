@@ -9,6 +9,8 @@ namespace lowband::scenario_detail {
 sim::NetworkSpec parse_network(const ObjectReader& root);
 // The optional "devices" section; node indices are checked against `nodes`.
 DeviceConfig parse_devices(const ObjectReader& root, int nodes);
+// The optional "projection" section (parse_projection.cpp).
+ProjectionConfig parse_projection(const ObjectReader& root);
 // The whole document, with the checks across sections.
 Scenario parse_document(const json& document);
 

@@ -3,6 +3,7 @@
 // for every key, its unit and default is scenarios/README.md.
 #include <cstdint>
 #include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,17 @@ struct TrainingConfig {
   int eval_every = 0;
   double validation_fraction = 0.1;  // held-out tail of the token stream, in [0, 1)
   int eval_batches = 4;              // validation batches per evaluation
+  int checkpoint_every = 100;        // steps between `lowband run` checkpoints (0: never)
+};
+
+struct Scenario;
+
+// A small run standing in for a large one (the MoS paper's Figure 2 reproduction):
+// `lowband run` trains this scenario's model for the loss curve but takes each
+// step's simulated seconds from `estimate` of `scenario`, a larger model on its
+// own network (runtime/train/projection.h). Null: no projection.
+struct ProjectionConfig {
+  std::shared_ptr<const Scenario> scenario;
 };
 
 struct Scenario {
@@ -116,6 +128,7 @@ struct Scenario {
   sim::NetworkSpec network;
   DeviceConfig devices;
   TrainingConfig training;
+  ProjectionConfig projection;
 };
 
 }  // namespace lowband

@@ -146,7 +146,7 @@ nlohmann::json to_json(const Scenario& s) {
   const auto& m = s.model;
   const auto& p = s.parallel;
   const auto& t = s.training;
-  return {
+  nlohmann::json out = {
       {"name", s.name},
       {"description", s.description},
       {"model",
@@ -164,8 +164,12 @@ nlohmann::json to_json(const Scenario& s) {
        {{"steps", t.steps}, {"batch_size", t.batch_size}, {"lr", t.lr}, {"lr_warmup_steps", t.lr_warmup_steps},
         {"weight_decay", t.weight_decay}, {"grad_clip", t.grad_clip}, {"seed", t.seed}, {"data", t.data},
         {"tokenizer", t.tokenizer}, {"eval_every", t.eval_every},
-        {"validation_fraction", t.validation_fraction}, {"eval_batches", t.eval_batches}}},
+        {"validation_fraction", t.validation_fraction}, {"eval_batches", t.eval_batches},
+        {"checkpoint_every", t.checkpoint_every}}},
   };
+  // Inline, so that a run directory's scenario.json says everything the run used.
+  if (s.projection.scenario) out["projection"] = {{"scenario", to_json(*s.projection.scenario)}};
+  return out;
 }
 
 }  // namespace lowband

@@ -19,6 +19,8 @@
 #include "runtime/data/dataset.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/projection.h"
 #include "runtime/train/run_files.h"
 #include "sim/replay.h"
 
@@ -64,7 +66,14 @@ class Replayer {
     }
     if (!todo.empty()) {
       const auto t0 = Clock::now();
-      const std::vector<sim::ReplayResult> fresh = sim::replay_batch(network_, todo);
+      // Cached (profile timing): each graph replayed alone, from SimGrid's clock 0. In a
+      // batch a graph starts at a later clock and its durations round differently in the
+      // last bits, so which batch first met it (flush timing, a resume) would show.
+      std::vector<sim::ReplayResult> fresh;
+      if (cache_)
+        for (const auto& g : todo) fresh.push_back(sim::replay(network_, g));
+      else
+        fresh = sim::replay_batch(network_, todo);
       wall_seconds += since(t0);
       for (size_t j = 0; j < fresh.size(); ++j) results_[todo_keys[j]] = fresh[j];
     }
@@ -104,39 +113,63 @@ std::string default_run_dir(const std::string& scenario_name) {
 
 namespace {
 
-// One network the training is timed on: its run directory, running totals and replays.
+// Whether the codec shrank this step's K/V messages (false in a MoS warm-up).
+bool compressed(const parallel::StepRecord& record, double uncompressed_kv_bytes) {
+  double sent = 0;
+  for (int r = 0; r < record.graph.ranks(); ++r) sent += record.graph.bytes_sent(r, "kv") + record.graph.bytes_sent(r, "dkv");
+  return sent < 0.999 * uncompressed_kv_bytes;
+}
+
+// One network the training is timed on: its run directory, running totals and
+// replays — or, with Scenario::projection, the projected scenario's step times.
 struct Target {
   Target(const Scenario& s, const std::string& out_dir, bool cache_replays)
-      : scenario(s), files(out_dir.empty() ? default_run_dir(s.name) : out_dir), replayer(scenario.network, cache_replays) {}
+      : scenario(s), files(out_dir.empty() ? default_run_dir(s.name) : out_dir), replayer(scenario.network, cache_replays) {
+    if (scenario.projection.scenario) projection.emplace(*scenario.projection.scenario);
+  }
   Scenario scenario;
   RunFiles files;
   RunTotals totals;
   Replayer replayer;
+  std::optional<StepTimeProjection> projection;
 };
 
-// A retime target must train exactly like the trained scenario.
+// A retime target must train exactly like the trained scenario: only what times
+// it (network, projection) and its name may differ.
 void check_retime_target(const Scenario& trained, const Scenario& target, size_t index) {
   Scenario same = target;
   same.name = trained.name;
   same.description = trained.description;
   same.network = trained.network;
+  same.projection = trained.projection;
   const std::string diff = scenario_difference(trained, same);
   if (!diff.empty())
     throw InputError("retime target " + std::to_string(index) + " (" + target.name + ")",
-                     "differs from the trained scenario in more than its network: " + diff);
+                     "differs from the trained scenario in more than its network and projection: " + diff);
 }
 
 }  // namespace
 
 RunResult run_training(const Scenario& scenario, const RunOptions& options) {
-  const int steps = options.steps >= 0 ? options.steps : scenario.training.steps;
+  // A resumed run's checkpoint is read and checked before anything is built or written.
+  std::optional<Checkpoint> resumed;
+  if (options.resume) resumed = checkpoint_to_resume(options.out_dir, scenario);
+  const int recorded_steps = resumed ? resumed->targets.front().totals.steps_planned : -1;
+  if (resumed && options.steps >= 0 && options.steps != recorded_steps)
+    throw InputError("--steps", "the run being resumed has " + std::to_string(recorded_steps) + " steps, got " +
+                                    std::to_string(options.steps));
+  const int steps = options.steps >= 0 ? options.steps : resumed ? recorded_steps : scenario.training.steps;
   if (steps < 1) throw InputError(options.steps >= 0 ? "--steps" : "training.steps", "must be at least 1");
-  for (size_t i = 0; i < options.also_timed_on.size(); ++i)
-    check_retime_target(scenario, options.also_timed_on[i].scenario, i);
+  const std::vector<RetimeTarget> retimes =
+      resumed ? retime_targets_to_resume(*resumed, options.also_timed_on, options.out_dir) : options.also_timed_on;
+  for (size_t i = 0; i < retimes.size(); ++i) check_retime_target(scenario, retimes[i].scenario, i);
+  if (resumed && resumed->complete) return completed_run_result(*resumed, options.out_dir);
+  const int start_step = resumed ? resumed->steps_done : 0;
   const parallel::ComputeTiming timing = compute_timing(scenario);
   auto codec = compress::make_kv_codec(scenario);
   const std::string codec_name = codec->describe();
   parallel::ContextTrainer trainer(scenario, std::move(codec), timing);
+  if (resumed) restore_trainer(trainer, *resumed, options.out_dir);
 
   const data::Dataset dataset = data::load_training_dataset(scenario);
   if (dataset.vocab_size > scenario.model.vocab)
@@ -155,14 +188,20 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   const bool cache_replays = timing == parallel::ComputeTiming::profile;
   std::vector<std::unique_ptr<Target>> targets;
   targets.push_back(std::make_unique<Target>(scenario, options.out_dir, cache_replays));
-  for (const RetimeTarget& t : options.also_timed_on)
+  for (const RetimeTarget& t : retimes)
     targets.push_back(std::make_unique<Target>(t.scenario, t.out_dir, cache_replays));
+  if (resumed) {
+    std::vector<std::string> dirs;
+    for (const auto& t : targets) dirs.push_back(t->files.dir());
+    truncate_steps_files(dirs, *resumed);  // lines after the checkpoint are trained again
+  }
   const double uncompressed_kv_bytes = parallel::build_context_parallel(scenario).uncompressed_kv_bytes;
   for (auto& t : targets) {
     t->files.write_scenario(to_json(t->scenario).dump(2) + "\n");
     RunTotals& totals = t->totals;
     totals.steps_planned = steps;
-    totals.tokens_per_step = double(shape.batch_size) * double(shape.seq_len);
+    totals.tokens_per_step =
+        t->projection ? t->projection->tokens_per_step() : double(shape.batch_size) * double(shape.seq_len);
     totals.uncompressed_kv_bytes_per_step = uncompressed_kv_bytes;
     totals.header = {{"scenario", t->scenario.name},
                      {"scenario_source", t->scenario.source},
@@ -174,6 +213,12 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
                      {"ranks", trainer.ranks()},
                      {"compute_timing", timing == parallel::ComputeTiming::measured ? "measured" : "profile"}};
     if (t.get() != targets.front().get()) totals.header["trained_in"] = targets.front()->files.dir();
+    if (t->projection) totals.header["time_projection"] = t->projection->describe();
+    if (resumed) {  // the totals as they were at the checkpoint
+      totals = resumed->targets[size_t(&t - &targets.front())].totals;
+      totals.header["run_dir"] = t->files.dir();
+      t->replayer.wall_seconds = totals.replay_wall_seconds;
+    }
     t->files.write_curve(totals.curve_csv);  // valid from the start, even if a step throws
     t->files.write_summary(totals.summary_json());
   }
@@ -184,6 +229,27 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   auto last_flush = Clock::now();
   RunResult result;
   result.run_dir = targets.front()->files.dir();
+  result.resumed_at_step = start_step;
+  if (options.log && resumed)
+    *options.log << "resuming " << result.run_dir << " at step " << start_step << "/" << steps << " (" << kCheckpointFile
+                 << ")\n";
+  const std::string scenario_json = to_json(scenario).dump();
+  auto take_checkpoint = [&](bool complete) {  // right after a flush: nothing pending
+    if (scenario.training.checkpoint_every <= 0) return;
+    Checkpoint c;
+    c.scenario_json = scenario_json;
+    c.steps_done = main_totals.steps_done;
+    c.complete = complete;
+    if (!complete) {
+      std::ostringstream state;
+      trainer.save_state(state);
+      c.trainer_state = state.str();
+    }
+    for (const auto& t : targets)
+      c.targets.push_back({std::filesystem::absolute(t->files.dir()).string(), to_json(t->scenario).dump(), t->totals,
+                           steps_file_bytes(t->files.dir())});
+    write_checkpoint(targets.front()->files.dir(), c);
+  };
 
   auto evaluate = [&]() -> std::optional<double> {
     if (val_batches.empty()) return std::nullopt;
@@ -202,25 +268,30 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
     for (auto& t : targets) {
       const std::vector<sim::ReplayResult> replays = t->replayer.replay(graphs);
       t->totals.replay_wall_seconds = t->replayer.wall_seconds;
-      for (size_t i = 0; i < pending.size(); ++i) t->totals.add(pending[i], replays[i], t->files);
+      for (size_t i = 0; i < pending.size(); ++i)
+        t->totals.add(pending[i],
+                      t->projection ? t->projection->step(compressed(pending[i].record, uncompressed_kv_bytes)) : replays[i],
+                      t->files);
       t->files.write_curve(t->totals.curve_csv);
       t->files.write_summary(t->totals.summary_json());
     }
     pending.clear();
     last_flush = Clock::now();
-    if (options.log && main_totals.steps_done > 0) {
+    if (options.log && main_totals.steps_done > start_step) {
       const double elapsed = since(t_start);
-      const double left = elapsed / main_totals.steps_done * (steps - main_totals.steps_done);
+      const int done_here = main_totals.steps_done - start_step;  // this process's steps
+      const double left = elapsed / done_here * (steps - main_totals.steps_done);
       *options.log << "step " << main_totals.steps_done << "/" << steps << "  loss " << std::fixed
                    << std::setprecision(4) << main_totals.last_train_loss << std::setprecision(0) << "  "
-                   << main_totals.tokens_per_step * main_totals.steps_done / std::max(elapsed, 1e-9)
+                   << double(shape.batch_size) * double(shape.seq_len) * done_here / std::max(elapsed, 1e-9)
                    << " tok/s  sim " << hms(main_totals.sim_total_seconds) << "  left "
                    << (last ? hms(0) : hms(left)) << std::defaultfloat << std::setprecision(6) << "\n"
                    << std::flush;
     }
   };
 
-  for (int k = 0; k < steps; ++k) {
+  bool stopped = false;
+  for (int k = start_step; k < steps; ++k) {
     const data::Batch batch = data::train_batch(split.train, shape, scenario.training.seed, uint64_t(k));
     PendingStep p;
     const auto t0 = Clock::now();
@@ -242,10 +313,20 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
       flush(true);
       break;
     }
+    const int every = scenario.training.checkpoint_every;
+    const bool checkpoint_now = every > 0 && (k + 1) % every == 0 && k + 1 < steps;  // the last one follows the loop
+    const bool stop_now = k + 1 == options.stop_after_steps;
     if (int(pending.size()) >= options.replay_every || since(last_flush) >= options.progress_interval_seconds ||
-        k + 1 == steps)
+        k + 1 == steps || checkpoint_now || stop_now)
       flush(k + 1 == steps);
+    if (checkpoint_now) take_checkpoint(false);
+    if (stop_now) {  // as if killed here: the steps are written, no checkpoint follows
+      stopped = true;
+      result.message = "stopped after " + std::to_string(k + 1) + " steps (RunOptions::stop_after_steps)";
+      break;
+    }
   }
+  if (!stopped) take_checkpoint(true);
   result.steps_done = main_totals.steps_done;
   result.final_train_loss = main_totals.last_train_loss;
   result.final_val_loss = main_totals.last_val_loss;

@@ -18,6 +18,13 @@
 // a synchronous run's losses do not depend on the network, so each extra target
 // gets its own run directory with the same losses and its own replays. `lowband
 // sweep` trains once per distinct numerics this way.
+//
+// Checkpoints (runtime/train/checkpoint.h): every training.checkpoint_every steps,
+// right after that step's replay batch is written, RUN_DIR/checkpoint.bin holds the
+// trainer's whole state and every target's totals; RunOptions::resume continues
+// from it bit for bit (the same steps.jsonl, curve.csv and summary.json as a run
+// never stopped, but for wall-clock figures), dropping steps.jsonl lines written
+// after it.
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -33,7 +40,7 @@ namespace lowband::train {
 
 // Another network to time the same training on, with its own run directory.
 struct RetimeTarget {
-  Scenario scenario;    // equal to the trained scenario except name, description, network
+  Scenario scenario;    // equal to the trained scenario except name, description, network, projection
   std::string out_dir;  // "": runs/<scenario name>-<UTC timestamp>
 };
 
@@ -46,6 +53,13 @@ struct RunOptions {
   double progress_interval_seconds = 5;  // at most one progress line per interval (and the last step)
   std::ostream* log = nullptr;       // progress lines and the dataset line; null: silent
   std::vector<RetimeTarget> also_timed_on;  // more networks for the same training
+  // Continue the run in out_dir from its checkpoint (checkpoint_to_resume): steps
+  // defaults to the recorded run's; also_timed_on to the recorded targets (or
+  // must match them). Nothing is written when the checkpoint says the run ended.
+  bool resume = false;
+  // For tests: stop once this many steps are done, after writing them but without
+  // a checkpoint, as a kill would (lines past the last checkpoint stay). < 0: off.
+  int stop_after_steps = -1;
 };
 
 struct RunResult {
@@ -59,6 +73,8 @@ struct RunResult {
   double wall_seconds = 0;
   double harness_overhead_fraction = 0;  // (recording + replay) wall / step wall
   nlohmann::json summary;        // what summary.json holds
+  int resumed_at_step = 0;       // steps restored from a checkpoint (0: trained from the start)
+  bool already_complete = false; // resume of a run that had ended: nothing trained
   // One per RunOptions::also_timed_on target, in order: its run directory, its
   // simulated seconds and its summary (losses equal the trained run's).
   struct Retimed {
@@ -70,8 +86,10 @@ struct RunResult {
 };
 
 // Throws InputError for a scenario it cannot train (see ContextTrainer), an
-// unusable output directory ("--out"), or a retime target that differs from the
-// trained scenario in more than its name, description and network.
+// unusable output directory ("--out"), a retime target that differs from the
+// trained scenario in more than its name, description and network, or (resume) a
+// checkpoint that is missing, damaged or for another scenario, or --steps other
+// than the recorded run's.
 RunResult run_training(const Scenario& scenario, const RunOptions& options);
 
 // The default run directory: runs/<name>-<YYYYmmdd-HHMMSS> (UTC), with -2, -3...

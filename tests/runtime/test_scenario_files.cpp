@@ -18,7 +18,7 @@ const std::string kScenarios = std::string(LOWBAND_SOURCE_DIR) + "/scenarios";
 
 std::vector<std::string> scenario_files() {
   std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(kScenarios))
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kScenarios))
     if (entry.path().extension() == ".json") files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   return files;
@@ -28,8 +28,8 @@ Scenario file(const std::string& name) { return load_scenario_file(kScenarios + 
 
 TEST(ScenarioFiles, EveryFileUnderScenariosValidates) {
   const auto files = scenario_files();
-  // The eight files the project ships; more may be added.
-  ASSERT_GE(files.size(), 8u);
+  // The eight files the project ships, and the Figure 2 reproduction's six; more may be added.
+  ASSERT_GE(files.size(), 14u);
   for (const auto& path : files) {
     SCOPED_TRACE(path);
     Scenario s;
@@ -204,6 +204,41 @@ TEST(ScenarioFiles, ToJsonRoundTripsAwkwardValuesExactly) {
   s.compression.v_rank_set = 7;
   const Scenario back = parse_scenario(to_json(s), "round-trip");
   EXPECT_EQ(scenario_difference(s, back), "");
+}
+
+}  // namespace
+}  // namespace lowband
+
+namespace lowband {
+namespace {
+
+// The Figure 2 reproduction (scenarios/figure2/, scripts/figure2.sh) trains the
+// centralized and decentralized runs once (--also-time-on): they must train
+// identically, and the MoS run may differ from them only in its compression.
+TEST(ScenarioFiles, Figure2TriosDifferOnlyWhereTheyShould) {
+  for (const std::string corpus : {"book", "web"}) {
+    SCOPED_TRACE(corpus);
+    const std::string base = kScenarios + "/figure2/fig2-" + corpus;
+    const Scenario central = load_scenario_file(base + "-centralized.json");
+    const Scenario decentral = load_scenario_file(base + "-decentralized.json");
+    const Scenario mos = load_scenario_file(base + "-mos.json");
+    ASSERT_TRUE(central.projection.scenario && decentral.projection.scenario && mos.projection.scenario);
+    EXPECT_EQ(central.projection.scenario->name, "mos-paper-centralized-100gbps");
+    EXPECT_EQ(decentral.projection.scenario->name, "mos-paper-decentralized-300mbps");
+    EXPECT_EQ(mos.projection.scenario->name, "mos-paper-mos-300mbps");
+    auto timing_only = [&](Scenario s) {
+      s.name = central.name;
+      s.description = central.description;
+      s.network = central.network;
+      s.projection = central.projection;
+      return s;
+    };
+    EXPECT_EQ(scenario_difference(central, timing_only(decentral)), "");
+    Scenario mos_numerics = timing_only(mos);
+    EXPECT_EQ(mos_numerics.compression.method, CompressionMethod::mos);
+    mos_numerics.compression = central.compression;
+    EXPECT_EQ(scenario_difference(central, mos_numerics), "");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,152 @@
+// `lowband sweep [SCENARIO] [--set k=v1,v2,...]... [--out SWEEP_DIR] [--jobs N]
+// [--threads N] [--steps N] [--dry-run]` and `lowband sweep --resume SWEEP_DIR`:
+// run a grid of scenarios (runtime/sweep/), training once per distinct numerics,
+// and write one run directory per point plus SWEEP_DIR/index.json. Exit status 3
+// when any point failed (the others still ran). The hidden `sweep-worker`
+// subcommand is one training of a sweep, started by the sweep itself.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "runtime/scenario/load.h"
+#include "runtime/sweep/grid.h"
+#include "runtime/sweep/runner.h"
+#include "runtime/sweep/worker.h"
+#include "runtime/train/run.h"
+
+namespace lowband::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SweepArgs {
+  ScenarioSource source;
+  std::string out, resume;
+  int jobs = 0, threads = 0, steps = 0;
+  bool dry_run = false;
+};
+
+std::string read_scenario_text(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(path, "no such scenario file");
+  if (!fs::is_regular_file(path, ec)) throw InputError(path, "not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw InputError(path, "cannot read the file");
+  return text.str();
+}
+
+// The program itself, started again for each training (runtime/sweep/worker.h).
+std::string self_executable() {
+  std::string path(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this program's path (/proc/self/exe)");
+  path.resize(size_t(n));
+  return path;
+}
+
+void print_plan(const sweep::SweepPlan& plan) {
+  std::cout << "sweep " << plan.base_name << " (" << plan.spec.source << "): " << plan.points.size() << " points, "
+            << plan.groups.size() << " trainings\n";
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    std::cout << "  training " << g + 1 << ": " << plan.points[plan.groups[g].front()].name;
+    if (plan.groups[g].size() > 1) std::cout << ", also timed on";
+    for (size_t k = 1; k < plan.groups[g].size(); ++k) std::cout << " " << plan.points[plan.groups[g][k]].name;
+    std::cout << "\n";
+  }
+  for (const auto& p : plan.points)
+    std::cout << "  point " << p.name << ": " << sweep::describe_settings(p.settings) << "\n";
+}
+
+void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
+  if (cmd.count("--jobs") && a.jobs < 1) throw InputError("--jobs", "must be at least 1");
+  if (cmd.count("--threads") && a.threads < 1) throw InputError("--threads", "must be at least 1");
+  if (cmd.count("--steps") && a.steps < 1) throw InputError("--steps", "must be at least 1");
+  std::string text, source, out = a.out;
+  std::vector<std::string> sets = a.source.sets;
+  if (!a.resume.empty()) {
+    if (!a.source.file.empty() || !a.source.builtin.empty() || !sets.empty() || cmd.count("--steps") ||
+        !a.out.empty())
+      throw InputError("--resume", "takes no SCENARIO, --builtin, --set, --steps or --out: the sweep is " + a.resume +
+                                       "/sweep.json (to change it, run lowband sweep FILE --out " + a.resume + ")");
+    source = (fs::path(a.resume) / "sweep.json").string();
+    if (!fs::is_regular_file(source)) throw InputError("--resume", a.resume + " is not a sweep directory (no sweep.json)");
+    text = read_scenario_text(source);
+    out = a.resume;
+  } else if (!a.source.file.empty()) {
+    if (!a.source.builtin.empty()) throw InputError("--builtin", "give a scenario file or --builtin, not both");
+    source = a.source.file;
+    text = read_scenario_text(source);
+  } else {
+    const std::string name = a.source.builtin.empty() ? "default" : a.source.builtin;
+    if (a.source.builtin.empty())
+      std::cerr << "lowband: no scenario file given: using the built-in scenario \"default\" (scenarios/"
+                << builtin_scenario_file(name) << ")\n";
+    source = "builtin:" + name;
+    text = builtin_scenario_text(name);
+  }
+  if (cmd.count("--steps")) sets.push_back("training.steps=" + std::to_string(a.steps));
+  const sweep::SweepPlan plan = sweep::plan_sweep(sweep::make_spec(text, source, sets));
+  if (a.dry_run) {
+    print_plan(plan);
+    return;
+  }
+  if (out.empty()) out = train::default_run_dir(plan.base_name + "-sweep");
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw InputError("--out", out + " is not a directory");
+  if (fs::is_directory(out, ec) && !fs::is_empty(out, ec) && !fs::exists(fs::path(out) / "index.json", ec))
+    throw InputError("--out", out + " exists and is not a sweep directory (no index.json): give a new or empty one");
+
+  sweep::SweepOptions options;
+  options.out_dir = out;
+  options.jobs = a.jobs;
+  options.threads = a.threads;
+  options.worker_exe = self_executable();
+  options.log = &std::cout;
+  const sweep::SweepResult r = sweep::run_sweep(plan, options);
+  std::cout << "\n" << sweep::summary_table(plan, r.states, out) << "\nsweep directory: " << out << " (index.json)\n";
+  if (r.failed > 0)
+    throw CommandFailed(std::to_string(r.failed) + " of " + std::to_string(plan.points.size()) +
+                            " points failed (see " + out + "/index.json); the others are done",
+                        3);
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "run a grid of scenarios (--set KEY=V1,V2,... or the file's \"sweep\" section), training once per "
+               "distinct numerics and timing it on every network; one run directory per point and index.json");
+  add_scenario_options(cmd, args->source);
+  cmd->get_option("--set")->description(
+      "override a key; a value with top-level commas is an axis of the grid, e.g. "
+      "--set network.bandwidth=80Mbps,1Gbps (repeatable)");
+  cmd->add_option("--out", args->out, "sweep directory (default runs/<scenario name>-sweep-<UTC timestamp>); "
+                                      "points already done there are skipped");
+  cmd->add_option("--resume", args->resume, "finish the sweep in this directory (reads its sweep.json)");
+  cmd->add_option("--jobs", args->jobs, "trainings at once (default: as many as fit, one per core)");
+  cmd->add_option("--threads", args->threads, "OpenMP threads per training (default OMP_NUM_THREADS, else cores / jobs)");
+  cmd->add_option("--steps", args->steps, "training steps of every point (sets training.steps)");
+  cmd->add_flag("--dry-run", args->dry_run, "validate every point and list the points and trainings; run nothing");
+  cmd->callback([args, cmd] { run_sweep_command(*args, *cmd); });
+
+  auto group_file = std::make_shared<std::string>();
+  CLI::App* worker = app.add_subcommand("sweep-worker", "one training of a sweep (started by lowband sweep)");
+  worker->group("");  // hidden from --help
+  worker->add_option("GROUP_FILE", *group_file)->required();
+  worker->callback([group_file] {
+    const int status = sweep::run_group_worker(*group_file);
+    if (status != 0) throw CommandFailed("sweep worker: the training failed (" + sweep::result_path(*group_file) + ")", status);
+  });
+}
+
+}  // namespace lowband::cli

@@ -1,0 +1,147 @@
+#include "runtime/report/figures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "runtime/report/run_metrics.h"
+
+namespace lowband::report {
+namespace {
+
+bool all_positive_and_spread(const std::vector<Series>& series, double spread) {
+  double lo = INFINITY, hi = 0;
+  for (const Series& s : series)
+    for (const auto& [x, y] : s.points) {
+      if (y <= 0) return false;
+      lo = std::min(lo, y);
+      hi = std::max(hi, y);
+    }
+  return hi > 0 && hi / lo > spread;
+}
+
+// "time per step projected to X" for the title, naming the runs when not all are projected.
+std::string projection_title(const std::vector<RunData>& runs) {
+  std::map<std::string, std::vector<std::string>> by_scenario;
+  for (const RunData& run : runs)
+    if (const auto p = time_projection(run)) by_scenario[p->scenario].push_back(run.label);
+  std::string text;
+  for (const auto& [scenario, labels] : by_scenario) {
+    text += "\ntime per step projected to " + scenario;
+    if (labels.size() == runs.size()) continue;
+    text += " (";
+    for (size_t i = 0; i < labels.size(); ++i) text += (i ? ", " : "") + labels[i];
+    text += ")";
+  }
+  return text;
+}
+
+Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
+  Figure f;
+  double largest_seconds = 0;
+  for (const RunData& run : runs)
+    for (const CurveRow& row : run.curve) largest_seconds = std::max(largest_seconds, row.sim_seconds);
+  const TimeUnit unit = time_unit_for(largest_seconds);
+  f.name = against_time ? "loss_vs_time" : "loss_vs_step";
+  f.title = against_time ? "Loss vs simulated wall-clock time" + projection_title(runs) : "Loss vs step";
+  f.x_label = against_time ? "simulated wall-clock time (" + unit.name + ")" : "step";
+  f.y_label = "loss (nats/token)";
+  f.x_from_zero = against_time;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Series train{runs[i].label + " train", {}, Series::Style::lines, int(i)};
+    Series val{runs[i].label + " validation", {}, Series::Style::linespoints, int(i)};
+    for (const CurveRow& row : runs[i].curve) {
+      const double x = against_time ? row.sim_seconds / unit.seconds : row.step;
+      if (std::isfinite(row.train_loss)) train.points.emplace_back(x, row.train_loss);
+      if (row.val_loss && std::isfinite(*row.val_loss)) val.points.emplace_back(x, *row.val_loss);
+    }
+    for (Series* s : {&train, &val})
+      if (!s->points.empty()) f.series.push_back(*s);
+    if (train.points.empty()) f.notes.push_back(runs[i].label + ": no finite training loss");
+  }
+  return f;
+}
+
+// One series per compression label, points sorted by bandwidth; `value` gives y in
+// the figure's unit or nullopt to leave the run out (with `why`).
+template <typename Value>
+std::vector<Series> by_compression(const std::vector<RunData>& runs, Value value, const std::string& why,
+                                   std::vector<std::string>& notes) {
+  std::vector<Series> series;
+  std::map<std::string, size_t> index;
+  for (const RunData& run : runs) {
+    const std::string label = compression_label(run);
+    if (!index.count(label)) {
+      index[label] = series.size();
+      series.push_back({label, {}, Series::Style::linespoints, int(series.size())});
+    }
+    const std::optional<double> y = value(run);
+    if (!y) {
+      notes.push_back(run.label + ": " + why);
+      continue;
+    }
+    series[index[label]].points.emplace_back(8 * run_bandwidth_bytes_per_s(run), *y);
+  }
+  std::vector<Series> kept;
+  for (Series& s : series) {
+    std::sort(s.points.begin(), s.points.end());
+    if (!s.points.empty()) kept.push_back(std::move(s));
+  }
+  return kept;
+}
+
+Figure tokens_figure(const std::vector<RunData>& runs) {
+  Figure f;
+  f.name = "tokens_per_s_vs_bandwidth";
+  f.title = "Simulated training throughput vs bandwidth" + projection_title(runs);
+  f.x_label = "bandwidth (bits/s, log scale)";
+  f.y_label = "simulated tokens/s";
+  f.log_x = f.x_is_bandwidth = true;
+  f.series = by_compression(
+      runs, [](const RunData& run) { return summary_number(run, "sim_tokens_per_s"); },
+      "no sim_tokens_per_s in summary.json", f.notes);
+  f.log_y = all_positive_and_spread(f.series, 30);
+  if (f.log_y) f.y_label += " (log scale)";
+  return f;
+}
+
+Figure time_to_target_figure(const std::vector<RunData>& runs, double target_loss, const std::string& origin) {
+  double largest_seconds = 0;
+  for (const RunData& run : runs)
+    if (const auto t = time_to_target_seconds(target_curve(run), target_loss))
+      largest_seconds = std::max(largest_seconds, *t);
+  const TimeUnit unit = time_unit_for(largest_seconds);
+  Figure f;
+  f.name = "time_to_target_vs_bandwidth";
+  f.title = "Simulated time to loss " + format_number(target_loss, 4) + " (" + origin + ") vs bandwidth" +
+            projection_title(runs);
+  f.x_label = "bandwidth (bits/s, log scale)";
+  f.y_label = "simulated time to target loss (" + unit.name + ")";
+  f.log_x = f.x_is_bandwidth = true;
+  bool smoothed = false;
+  f.series = by_compression(
+      runs,
+      [&](const RunData& run) -> std::optional<double> {
+        const TargetCurve curve = target_curve(run);
+        smoothed = smoothed || !curve.validation;
+        const auto t = time_to_target_seconds(curve, target_loss);
+        return t ? std::optional<double>(*t / unit.seconds) : std::nullopt;
+      },
+      "does not reach loss " + format_number(target_loss, 4), f.notes);
+  if (smoothed)
+    f.notes.push_back("runs with fewer than two validation losses use the training loss, a trailing mean of " +
+                      std::to_string(kTrainLossSmoothingSteps) + " steps");
+  f.log_y = all_positive_and_spread(f.series, 30);
+  if (f.log_y) f.y_label += ", log scale";
+  return f;
+}
+
+}  // namespace
+
+std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
+                                  const std::string& target_origin) {
+  return {loss_figure(runs, true), loss_figure(runs, false), tokens_figure(runs),
+          time_to_target_figure(runs, target_loss, target_origin)};
+}
+
+}  // namespace lowband::report

@@ -1,0 +1,41 @@
+#pragma once
+// The figures of `lowband plot`, as data: which series, which axes. Drawing them is
+// plot_gnuplot.h's job.
+//   loss_vs_time                 loss vs simulated wall-clock time, one train and one
+//                                validation series per run (the MoS paper's Figure 2)
+//   loss_vs_step                 the same against the step
+//   tokens_per_s_vs_bandwidth    simulated tokens/s, one series per compression, log x
+//   time_to_target_vs_bandwidth  simulated time to the target loss, one series per
+//                                compression, log x (runs that never reach it left out)
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/report/run_dir_reader.h"
+
+namespace lowband::report {
+
+struct Series {
+  enum class Style { lines, linespoints };
+  std::string title;
+  std::vector<std::pair<double, double>> points;  // (x, y), finite
+  Style style = Style::lines;
+  int color = 0;  // palette index: a run's train and validation series share one
+};
+
+struct Figure {
+  std::string name;                  // file stem
+  std::string title, x_label, y_label;
+  bool log_x = false, log_y = false;
+  bool x_is_bandwidth = false;       // x in bits/s, tics as "100 Mbps"
+  bool x_from_zero = false;          // time axes start at 0
+  std::vector<Series> series;        // only series with points
+  std::vector<std::string> notes;    // what was left out and why
+};
+
+// `target_loss` is the loss for time_to_target_vs_bandwidth; `target_origin` says
+// where it came from, for the title ("highest final loss" or "--target-loss").
+std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
+                                  const std::string& target_origin);
+
+}  // namespace lowband::report

@@ -1,0 +1,199 @@
+#include "runtime/report/plot_gnuplot.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/atomic_file.h"
+
+namespace lowband::report {
+namespace fs = std::filesystem;
+namespace {
+
+// Colour-blind-safe qualitative palette (Okabe–Ito, then Tableau); dashes after it repeats.
+const char* const kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
+                                "#56B4E9", "#000000", "#F0E442", "#8C564B", "#7F7F7F"};
+constexpr int kPaletteSize = int(sizeof kPalette / sizeof kPalette[0]);
+
+// A gnuplot double-quoted string.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double x) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.10g", x);
+  return text;
+}
+
+std::string terminal(const std::string& format) {
+  // noenhanced: run names with "_" stay as written instead of becoming subscripts.
+  if (format == "png") return "set terminal pngcairo noenhanced size 1280,720 font \"sans,12\"";
+  return "set terminal svg noenhanced size 1280,720 dynamic font \"sans,12\" background \"white\"";
+}
+
+std::string plot_command(const Figure& f) {
+  std::string cmd = "plot ";
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    const Series& s = f.series[i];
+    const bool points = s.style == Series::Style::linespoints;
+    cmd += std::string(i ? ", \\\n     " : "") + quoted(f.name + ".dat") + " index " + std::to_string(i) +
+           " using 1:2 with " + (points ? "linespoints pt 7 ps 1.1 lw 2" : "lines lw 1.5") + " lc rgb " +
+           quoted(kPalette[s.color % kPaletteSize]) + " dt " + std::to_string(1 + s.color / kPaletteSize % 5) +
+           " title " + quoted(s.title);
+  }
+  return cmd;
+}
+
+std::string read_tail(const std::string& path, size_t max_chars) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  return s.size() > max_chars ? "..." + s.substr(s.size() - max_chars) : s;
+}
+
+// Runs `program args...` in `dir` with stdout and stderr to `log_path`; returns its
+// exit status, or throws GnuplotError when it cannot be started.
+int run_in_dir(const std::string& program, const std::vector<std::string>& args, const std::string& dir,
+               const std::string& log_path) {
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) throw GnuplotError(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) throw GnuplotError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(status_pipe[0]);
+    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) {
+      ::dup2(log, 1);
+      ::dup2(log, 2);
+    }
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(program.c_str()));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    if (::chdir(dir.c_str()) == 0) ::execvp(program.c_str(), argv.data());
+    const int err = errno;  // only reached when chdir or exec failed: tell the parent why
+    (void)!::write(status_pipe[1], &err, sizeof err);
+    ::_exit(127);
+  }
+  ::close(status_pipe[1]);
+  int exec_errno = 0;
+  const ssize_t got = ::read(status_pipe[0], &exec_errno, sizeof exec_errno);
+  ::close(status_pipe[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (got == ssize_t(sizeof exec_errno)) {
+    if (exec_errno == ENOENT)
+      throw GnuplotError(program + " not found: install the Debian package gnuplot-nox (scripts/install-deps.sh "
+                                   "does), or set LOWBAND_GNUPLOT to a gnuplot program");
+    throw GnuplotError("cannot run " + program + ": " + std::strerror(exec_errno));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+bool is_image_format(const std::string& format) { return format == "png" || format == "svg"; }
+
+std::string gnuplot_program() {
+  const char* env = std::getenv("LOWBAND_GNUPLOT");
+  return env && *env ? env : "gnuplot";
+}
+
+void require_gnuplot() {
+  const int status = run_in_dir(gnuplot_program(), {"--version"}, ".", "/dev/null");
+  if (status != 0)
+    throw GnuplotError(gnuplot_program() + " --version failed (exit status " + std::to_string(status) +
+                       "): install the Debian package gnuplot-nox, or set LOWBAND_GNUPLOT to a gnuplot program");
+}
+
+std::string gnuplot_data(const Figure& f) {
+  std::string out = "# lowband plot: " + f.title + "\n# x: " + f.x_label + "\n# y: " + f.y_label + "\n";
+  for (const std::string& note : f.notes) out += "# note: " + note + "\n";
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    // Two blank lines separate gnuplot data blocks ("index i").
+    out += std::string(i ? "\n\n" : "") + "# series " + std::to_string(i) + ": " + f.series[i].title + "\n";
+    for (const auto& [x, y] : f.series[i].points) out += number(x) + " " + number(y) + "\n";
+  }
+  return out;
+}
+
+std::string gnuplot_script(const Figure& f, const std::vector<std::string>& formats) {
+  std::ostringstream gp;
+  gp << "# lowband plot: " << f.name << ". Data: " << f.name << ".dat (one block per series).\n"
+     << "# Redraw: cd into this directory, then gnuplot " << f.name << ".gp\n";
+  for (const std::string& format : formats)
+    gp << "if (!exists(\"" << format << "_out\")) " << format << "_out = " << quoted(f.name + "." + format) << "\n";
+  gp << "set title " << quoted(f.title) << "\n"
+     << "set xlabel " << quoted(f.x_label) << "\n"
+     << "set ylabel " << quoted(f.y_label) << "\n"
+     << "set grid\nset key outside right top box opaque\n";
+  if (f.log_x) gp << "set logscale x 10\nset mxtics 10\n";
+  if (f.log_y) gp << "set logscale y 10\n";
+  if (f.x_from_zero) gp << "set xrange [0:*]\n";
+  if (f.x_is_bandwidth) gp << "set format x \"%.0s %cbps\"\nset offsets graph 0.05, graph 0.05, 0, 0\n";
+  for (size_t i = 0; i < formats.size(); ++i) {
+    gp << terminal(formats[i]) << "\nset output " << formats[i] << "_out\n"
+       << (i == 0 ? plot_command(f) : "replot") << "\n";
+  }
+  gp << "set output\n";
+  return gp.str();
+}
+
+std::vector<std::string> render_figure(const Figure& f, const std::string& out_dir,
+                                       const std::vector<std::string>& formats) {
+  if (f.series.empty()) return {};
+  const std::string base = out_dir + "/" + f.name;
+  write_file_atomically(base + ".dat", gnuplot_data(f));
+  write_file_atomically(base + ".gp", gnuplot_script(f, formats));
+  const std::string suffix = ".tmp." + std::to_string(::getpid());
+  std::string assignments;
+  for (const std::string& format : formats)
+    assignments += format + "_out = " + quoted(f.name + "." + format + suffix) + "; ";
+  const std::string log_path = base + ".gnuplot-log" + suffix;
+  auto remove_temporaries = [&] {
+    for (const std::string& format : formats) fs::remove(base + "." + format + suffix);
+    fs::remove(log_path);
+  };
+  int status = 0;
+  try {
+    status = run_in_dir(gnuplot_program(), {"-e", assignments, f.name + ".gp"}, out_dir, log_path);
+  } catch (...) {
+    remove_temporaries();
+    throw;
+  }
+  const std::string log = read_tail(log_path, 2000);
+  for (const std::string& format : formats) {
+    const std::string tmp = base + "." + format + suffix;
+    std::error_code ec;
+    if (status != 0 || !fs::exists(tmp) || fs::file_size(tmp, ec) == 0) {
+      remove_temporaries();
+      throw GnuplotError(gnuplot_program() + " failed on " + base + ".gp (exit status " + std::to_string(status) +
+                         ", no " + format + " image): " + log);
+    }
+  }
+  std::vector<std::string> written = {base + ".dat", base + ".gp"};
+  for (const std::string& format : formats) {
+    fs::rename(base + "." + format + suffix, base + "." + format);
+    written.push_back(base + "." + format);
+  }
+  fs::remove(log_path);
+  return written;
+}
+
+}  // namespace lowband::report

@@ -1,0 +1,153 @@
+#include "runtime/report/report_table.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "common/error.h"
+#include "runtime/report/run_metrics.h"
+#include "runtime/scenario/units.h"
+
+namespace lowband::report {
+namespace {
+
+const char* kNone = "—";
+
+std::string cell(const std::optional<double>& x, int digits) { return x ? format_number(*x, digits) : kNone; }
+
+std::string escape_cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+ReportRow make_row(const RunData& run, double target_loss) {
+  ReportRow row;
+  row.label = run.label;
+  row.dir = run.dir;
+  row.compression = compression_label(run);
+  row.bandwidth_bytes_per_s = run_bandwidth_bytes_per_s(run);
+  row.tokens_per_s = summary_number(run, "sim_tokens_per_s");
+  const TargetCurve curve = target_curve(run);
+  row.target_from_validation = curve.validation;
+  row.time_to_target_seconds = time_to_target_seconds(curve, target_loss);
+  row.final_val_loss = summary_number(run, "final_val_loss");
+  if (row.final_val_loss) row.final_val_perplexity = std::exp(*row.final_val_loss);
+  row.bytes_per_step = summary_number(run, "bytes_sent_per_rank_per_step.total");
+  row.kv_bytes_saved_fraction = summary_number(run, "kv_bytes_saved_fraction");
+  row.kv_bytes_ratio = summary_number(run, "kv_bytes_ratio");
+  row.projection = time_projection(run);
+  row.diverged = run.summary.contains("diverged") && run.summary["diverged"].is_boolean() &&
+                 run.summary["diverged"].get<bool>();
+  row.steps_done = summary_number(run, "steps_done");
+  row.steps_planned = summary_number(run, "steps_planned");
+  return row;
+}
+
+std::string compression_cell(const ReportRow& row) {
+  if (!row.kv_bytes_saved_fraction) return kNone;
+  std::string text = format_number(100 * *row.kv_bytes_saved_fraction, 3) + " %";
+  if (row.kv_bytes_ratio && *row.kv_bytes_ratio > 0) text += " (" + format_number(1 / *row.kv_bytes_ratio, 3) + "×)";
+  return text;
+}
+
+std::string run_cell(const ReportRow& row, const std::map<std::string, std::string>& projection_marks) {
+  std::string text = "`" + escape_cell(row.label) + "`";
+  if (row.projection) text += " " + projection_marks.at(row.projection->scenario);
+  if (!row.target_from_validation) text += " ¹";
+  if (row.diverged) text += " (diverged)";
+  if (row.steps_done && row.steps_planned && *row.steps_done < *row.steps_planned)
+    text += " (" + format_number(*row.steps_done, 6) + "/" + format_number(*row.steps_planned, 6) + " steps)";
+  return text;
+}
+
+}  // namespace
+
+Report build_report(LoadedRuns loaded, const ReportRequest& request) {
+  Report report;
+  report.notes = loaded.notes;
+  if (!request.baseline_dir.empty()) {
+    report.baseline_given = true;
+    report.baseline = find_run(loaded.runs, request.baseline_dir);
+    if (!report.baseline) {
+      try {
+        loaded.runs.push_back(load_run_dir(request.baseline_dir));
+      } catch (const InputError& e) {
+        throw InputError("--baseline", e.what());
+      }
+      assign_labels(loaded.runs);
+      report.baseline = loaded.runs.size() - 1;
+    }
+  } else {
+    report.baseline = default_baseline(loaded.runs);
+  }
+  report.target_given = request.target_loss.has_value();
+  report.target_loss = request.target_loss ? *request.target_loss : default_target_loss(loaded.runs);
+  for (const RunData& run : loaded.runs) report.rows.push_back(make_row(run, report.target_loss));
+  if (report.baseline) {
+    const auto& base = report.rows[*report.baseline].time_to_target_seconds;
+    for (ReportRow& row : report.rows)
+      if (base && *base > 0 && row.time_to_target_seconds) row.time_to_target_vs_baseline = *row.time_to_target_seconds / *base;
+  }
+  return report;
+}
+
+std::string report_markdown(const Report& r) {
+  std::ostringstream out;
+  const std::string target = format_number(r.target_loss, 4);
+  out << "# lowband report: " << r.rows.size() << (r.rows.size() == 1 ? " run" : " runs") << "\n\n";
+  out << "- Target loss: **" << target << "**"
+      << (r.target_given ? " (`--target-loss`)."
+                         : ", the highest final loss among these runs, so that each reaches it (`--target-loss` sets another).")
+      << "\n";
+  out << "- Time to target: simulated time at which the validation loss first reaches the target, interpolated "
+         "linearly between evaluations.";
+  bool any_smoothed = false;
+  for (const ReportRow& row : r.rows) any_smoothed = any_smoothed || !row.target_from_validation;
+  if (any_smoothed)
+    out << " ¹ Fewer than two validation losses: the training loss, a trailing mean of " << kTrainLossSmoothingSteps
+        << " steps, is used instead.";
+  out << "\n";
+  if (r.baseline)
+    out << "- Baseline: `" << escape_cell(r.rows[*r.baseline].label) << "` (" << r.rows[*r.baseline].dir << "), "
+        << (r.baseline_given ? "given by `--baseline`." : "the uncompressed run with the highest bandwidth.") << "\n";
+  else
+    out << "- Baseline: none (no uncompressed run among these; `--baseline RUN_DIR` names one).\n";
+  out << "- Bandwidth: the scenario's `network.bandwidth`, or the slowest link of a clusters or explicit network. "
+         "Tokens/s and times are simulated (the modelled network), bytes are per rank (the busiest) per step.\n";
+  std::map<std::string, std::string> marks;  // projection scenario -> "†", "‡", ...
+  static const char* kMarks[] = {"†", "‡", "§", "¶"};
+  for (const ReportRow& row : r.rows) {
+    if (!row.projection || marks.count(row.projection->scenario)) continue;
+    const size_t n = marks.size();
+    const std::string& name = row.projection->scenario;
+    marks[name] = n < 4 ? kMarks[n] : "†" + std::to_string(n + 1);
+    out << "- " << marks[name] << " time per step projected to " << name
+        << ": the loss curve is the run's own, each step's simulated time is `estimate`'s for " << name
+        << (row.projection->description.empty() ? "" : " (" + escape_cell(row.projection->description) + ")")
+        << ". Bytes and K/V compression are the run's own"
+        << (row.projection->bytes_per_step ? "; at " + name + "'s scale a rank sends " +
+                                                 units::format_bytes(*row.projection->bytes_per_step) + " per step"
+                                           : "")
+        << ".\n";
+  }
+  for (const std::string& note : r.notes) out << "- Note: " << note << "\n";
+  out << "\n| run | bandwidth | compression | tokens/s | time to loss " << target
+      << " | final val loss | val perplexity | bytes sent per step | K/V bytes saved (measured) | time to target ÷ baseline |\n"
+      << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const ReportRow& row : r.rows) {
+    out << "| " << run_cell(row, marks) << " | " << units::format_bandwidth(row.bandwidth_bytes_per_s) << " | "
+        << escape_cell(row.compression) << " | " << cell(row.tokens_per_s, 4) << " | "
+        << (row.time_to_target_seconds ? format_time(*row.time_to_target_seconds) : "not reached") << " | "
+        << cell(row.final_val_loss, 5) << " | " << cell(row.final_val_perplexity, 4) << " | "
+        << (row.bytes_per_step ? units::format_bytes(*row.bytes_per_step) : kNone) << " | " << compression_cell(row)
+        << " | " << cell(row.time_to_target_vs_baseline, 3) << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace lowband::report

@@ -1,0 +1,273 @@
+#include "runtime/report/run_dir_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "runtime/scenario/load.h"
+#include "runtime/scenario/units.h"
+
+namespace lowband::report {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot read the file (missing?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+json read_json_object(const std::string& path) {
+  json doc;
+  try {
+    doc = json::parse(read_text(path));
+  } catch (const json::parse_error& e) {
+    throw InputError(path, std::string("invalid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) throw InputError(path, "expected a JSON object, got " + std::string(doc.type_name()));
+  return doc;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::stringstream in(line);
+  while (std::getline(in, cell, ',')) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+double parse_cell(const std::string& cell, const std::string& place) {
+  if (cell == "nan" || cell == "-nan") return std::numeric_limits<double>::quiet_NaN();
+  try {
+    size_t used = 0;
+    const double x = std::stod(cell, &used);
+    if (used == cell.size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw InputError(place, "expected a number, got \"" + cell + "\"");
+}
+
+std::vector<CurveRow> read_curve(const std::string& path) {
+  std::stringstream in(read_text(path));
+  std::string line;
+  if (!std::getline(in, line)) throw InputError(path, "empty file (expected a header line)");
+  const std::vector<std::string> header = split_csv_line(line);
+  std::map<std::string, size_t> column;
+  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  for (const char* needed : {"step", "sim_seconds", "train_loss"})
+    if (!column.count(needed)) throw InputError(path, std::string("no \"") + needed + "\" column in the header");
+  const bool has_val = column.count("val_loss") > 0;
+  std::vector<CurveRow> rows;
+  for (int line_no = 2; std::getline(in, line); ++line_no) {
+    if (line.empty()) continue;
+    const std::string place = path + ":" + std::to_string(line_no);
+    const std::vector<std::string> cells = split_csv_line(line);
+    if (cells.size() != header.size())
+      throw InputError(place, std::to_string(cells.size()) + " cells, the header has " + std::to_string(header.size()));
+    CurveRow row;
+    row.step = int(parse_cell(cells[column["step"]], place));
+    row.sim_seconds = parse_cell(cells[column["sim_seconds"]], place);
+    row.train_loss = parse_cell(cells[column["train_loss"]], place);
+    if (has_val && !cells[column["val_loss"]].empty()) row.val_loss = parse_cell(cells[column["val_loss"]], place);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// "runs/a/" -> "a".
+std::string dir_name(const std::string& path) {
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+std::string setting_text(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+std::string settings_text(const json& settings, bool skip_bandwidth) {
+  std::string out;
+  if (!settings.is_object()) return out;
+  for (const auto& [key, value] : settings.items()) {
+    const bool is_bandwidth = key == "bandwidth" || (key.size() > 10 && key.substr(key.size() - 10) == ".bandwidth");
+    if (skip_bandwidth && is_bandwidth) continue;
+    out += (out.empty() ? "" : ", ") + key + "=" + setting_text(value);
+  }
+  return out;
+}
+
+// Every "bandwidth" string anywhere under `node` (links, clusters, WAN, overrides).
+void collect_bandwidths(const json& node, std::vector<std::string>& out) {
+  if (node.is_object()) {
+    for (const auto& [key, value] : node.items()) {
+      if (key == "bandwidth" && value.is_string()) out.push_back(value.get<std::string>());
+      else collect_bandwidths(value, out);
+    }
+  } else if (node.is_array()) {
+    for (const auto& value : node) collect_bandwidths(value, out);
+  }
+}
+
+std::string ratio_text(const json& c, const char* ratio_key, const char* rank_key) {
+  if (c.contains(ratio_key) && c[ratio_key].is_number()) return setting_text(c[ratio_key]);
+  if (c.contains(rank_key) && c[rank_key].is_number()) return "rank " + setting_text(c[rank_key]);
+  return "?";
+}
+
+}  // namespace
+
+RunData load_run_dir(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw InputError(dir, "not a directory");
+  RunData run;
+  run.dir = dir;
+  run.scenario = read_json_object(dir + "/scenario.json");
+  run.summary = read_json_object(dir + "/summary.json");
+  run.curve = read_curve(dir + "/curve.csv");
+  if (run.summary.contains("scenario") && run.summary["scenario"].is_string())
+    run.name = run.summary["scenario"].get<std::string>();
+  else if (run.scenario.contains("name") && run.scenario["name"].is_string())
+    run.name = run.scenario["name"].get<std::string>();
+  else
+    run.name = dir_name(dir);
+  return run;
+}
+
+LoadedRuns load_runs(const std::vector<std::string>& paths, const std::string& place) {
+  LoadedRuns loaded;
+  for (const std::string& path : paths) {
+    const std::string index_path = path + "/index.json";
+    if (!fs::is_directory(path)) throw InputError(path, "not a directory");
+    if (!fs::exists(index_path)) {
+      if (!fs::exists(path + "/summary.json"))
+        throw InputError(path, "neither a run directory (no summary.json) nor a sweep directory (no index.json)");
+      loaded.runs.push_back(load_run_dir(path));
+      continue;
+    }
+    const json index = read_json_object(index_path);
+    const std::string sweep = index.contains("sweep") ? setting_text(index["sweep"]) : dir_name(path);
+    if (!index.contains("points") || !index["points"].is_array())
+      throw InputError(index_path, "\"points\" must be an array");
+    for (size_t i = 0; i < index["points"].size(); ++i) {
+      const json& point = index["points"][i];
+      const std::string where = index_path + ": points." + std::to_string(i);
+      if (!point.is_object() || !point.contains("run_dir") || !point["run_dir"].is_string())
+        throw InputError(where, "expected an object with a \"run_dir\" string");
+      const std::string dir = (fs::path(path) / point["run_dir"].get<std::string>()).string();
+      const bool has_status = point.contains("status");
+      const std::string status = has_status ? setting_text(point["status"]) : "";
+      if (has_status ? status != "done" : !fs::exists(dir + "/summary.json")) {
+        loaded.notes.push_back("sweep " + sweep + ": left out " + dir + " (" +
+                               (has_status ? "status " + status : "no status and no summary.json") + ")");
+        continue;
+      }
+      RunData run = load_run_dir(dir);
+      run.sweep = sweep;
+      run.sweep_settings = point.contains("settings") && point["settings"].is_object() ? point["settings"] : json::object();
+      loaded.runs.push_back(std::move(run));
+    }
+  }
+  if (loaded.runs.empty()) throw InputError(place, "no finished run among the directories given");
+  assign_labels(loaded.runs);
+  return loaded;
+}
+
+void assign_labels(std::vector<RunData>& runs) {
+  std::map<std::string, int> count;
+  for (const RunData& r : runs) ++count[r.name];
+  std::set<std::string> taken;
+  for (RunData& r : runs) {
+    std::string label = r.name;
+    if (count[r.name] > 1) {
+      const std::string settings = settings_text(r.sweep_settings, false);
+      label += " (" + (settings.empty() ? dir_name(r.dir) : settings) + ")";
+    }
+    const std::string base = label;
+    for (int n = 2; taken.count(label); ++n) label = base + " #" + std::to_string(n);
+    taken.insert(label);
+    r.label = label;
+  }
+}
+
+json timed_network(const RunData& run) {
+  const json& s = run.scenario;
+  if (s.contains("projection") && s["projection"].is_object() && s["projection"].contains("scenario")) {
+    const json& projected = s["projection"]["scenario"];
+    if (projected.is_object() && projected.contains("network")) return projected["network"];
+    if (projected.is_string()) {
+      const json builtin = json::parse(builtin_scenario_text(projected.get<std::string>()));
+      if (builtin.contains("network")) return builtin["network"];
+    }
+  }
+  return s.contains("network") ? s["network"] : json();
+}
+
+double run_bandwidth_bytes_per_s(const RunData& run) {
+  const std::string place = run.dir + "/scenario.json: network";
+  const json network = timed_network(run);
+  if (!network.is_object()) throw InputError(place, "no network section");
+  if (network.contains("bandwidth") && network["bandwidth"].is_string())
+    return units::parse_bandwidth(network["bandwidth"].get<std::string>(), place + ".bandwidth");
+  std::vector<std::string> found;
+  collect_bandwidths(network, found);
+  if (found.empty()) throw InputError(place, "no link bandwidth found");
+  double slowest = std::numeric_limits<double>::infinity();
+  for (const std::string& text : found) slowest = std::min(slowest, units::parse_bandwidth(text, place));
+  return slowest;
+}
+
+bool is_uncompressed(const RunData& run) {
+  const json& s = run.scenario;
+  if (!s.contains("compression") || !s["compression"].is_object()) return true;
+  const json& c = s["compression"];
+  return !c.contains("method") || setting_text(c["method"]) == "none";
+}
+
+std::string compression_label(const RunData& run) {
+  const std::string settings = settings_text(run.sweep_settings, true);
+  if (!settings.empty()) return settings;
+  if (is_uncompressed(run)) return "uncompressed";
+  const json& c = run.scenario["compression"];
+  const std::string method = setting_text(c["method"]);
+  if (method == "mos") return "mos K " + ratio_text(c, "k_ratio", "k_rank") + " / V " + ratio_text(c, "v_ratio", "v_rank");
+  if (method == "topk") return "topk " + (c.contains("topk_fraction") ? setting_text(c["topk_fraction"]) : "?");
+  if (method == "quantize") return "quantize " + (c.contains("bits") ? setting_text(c["bits"]) : "?") + "-bit";
+  return method;
+}
+
+std::optional<double> summary_number(const RunData& run, const std::string& dotted_path) {
+  const json* node = &run.summary;
+  std::stringstream parts(dotted_path);
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    if (!node->is_object() || !node->contains(part)) return std::nullopt;
+    node = &(*node)[part];
+  }
+  if (!node->is_number()) return std::nullopt;
+  const double x = node->get<double>();
+  return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
+}
+
+std::optional<TimeProjection> time_projection(const RunData& run) {
+  const json& s = run.summary;
+  if (!s.contains("time_projection") || !s["time_projection"].is_object()) return std::nullopt;
+  const json& p = s["time_projection"];
+  TimeProjection projection;
+  projection.scenario = p.contains("scenario") ? setting_text(p["scenario"]) : "(unnamed scenario)";
+  if (p.contains("description") && p["description"].is_string()) projection.description = p["description"].get<std::string>();
+  if (p.contains("bytes_per_rank_per_step") && p["bytes_per_rank_per_step"].is_object()) {
+    const json& total = p["bytes_per_rank_per_step"].value("total", json());
+    if (total.is_number()) projection.bytes_per_step = total.get<double>();
+  }
+  return projection;
+}
+
+}  // namespace lowband::report

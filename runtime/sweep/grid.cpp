@@ -1,0 +1,249 @@
+#include "runtime/sweep/grid.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include "common/error.h"
+#include "runtime/scenario/equal.h"
+#include "runtime/scenario/load.h"
+#include "runtime/scenario/parse_internal.h"
+
+namespace lowband::sweep {
+namespace {
+
+using nlohmann::json;
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Short labels for the keys sweeps vary most; others use their last path part.
+std::string label_of(const std::string& key) {
+  static const std::map<std::string, std::string> known = {
+      {"network.bandwidth", "bw"}, {"network.latency", "lat"}, {"compression.ratio", "r"}, {"compression.method", ""}};
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  std::string last;
+  size_t start = 0;
+  while (start <= key.size()) {
+    const size_t dot = std::min(key.find('.', start), key.size());
+    const std::string part = key.substr(start, dot - start);
+    if (!part.empty() && !std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isdigit(c); }))
+      last = part;
+    start = dot + 1;
+  }
+  return last;
+}
+
+// A value as it reads in a name: strings bare, the rest as JSON; characters a
+// scenario name may not hold become '_' (runs of them one, none at the ends).
+std::string name_text(const json& value) {
+  const std::string raw = value.is_string() ? value.get<std::string>() : value.dump();
+  std::string out;
+  for (const char ch : raw) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.';
+    if (ok) out += ch;
+    else if (!out.empty() && out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
+}
+
+std::string set_text(const std::string& key, const json& value) { return key + "=" + value.dump(); }
+
+// Everything after "PLACE: " in an InputError's message.
+std::string reason_of(const InputError& e) {
+  const std::string what = e.what();
+  const std::string prefix = e.place().empty() ? "" : e.place() + ": ";
+  return what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what;
+}
+
+std::vector<SweepPoint> cartesian_points(const std::vector<Axis>& axes) {
+  std::vector<SweepPoint> points(1);
+  for (const Axis& axis : axes) {  // first axis outermost: each later axis multiplies within it
+    std::vector<SweepPoint> next;
+    for (const SweepPoint& p : points)
+      for (const json& v : axis.values) {
+        SweepPoint q = p;
+        q.settings.emplace_back(axis.key, v);
+        next.push_back(std::move(q));
+      }
+    points = std::move(next);
+  }
+  return points;
+}
+
+// Names: base + "-" + label+value per axis; duplicates (values that read alike)
+// get their 1-based point number appended so every run directory differs.
+void name_points(std::vector<SweepPoint>& points, const std::string& base_name) {
+  for (SweepPoint& p : points) {
+    p.name = base_name;
+    for (const auto& [key, value] : p.settings) {
+      // "bw300Mbps", "r0.965"; a value starting with a letter gets a '_': "tokenizer_gpt2".
+      const std::string label = label_of(key), text = name_text(value);
+      const bool joined = !label.empty() && !text.empty() && std::isalpha(static_cast<unsigned char>(text[0]));
+      p.name += "-" + label + (joined ? "_" : "") + text;
+    }
+  }
+  std::map<std::string, int> count;
+  for (const SweepPoint& p : points) ++count[p.name];
+  for (size_t i = 0; i < points.size(); ++i)
+    if (count[points[i].name] > 1) points[i].name += "-p" + std::to_string(i + 1);
+}
+
+bool trains_alike(const Scenario& a, Scenario b) {
+  // What only times a run (train::RetimeTarget): name, network, projection.
+  b.name = a.name;
+  b.description = a.description;
+  b.network = a.network;
+  b.projection = a.projection;
+  return scenario_difference(a, b).empty();
+}
+
+}  // namespace
+
+std::vector<std::string> split_top_level(const std::string& text) {
+  std::vector<std::string> parts;
+  std::string current;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char ch : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      ++depth;
+    } else if (ch == ']' || ch == '}') {
+      depth = std::max(0, depth - 1);
+    } else if (ch == ',' && depth == 0) {
+      parts.push_back(trim(current));
+      current.clear();
+      continue;
+    }
+    current += ch;
+  }
+  parts.push_back(trim(current));
+  return parts;
+}
+
+json parse_set_value(const std::string& text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return value.is_discarded() ? json(text) : value;
+}
+
+SweepSpec make_spec(const std::string& text, const std::string& source, const std::vector<std::string>& sets) {
+  SweepSpec spec;
+  spec.source = source;
+  spec.base = scenario_detail::parse_json_text(text, source);  // syntax errors with line and column
+  if (spec.base.is_object() && spec.base.contains("sweep")) {
+    // Read again keeping key order: the section's keys are the axes, in file order.
+    const auto section = nlohmann::ordered_json::parse(text).at("sweep");
+    if (!section.is_object())
+      throw InputError(source, "sweep: expected an object of \"dotted.key\": [value, ...], e.g. "
+                               "{\"network.bandwidth\": [\"80Mbps\", \"1Gbps\"]}");
+    for (const auto& [key, values] : section.items()) {
+      const std::string place = source + ": sweep." + key;
+      if (!values.is_array() || values.empty()) throw InputError(place, "expected a non-empty array of values");
+      Axis axis{key, {}, place};
+      for (const auto& v : values) axis.values.push_back(json::parse(v.dump()));
+      spec.axes.push_back(std::move(axis));
+    }
+    spec.base.erase("sweep");
+  }
+  std::vector<std::string> set_axis_keys, plain_keys;
+  for (const std::string& set : sets) {
+    const std::string flag = "--set " + set;
+    const size_t eq = set.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError(flag, "expected PATH=VALUE, e.g. network.bandwidth=1Gbps");
+    const std::string key = set.substr(0, eq);
+    const std::vector<std::string> items = split_top_level(set.substr(eq + 1));
+    const auto given = [&](const std::vector<std::string>& keys) {
+      return std::find(keys.begin(), keys.end(), key) != keys.end();
+    };
+    if (given(set_axis_keys) || (items.size() > 1 && given(plain_keys)))
+      throw InputError(flag, key + " is given by more than one --set");
+    const auto section_axis =
+        std::find_if(spec.axes.begin(), spec.axes.end(), [&](const Axis& a) { return a.key == key; });
+    if (items.size() == 1) {  // a plain override; it fixes a section axis of the same key
+      if (section_axis != spec.axes.end()) spec.axes.erase(section_axis);
+      spec.sets.push_back(set);
+      plain_keys.push_back(key);
+      continue;
+    }
+    if (key == "name") throw InputError(flag, "the name cannot be swept: each point is named NAME-<its values>");
+    Axis axis{key, {}, flag};
+    for (const std::string& item : items) {
+      if (item.empty()) throw InputError(flag, "empty value in the list (values are separated by commas)");
+      axis.values.push_back(parse_set_value(item));
+    }
+    set_axis_keys.push_back(key);
+    if (section_axis != spec.axes.end()) *section_axis = std::move(axis);
+    else spec.axes.push_back(std::move(axis));
+  }
+  for (const Axis& axis : spec.axes)
+    if (axis.key == "name" || axis.key.find('=') != std::string::npos || axis.key.empty())
+      throw InputError(axis.place, "not a key a sweep can vary (the name is NAME-<values>; keys hold no '=')");
+  return spec;
+}
+
+SweepPlan plan_sweep(const SweepSpec& spec) {
+  SweepPlan plan;
+  plan.spec = spec;
+  json base = spec.base;
+  apply_overrides(base, spec.sets);  // path errors name the plain --set
+  plan.base_name = base.is_object() && base.contains("name") && base["name"].is_string()
+                      ? base["name"].get<std::string>()
+                      : "sweep";
+  plan.points = cartesian_points(spec.axes);
+  name_points(plan.points, plan.base_name);
+  for (SweepPoint& p : plan.points) {
+    std::vector<std::string> point_sets, all_sets = spec.sets;
+    for (const auto& [key, value] : p.settings) point_sets.push_back(set_text(key, value));
+    all_sets.insert(all_sets.end(), point_sets.begin(), point_sets.end());
+    const std::string at_point = " at point " + p.name + (p.settings.empty() ? "" : " (" + describe_settings(p.settings) + ")");
+    try {
+      json doc = base;
+      apply_overrides(doc, point_sets);
+      if (doc.is_object() && doc.contains("name") && doc["name"].is_string()) doc["name"] = p.name;
+      p.scenario = scenario_detail::parse_with_overrides(doc, spec.source, all_sets);
+    } catch (const InputError& e) {
+      // Blame the axis (its flag or sweep path) when one of the point's values is at fault.
+      std::string place = e.place();
+      for (size_t i = 0; i < point_sets.size(); ++i)
+        if (e.place() == "--set " + point_sets[i]) place = spec.axes[i].place;
+      throw InputError(place + at_point, reason_of(e));
+    }
+  }
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    auto group = std::find_if(plan.groups.begin(), plan.groups.end(), [&](const std::vector<size_t>& g) {
+      return trains_alike(plan.points[g.front()].scenario, plan.points[i].scenario);
+    });
+    if (group == plan.groups.end()) plan.groups.push_back({i});
+    else group->push_back(i);
+  }
+  return plan;
+}
+
+nlohmann::ordered_json sweep_document(const SweepSpec& spec) {
+  json base = spec.base;
+  apply_overrides(base, spec.sets);
+  auto doc = nlohmann::ordered_json::parse(base.dump());
+  auto section = nlohmann::ordered_json::object();
+  for (const Axis& axis : spec.axes) section[axis.key] = nlohmann::ordered_json::parse(json(axis.values).dump());
+  doc["sweep"] = section;
+  return doc;
+}
+
+std::string describe_settings(const std::vector<std::pair<std::string, json>>& settings) {
+  std::string out;
+  for (const auto& [key, value] : settings)
+    out += (out.empty() ? "" : ", ") + key + "=" +
+           (value.is_string() && !value.get<std::string>().empty() ? value.get<std::string>() : value.dump());
+  return out;
+}
+
+}  // namespace lowband::sweep

@@ -1,0 +1,67 @@
+#pragma once
+// `lowband sweep`'s grid: a base scenario document, the plain overrides, and the
+// axes (from `--set key=v1,v2,...` or the file's top-level "sweep" section). Every
+// point of the cartesian product (first axis outermost) is resolved into a
+// validated Scenario named base name + a suffix of its values
+// ("quickstart-bw300Mbps-r0.965"); points that train identically (they differ
+// only in name, description and network) form one group, trained once.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::sweep {
+
+struct Axis {
+  std::string key;                    // dotted scenario path, e.g. "network.bandwidth"
+  std::vector<nlohmann::json> values; // in the order given
+  std::string place;                  // where it was given, for errors: "--set k=a,b" or "FILE: sweep.k"
+};
+
+struct SweepSpec {
+  nlohmann::json base;              // the scenario document without its "sweep" section
+  std::string source;               // file path, or "builtin:NAME"
+  std::vector<std::string> sets;    // plain overrides "k=v", applied to base before each point's values
+  std::vector<Axis> axes;
+};
+
+struct SweepPoint {
+  std::string name;                               // also its run directory under the sweep directory
+  std::vector<std::pair<std::string, nlohmann::json>> settings;  // one per axis, in axis order
+  Scenario scenario;                              // resolved and validated
+};
+
+struct SweepPlan {
+  SweepSpec spec;
+  std::string base_name;                    // the scenario's name, before the points' suffixes
+  std::vector<SweepPoint> points;           // the cartesian product, first axis outermost
+  std::vector<std::vector<size_t>> groups;  // point indices that train identically; the first trains
+};
+
+// Splits "a,[1,2],\"x,y\"" at its top-level commas (not inside [] {} or "").
+std::vector<std::string> split_top_level(const std::string& text);
+
+// A --set or sweep value as apply_overrides reads it: JSON when it parses, else a string.
+nlohmann::json parse_set_value(const std::string& text);
+
+// Builds the spec from a scenario file's text: its "sweep" section (removed from
+// base) gives axes in the file's order; each --set with a top-level comma in its
+// value is an axis (replacing a section axis of the same key); the other --sets are
+// plain overrides (one of a section axis's key fixes it: the axis is dropped).
+// InputError naming the flag, "SOURCE: sweep.KEY" or the JSON syntax error.
+SweepSpec make_spec(const std::string& text, const std::string& source, const std::vector<std::string>& sets);
+
+// Resolves every point and groups them. InputError naming the axis's flag or sweep
+// path and the point, or the plain --set / source, when a point does not validate.
+SweepPlan plan_sweep(const SweepSpec& spec);
+
+// The spec as a scenario file with a "sweep" section (what SWEEP_DIR/sweep.json
+// holds): make_spec of its dump, with no sets, gives back the same points.
+nlohmann::ordered_json sweep_document(const SweepSpec& spec);
+
+// "network.bandwidth=80Mbps, compression.ratio=0.9"
+std::string describe_settings(const std::vector<std::pair<std::string, nlohmann::json>>& settings);
+
+}  // namespace lowband::sweep

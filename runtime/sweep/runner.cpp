@@ -1,0 +1,211 @@
+#include "runtime/sweep/runner.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iomanip>
+#include <ostream>
+#include <stdexcept>
+#include <thread>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "runtime/sweep/worker.h"
+
+extern char** environ;
+
+namespace lowband::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+int omp_num_threads_env() {
+  const char* text = std::getenv("OMP_NUM_THREADS");
+  const int n = text ? std::atoi(text) : 0;  // "4" or "4,2" (nested levels): the first level
+  return std::max(n, 0);
+}
+
+// Mirrors runtime/train/run.cpp: compute seconds measured on this CPU (not from
+// a device profile) change when trainings share the CPU.
+bool measured_timing(const Scenario& s) {
+  if (s.devices.timing != DeviceTiming::automatic) return s.devices.timing == DeviceTiming::measured;
+  if (s.devices.default_profile.name != "cpu") return false;
+  for (const auto& [node, profile] : s.devices.node_profiles)
+    if (node < s.parallel.context && profile.name != "cpu") return false;
+  return true;
+}
+
+pid_t spawn_worker(const std::string& exe, const std::string& group_file, const std::string& log_file) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // The worker's progress lines go to its log, so parallel trainings do not interleave here.
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<std::string> args = {exe, "sweep-worker", group_file};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start the sweep worker " + exe + ": " + std::strerror(rc));
+  return pid;
+}
+
+std::string exit_description(int status) {
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+struct Running {
+  size_t group = 0;
+  pid_t pid = 0;
+  std::string group_file, log_file;
+  Clock::time_point started;
+};
+
+}  // namespace
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+Parallelism choose_parallelism(int requested_jobs, int requested_threads, int trainings, int cores) {
+  cores = std::max(cores, 1);
+  Parallelism p;
+  if (requested_jobs > 0) p.jobs = requested_jobs;
+  else if (requested_threads > 0) p.jobs = std::max(1, cores / requested_threads);
+  else p.jobs = cores;
+  p.jobs = std::max(1, std::min(p.jobs, std::max(trainings, 1)));
+  p.threads = requested_threads > 0 ? requested_threads : std::max(1, cores / p.jobs);
+  return p;
+}
+
+SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) {
+  const fs::path dir(options.out_dir);
+  std::error_code ec;
+  fs::create_directories(dir / "groups", ec);
+  if (ec) throw InputError("--out", "cannot create the sweep directory " + dir.string() + ": " + ec.message());
+
+  SweepResult result;
+  result.states = previous_states(plan, dir.string());
+  std::vector<size_t> todo;  // groups with points still to run
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    std::string trainer;
+    for (size_t i : plan.groups[g]) {
+      if (result.states[i].status == PointStatus::done) {
+        ++result.skipped;
+        continue;
+      }
+      if (trainer.empty()) trainer = plan.points[i].name;
+      result.states[i] = {PointStatus::pending, trainer, ""};
+    }
+    if (!trainer.empty()) todo.push_back(g);
+  }
+  const auto write_index = [&] {
+    write_file_atomically((dir / "index.json").string(), index_json(plan, result.states).dump(2) + "\n");
+  };
+  write_file_atomically((dir / "sweep.json").string(), sweep_document(plan.spec).dump(2) + "\n");
+  write_index();
+
+  const int threads_wanted = options.threads > 0 ? options.threads : omp_num_threads_env();
+  const Parallelism par = choose_parallelism(options.jobs, threads_wanted, int(todo.size()), available_cores());
+  std::ostream* log = options.log;
+  if (log) {
+    *log << "sweep " << dir.string() << ": " << plan.points.size() << " points, " << plan.groups.size()
+         << " trainings";
+    if (result.skipped) *log << " (" << result.skipped << " points already done)";
+    *log << "; " << par.jobs << " at a time, " << par.threads << " OpenMP thread(s) each\n";
+    bool measured = false;
+    for (size_t g : todo) measured = measured || measured_timing(plan.points[plan.groups[g].front()].scenario);
+    if (measured && par.jobs > 1)
+      *log << "note: compute seconds are measured on this CPU (devices.timing) while " << par.jobs
+           << " trainings share it; set devices.timing=profile for simulated times independent of --jobs\n";
+    *log << std::flush;
+  }
+
+  const auto start = [&](size_t g) {
+    Running r{g, 0, (dir / "groups" / ("g" + std::to_string(g + 1) + ".json")).string(),
+              (dir / "groups" / ("g" + std::to_string(g + 1) + ".log")).string(), Clock::now()};
+    std::vector<const SweepPoint*> points;
+    std::vector<std::string> out_dirs;
+    for (size_t i : plan.groups[g]) {
+      if (result.states[i].status == PointStatus::done) continue;
+      fs::remove_all(dir / plan.points[i].name);  // a stale, unfinished run: start it afresh
+      points.push_back(&plan.points[i]);
+      out_dirs.push_back((dir / plan.points[i].name).string());
+    }
+    fs::remove(result_path(r.group_file));
+    write_group_file(r.group_file, points, out_dirs, par.threads);
+    r.pid = spawn_worker(options.worker_exe, r.group_file, r.log_file);
+    if (log) {
+      *log << "group " << g + 1 << "/" << plan.groups.size() << " started: " << points.front()->name;
+      if (points.size() > 1) *log << " (also timed on " << points.size() - 1 << " more network(s))";
+      *log << "\n" << std::flush;
+    }
+    return r;
+  };
+  const auto finish = [&](const Running& r, int status) {
+    GroupResult g = read_group_result(r.group_file);
+    if (!g.ok && g.message == "the worker wrote no result")
+      g.message = "the sweep worker " + exit_description(status) + " (log: " + r.log_file + ")";
+    for (size_t i : plan.groups[r.group]) {
+      if (result.states[i].status == PointStatus::done) continue;
+      result.states[i].status = g.ok ? PointStatus::done : PointStatus::failed;
+      result.states[i].message = g.ok ? "" : g.message;
+      if (!g.ok) ++result.failed;
+    }
+    ++result.trainings;
+    write_index();
+    if (log) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - r.started).count();
+      *log << "group " << r.group + 1 << "/" << plan.groups.size() << (g.ok ? " done" : " FAILED") << " in "
+           << std::fixed << std::setprecision(1) << seconds << std::defaultfloat << " s"
+           << (g.ok ? "" : ": " + g.message) << "\n" << std::flush;
+    }
+  };
+
+  std::vector<Running> running;
+  size_t next = 0;
+  while (next < todo.size() || !running.empty()) {
+    while (next < todo.size() && int(running.size()) < par.jobs) {
+      const size_t g = todo[next++];
+      try {
+        running.push_back(start(g));
+      } catch (const std::exception& e) {  // could not start: the group fails, the others go on
+        Running r{g, 0, (dir / "groups" / ("g" + std::to_string(g + 1) + ".json")).string(), "", Clock::now()};
+        write_file_atomically(result_path(r.group_file), nlohmann::json{{"ok", false}, {"message", e.what()}}.dump());
+        finish(r, 0);
+      }
+    }
+    // Poll our own children only (waitpid(-1) could reap a caller's).
+    bool reaped = false;
+    for (size_t k = 0; k < running.size(); ++k) {
+      int status = 0;
+      const pid_t done = ::waitpid(running[k].pid, &status, WNOHANG);
+      if (done == running[k].pid || (done < 0 && errno != EINTR)) {
+        finish(running[k], status);
+        running.erase(running.begin() + long(k));
+        reaped = true;
+        break;
+      }
+    }
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return result;
+}
+
+}  // namespace lowband::sweep

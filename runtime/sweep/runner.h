@@ -1,0 +1,46 @@
+#pragma once
+// Runs a sweep plan: one training per group (runtime/sweep/grid.h), each in a
+// worker process (runtime/sweep/worker.h), up to `jobs` at once, writing
+// SWEEP_DIR/index.json (runtime/sweep/index.h) atomically at the start and after
+// every group, and SWEEP_DIR/sweep.json (the spec as a scenario file with a sweep
+// section, what --resume reads). Points already done in SWEEP_DIR (same resolved
+// scenario, finished) are skipped. SWEEP_DIR/groups/ holds each training's group
+// file, result and log (the training's progress lines).
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "runtime/sweep/grid.h"
+#include "runtime/sweep/index.h"
+
+namespace lowband::sweep {
+
+struct SweepOptions {
+  std::string out_dir;     // the sweep directory (required)
+  int jobs = 0;            // trainings at once; 0: as many as fit (below)
+  int threads = 0;         // OpenMP threads per training; 0: OMP_NUM_THREADS, else cores / jobs
+  std::string worker_exe;  // the lowband program, run as `worker_exe sweep-worker GROUP_FILE`
+  std::ostream* log = nullptr;  // one line per group start and finish
+};
+
+// How many trainings run at once and with how many threads each, so that
+// jobs x threads <= cores: given jobs -> threads = cores / jobs; given threads (or
+// OMP_NUM_THREADS) -> jobs = cores / threads; neither -> one job per core, as many
+// as there are trainings, the cores shared among them. Never more jobs than trainings.
+struct Parallelism {
+  int jobs = 1;
+  int threads = 1;
+};
+Parallelism choose_parallelism(int requested_jobs, int requested_threads, int trainings, int cores);
+int available_cores();  // the CPUs this process may run on
+
+struct SweepResult {
+  std::vector<PointState> states;
+  int failed = 0;       // points
+  int skipped = 0;      // points done before this run
+  int trainings = 0;    // groups trained by this run
+};
+
+SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options);
+
+}  // namespace lowband::sweep

@@ -1,0 +1,80 @@
+#include "runtime/sweep/worker.h"
+
+#include <omp.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "runtime/scenario/load.h"
+#include "runtime/train/run.h"
+
+namespace lowband::sweep {
+namespace {
+
+using nlohmann::json;
+
+void write_result(const std::string& group_file, const GroupResult& r) {
+  write_file_atomically(result_path(group_file), json{{"ok", r.ok}, {"message", r.message}}.dump(2) + "\n");
+}
+
+}  // namespace
+
+void write_group_file(const std::string& path, const std::vector<const SweepPoint*>& points,
+                      const std::vector<std::string>& out_dirs, int threads) {
+  json list = json::array();
+  for (size_t i = 0; i < points.size(); ++i)
+    list.push_back({{"scenario", to_json(points[i]->scenario)},
+                    {"source", points[i]->scenario.source},
+                    {"out_dir", out_dirs[i]}});
+  write_file_atomically(path, json{{"threads", threads}, {"points", list}}.dump(2) + "\n");
+}
+
+std::string result_path(const std::string& group_file) {
+  const std::string suffix = ".json";
+  const bool has = group_file.size() >= suffix.size() &&
+                   group_file.compare(group_file.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (has ? group_file.substr(0, group_file.size() - suffix.size()) : group_file) + ".result.json";
+}
+
+GroupResult read_group_result(const std::string& group_file) {
+  std::ifstream in(result_path(group_file));
+  const json j = in ? json::parse(in, nullptr, /*allow_exceptions=*/false) : json(nullptr);
+  if (!j.is_object()) return {false, "the worker wrote no result"};
+  return {j.value("ok", false), j.value("message", std::string("the worker gave no message"))};
+}
+
+int run_group_worker(const std::string& group_file) {
+  GroupResult result;
+  try {
+    std::ifstream in(group_file);
+    if (!in) throw InputError(group_file, "cannot read the sweep group file");
+    const json group = json::parse(in);
+    // Before any OpenMP or oneDNN code runs in this process, so it holds from the start.
+    const int threads = group.at("threads").get<int>();
+    if (threads > 0) omp_set_num_threads(threads);
+    const json& points = group.at("points");
+    if (!points.is_array() || points.empty()) throw InputError(group_file, "no points in the sweep group");
+    const auto scenario_of = [](const json& p) {
+      return parse_scenario(p.at("scenario"), p.at("source").get<std::string>());
+    };
+    const Scenario trained = scenario_of(points[0]);
+    train::RunOptions options;
+    options.out_dir = points[0].at("out_dir").get<std::string>();
+    options.log = &std::cout;
+    for (size_t i = 1; i < points.size(); ++i)
+      options.also_timed_on.push_back({scenario_of(points[i]), points[i].at("out_dir").get<std::string>()});
+    std::cout << "training " << trained.name << " with " << threads << " OpenMP threads; also timed on "
+              << options.also_timed_on.size() << " more network(s)\n";
+    const train::RunResult r = train::run_training(trained, options);
+    result = {!r.diverged, r.message};
+  } catch (const std::exception& e) {
+    result = {false, e.what()};
+  }
+  std::cout << (result.ok ? "done" : "failed: " + result.message) << "\n" << std::flush;
+  write_result(group_file, result);
+  return result.ok ? 0 : 3;
+}
+
+}  // namespace lowband::sweep

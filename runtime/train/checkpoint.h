@@ -1,0 +1,91 @@
+#pragma once
+// RUN_DIR/checkpoint.bin: what `lowband run --resume RUN_DIR` needs to continue a
+// run exactly where the checkpoint was taken (runtime/train/run.h takes one every
+// training.checkpoint_every steps, right after a replay batch is written, and a last
+// one, marked complete, when the run ends).
+//
+// File layout (native byte order, common/binary_io.h):
+//   8 bytes  magic "LBCKPT\r\n"
+//   u64      format version (kCheckpointVersion)
+//   u64      payload bytes
+//   u64      checksum of the payload (binary::checksum64)
+//   payload: the resolved scenario JSON, steps done, complete flag, the trainer's
+//            state (ContextTrainer::save_state) and, per output target, its
+//            RunTotals and the byte length of its steps.jsonl at the checkpoint
+//            (lines after it were written by a process that died before the next
+//            checkpoint: the resumed run drops them and computes them again).
+// It is written atomically (temporary file, then rename), so a kill at any moment
+// leaves the previous checkpoint or the new one, never half of one. The last one,
+// marked complete, keeps the totals but no trainer state (nothing is left to train).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/scenario/scenario.h"
+#include "runtime/train/run.h"
+#include "runtime/train/run_files.h"
+
+namespace lowband::train {
+
+constexpr const char* kCheckpointFile = "checkpoint.bin";
+constexpr uint64_t kCheckpointVersion = 1;
+
+// One output target's files at the checkpoint.
+struct TargetCheckpoint {
+  std::string run_dir;        // absolute
+  std::string scenario_json;  // to_json(its scenario).dump()
+  RunTotals totals;
+  uint64_t steps_jsonl_bytes = 0;
+};
+
+struct Checkpoint {
+  std::string scenario_json;  // to_json(scenario).dump(): what the run was started with
+  int steps_done = 0;         // the next step to train is this index (from 0)
+  bool complete = false;      // the run ended (all steps, or diverged): nothing to resume
+  std::string trainer_state;  // ContextTrainer::save_state; empty when complete
+  std::vector<TargetCheckpoint> targets;  // the trained run first, then RunOptions::also_timed_on
+};
+
+std::string checkpoint_path(const std::string& run_dir);
+
+// Writes checkpoint_path(run_dir) atomically.
+void write_checkpoint(const std::string& run_dir, const Checkpoint& checkpoint);
+
+// Reads and verifies a checkpoint. InputError naming the file when it is missing,
+// not a checkpoint, of another format version, truncated or damaged.
+Checkpoint read_checkpoint(const std::string& path);
+
+// The byte length of RUN_DIR/steps.jsonl now (0 when there is none).
+uint64_t steps_file_bytes(const std::string& run_dir);
+
+// For a resumed run: the checkpoint in run_dir, checked against the scenario to
+// train. nullopt when run_dir holds neither a checkpoint nor a step yet (the run
+// starts again from step 0). InputError("--resume") when run_dir is no directory;
+// InputError naming checkpoint.bin when it is missing but steps were written (the
+// run stopped before its first checkpoint, or checkpoint_every is 0), unreadable, or
+// written for another scenario (naming the first key that differs).
+std::optional<Checkpoint> checkpoint_to_resume(const std::string& run_dir, const Scenario& scenario);
+
+// The retime targets of a resumed run: those the checkpoint records when `given` is
+// empty, else `given`, which must match them (count, scenarios; InputError otherwise).
+std::vector<RetimeTarget> retime_targets_to_resume(const Checkpoint& checkpoint, const std::vector<RetimeTarget>& given,
+                                                   const std::string& run_dir);
+
+// Loads the checkpoint's trainer state; InputError naming the checkpoint when it does
+// not fit the trainer (another build or shape).
+void restore_trainer(parallel::ContextTrainer& trainer, const Checkpoint& checkpoint, const std::string& run_dir);
+
+// What run_training returns for a run whose checkpoint says it ended.
+RunResult completed_run_result(const Checkpoint& checkpoint, const std::string& run_dir);
+
+// Cuts each target's steps.jsonl back to its length at the checkpoint, dropping the
+// lines a killed process appended after it. Checks every file before cutting any:
+// InputError naming a file shorter than recorded or not ending a line there.
+void truncate_steps_files(const std::vector<std::string>& run_dirs, const Checkpoint& checkpoint);
+
+// RunTotals to and from bytes, bit-exact (doubles as their bits); exposed for tests.
+std::string encode_totals(const RunTotals& totals);
+RunTotals decode_totals(const std::string& bytes);  // throws binary::BinaryFormatError
+
+}  // namespace lowband::train

@@ -1,0 +1,138 @@
+// Resuming what cannot be resumed: each case is an InputError naming the place
+// (the checkpoint file, --resume, --steps) and leaves the run directory as it was.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/run.h"
+#include "tests/runtime/test_resume_support.h"
+
+namespace lowband::train::test {
+namespace {
+
+class ResumeErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("lowband_resume_err_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    // Stopped after 6 steps: a checkpoint at 4, lines 5 and 6 past it.
+    RunOptions o;
+    o.out_dir = dir_.string();
+    o.stop_after_steps = 6;
+    run_training(resume_tiny(), o);
+    steps_before_ = slurp(dir_ / "steps.jsonl");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The InputError's message of resuming `s` (fails the test when none is thrown).
+  std::string resume_error(const Scenario& s, int steps = -1, const std::string& dir = "") {
+    RunOptions o;
+    o.out_dir = dir.empty() ? dir_.string() : dir;
+    o.resume = true;
+    o.steps = steps;
+    try {
+      run_training(s, o);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no InputError";
+    return "";
+  }
+  void expect_untouched() { EXPECT_EQ(slurp(dir_ / "steps.jsonl"), steps_before_); }
+
+  std::string checkpoint_bytes() { return slurp(dir_ / "checkpoint.bin"); }
+  void write_checkpoint_bytes(const std::string& bytes) {
+    std::ofstream(dir_ / "checkpoint.bin", std::ios::binary | std::ios::trunc) << bytes;
+  }
+
+  fs::path dir_;
+  std::string steps_before_;
+};
+
+TEST_F(ResumeErrors, AnotherScenarioNamesTheKey) {
+  const std::string e = resume_error(resume_tiny({"training.lr=0.02"}));
+  EXPECT_NE(e.find("checkpoint.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("training.lr"), std::string::npos) << e;
+  expect_untouched();
+}
+
+TEST_F(ResumeErrors, DamagedCheckpoint) {
+  std::string bytes = checkpoint_bytes();
+  bytes[bytes.size() / 2] ^= 0x5a;
+  write_checkpoint_bytes(bytes);
+  const std::string e = resume_error(resume_tiny());
+  EXPECT_NE(e.find("checkpoint.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("damaged"), std::string::npos) << e;
+  expect_untouched();
+}
+
+TEST_F(ResumeErrors, TruncatedCheckpoint) {
+  write_checkpoint_bytes(checkpoint_bytes().substr(0, 1000));
+  const std::string e = resume_error(resume_tiny());
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+  write_checkpoint_bytes(checkpoint_bytes().substr(0, 12));  // inside the header
+  EXPECT_NE(resume_error(resume_tiny()).find("truncated"), std::string::npos);
+  expect_untouched();
+}
+
+TEST_F(ResumeErrors, ForeignFileAndOtherVersion) {
+  const std::string good = checkpoint_bytes();
+  write_checkpoint_bytes("{\"not\": \"a checkpoint\"}\n");
+  EXPECT_NE(resume_error(resume_tiny()).find("not a lowband checkpoint"), std::string::npos);
+  std::string newer = good;
+  newer[8] = char(kCheckpointVersion + 1);  // the version's low byte
+  write_checkpoint_bytes(newer);
+  EXPECT_NE(resume_error(resume_tiny()).find("format version"), std::string::npos);
+  expect_untouched();
+}
+
+TEST_F(ResumeErrors, MissingDirectoryOrCheckpoint) {
+  const std::string e = resume_error(resume_tiny(), -1, (dir_ / "nowhere").string());
+  EXPECT_EQ(e.rfind("--resume", 0), 0u) << e;
+  fs::remove(dir_ / "checkpoint.bin");  // steps written, no checkpoint: nothing to resume from
+  const std::string e2 = resume_error(resume_tiny());
+  EXPECT_NE(e2.find("checkpoint.bin: missing"), std::string::npos) << e2;
+  expect_untouched();
+}
+
+TEST_F(ResumeErrors, OtherStepCount) {
+  EXPECT_EQ(resume_error(resume_tiny(), 12).rfind("--steps", 0), 0u);
+  expect_untouched();
+}
+
+TEST_F(ResumeErrors, StepsFileShorterThanRecorded) {
+  std::ofstream(dir_ / "steps.jsonl", std::ios::trunc) << "{}\n";
+  const std::string e = resume_error(resume_tiny());
+  EXPECT_NE(e.find("steps.jsonl"), std::string::npos) << e;
+  EXPECT_EQ(slurp(dir_ / "steps.jsonl"), "{}\n");
+}
+
+TEST(CheckpointTotals, RoundTripBitForBit) {
+  RunTotals t;
+  t.header = {{"scenario", "x"}, {"ranks", 4}};
+  t.steps_planned = 7, t.steps_done = 3;
+  t.sim_total_seconds = 0.1 + 0.2;  // not representable exactly: the bits must survive
+  t.last_train_loss = 1.0 / 3.0;
+  t.last_val_loss = 2.0 / 7.0;
+  t.bytes_per_rank_sum = {{"kv", 8192.5}, {"total", 1e9 / 3}};
+  t.kv_recon_k = {{}, {0.25, 1.0 / 9}};
+  t.kv_recon_v = {{}, {0.5, 0.125}};
+  t.diverged = true, t.message = "m";
+  t.curve_csv += "1,2,3\n";
+  const RunTotals back = decode_totals(encode_totals(t));
+  EXPECT_EQ(back.header, t.header);
+  EXPECT_EQ(back.steps_done, 3);
+  EXPECT_EQ(back.sim_total_seconds, t.sim_total_seconds);
+  EXPECT_EQ(back.last_val_loss, t.last_val_loss);
+  EXPECT_EQ(back.bytes_per_rank_sum, t.bytes_per_rank_sum);
+  EXPECT_EQ(back.kv_recon_k, t.kv_recon_k);
+  EXPECT_EQ(back.kv_recon_v, t.kv_recon_v);
+  EXPECT_EQ(back.summary_json(), t.summary_json());
+  EXPECT_EQ(back.curve_csv, t.curve_csv);
+}
+
+}  // namespace
+}  // namespace lowband::train::test

@@ -1,0 +1,89 @@
+#pragma once
+// Shared by the resume tests: a tiny scenario with deterministic (profile) timing,
+// and the comparison of two run directories' numerics (everything but wall-clock
+// figures and the directory names).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/scenario/load.h"
+
+namespace lowband::train::test {
+
+namespace fs = std::filesystem;
+
+// P = 2 ranks, 2 layers, d_model 32, seq 64, batch 2; 10 steps, evaluation every 3,
+// a checkpoint every 4 steps, compute seconds from the device profile.
+inline Scenario resume_tiny(std::vector<std::string> extra = {}) {
+  std::vector<std::string> sets = {
+      "model.layers=2",           "model.d_model=32",      "model.heads=4",       "model.kv_heads=2",
+      "model.ffn_hidden=64",      "model.seq_len=64",      "parallel.context=2",  "network.nodes=4",
+      "training.batch_size=2",    "training.lr=0.01",      "training.lr_warmup_steps=2", "training.steps=10",
+      "training.eval_every=3",    "training.eval_batches=2", "training.checkpoint_every=4",
+      "devices.timing=profile"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return builtin_scenario("default", sets);
+}
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// Figures that depend on the wall clock or on where the run lives.
+inline nlohmann::json without_wall_figures(nlohmann::json j) {
+  for (const char* key : {"wall_seconds", "record_wall_seconds", "replay_wall_seconds", "process_tokens_per_s",
+                          "process_step_wall_seconds", "harness_overhead_fraction", "run_dir", "trained_in"})
+    j.erase(key);
+  return j;
+}
+
+// curve.csv without its wall_seconds column (the 4th).
+inline std::vector<std::string> curve_without_wall(const fs::path& p) {
+  std::vector<std::string> rows;
+  std::istringstream in(slurp(p));
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    if (cells.size() > 3) cells.erase(cells.begin() + 3);
+    std::string row;
+    for (const auto& c : cells) row += c + ",";
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The run in `got` has, step for step, the numbers of the run in `want`: every
+// steps.jsonl field but wall-clock ones equal as parsed doubles (JSON numbers are
+// written with round-trip precision, so equal means bit for bit), step numbers
+// 1..steps exactly once, the same curve.csv (but wall seconds) and summary.json.
+inline void expect_same_numerics(const fs::path& want, const fs::path& got, int steps) {
+  const auto a = read_jsonl(want / "steps.jsonl"), b = read_jsonl(got / "steps.jsonl");
+  ASSERT_EQ(int(a.size()), steps);
+  ASSERT_EQ(int(b.size()), steps) << got;
+  for (int i = 0; i < steps; ++i) {
+    EXPECT_EQ(b[size_t(i)].at("step").get<int>(), i + 1) << got;
+    EXPECT_EQ(without_wall_figures(b[size_t(i)]), without_wall_figures(a[size_t(i)])) << "step " << i + 1;
+  }
+  EXPECT_EQ(curve_without_wall(got / "curve.csv"), curve_without_wall(want / "curve.csv"));
+  EXPECT_EQ(without_wall_figures(nlohmann::json::parse(slurp(got / "summary.json"))),
+            without_wall_figures(nlohmann::json::parse(slurp(want / "summary.json"))));
+}
+
+}  // namespace lowband::train::test
