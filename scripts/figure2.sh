@@ -33,6 +33,6 @@ for corpus in book web; do
   out=analysis/figure2/$corpus
   mkdir -p "$out"
   dirs=("$runs/fig2-$corpus-centralized" "$runs/fig2-$corpus-decentralized" "$runs/fig2-$corpus-mos")
-  "$lowband" plot "${dirs[@]}" --out "$out"
+  "$lowband" plot "${dirs[@]}" --out "$out" --format png
   "$lowband" report "${dirs[@]}" --baseline "$runs/fig2-$corpus-centralized" --out "$out/report.md"
 done

@@ -91,7 +91,7 @@ class PlotReport : public ::testing::Test {
 };
 fs::path PlotReport::root_;
 
-const std::vector<std::string> kFigures = {"loss_vs_time", "loss_vs_step", "tokens_per_s_vs_bandwidth",
+const std::vector<std::string> kFigures = {"loss_vs_time", "loss_vs_step", "val_loss_vs_time_log", "tokens_per_s_vs_bandwidth",
                                            "time_to_target_vs_bandwidth"};
 
 // "# series i: TITLE" lines of a .dat file, and each block's (x, y) points.
