@@ -144,12 +144,16 @@ SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     std::vector<std::string> out_dirs;
     for (size_t i : plan.groups[g]) {
       if (result.states[i].status == PointStatus::done) continue;
-      fs::remove_all(dir / plan.points[i].name);  // a stale, unfinished run: start it afresh
       points.push_back(&plan.points[i]);
       out_dirs.push_back((dir / plan.points[i].name).string());
     }
+    // An unfinished training with a checkpoint continues from it (the worker checks
+    // that it fits); any other leftover directory is stale: start it afresh.
+    const bool resume = fs::exists(fs::path(out_dirs.front()) / "checkpoint.bin");
+    if (!resume)
+      for (const std::string& d : out_dirs) fs::remove_all(d);
     fs::remove(result_path(r.group_file));
-    write_group_file(r.group_file, points, out_dirs, par.threads);
+    write_group_file(r.group_file, points, out_dirs, par.threads, resume);
     r.pid = spawn_worker(options.worker_exe, r.group_file, r.log_file);
     if (log) {
       *log << "group " << g + 1 << "/" << plan.groups.size() << " started: " << points.front()->name;

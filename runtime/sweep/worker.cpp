@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -22,13 +23,13 @@ void write_result(const std::string& group_file, const GroupResult& r) {
 }  // namespace
 
 void write_group_file(const std::string& path, const std::vector<const SweepPoint*>& points,
-                      const std::vector<std::string>& out_dirs, int threads) {
+                      const std::vector<std::string>& out_dirs, int threads, bool resume) {
   json list = json::array();
   for (size_t i = 0; i < points.size(); ++i)
     list.push_back({{"scenario", to_json(points[i]->scenario)},
                     {"source", points[i]->scenario.source},
                     {"out_dir", out_dirs[i]}});
-  write_file_atomically(path, json{{"threads", threads}, {"points", list}}.dump(2) + "\n");
+  write_file_atomically(path, json{{"threads", threads}, {"resume", resume}, {"points", list}}.dump(2) + "\n");
 }
 
 std::string result_path(const std::string& group_file) {
@@ -67,7 +68,20 @@ int run_group_worker(const std::string& group_file) {
       options.also_timed_on.push_back({scenario_of(points[i]), points[i].at("out_dir").get<std::string>()});
     std::cout << "training " << trained.name << " with " << threads << " OpenMP threads; also timed on "
               << options.also_timed_on.size() << " more network(s)\n";
-    const train::RunResult r = train::run_training(trained, options);
+    // A training an earlier sweep left unfinished continues from its checkpoint;
+    // one whose checkpoint does not fit (other targets, damaged) starts afresh.
+    options.resume = group.value("resume", false);
+    train::RunResult r;
+    try {
+      r = train::run_training(trained, options);
+    } catch (const InputError& e) {
+      if (!options.resume) throw;
+      std::cout << "cannot resume (" << e.what() << "): training from step 0\n";
+      for (const json& p : points) std::filesystem::remove_all(p.at("out_dir").get<std::string>());
+      options.resume = false;
+      r = train::run_training(trained, options);
+    }
+    if (r.resumed_at_step > 0) std::cout << "resumed at step " << r.resumed_at_step << "\n";
     result = {!r.diverged, r.message};
   } catch (const std::exception& e) {
     result = {false, e.what()};

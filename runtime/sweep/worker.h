@@ -19,10 +19,11 @@ struct GroupResult {
   std::string message;  // why it failed ("" when ok)
 };
 
-// The group file: {"threads": T, "points": [{"scenario": resolved, "source": S, "out_dir": D}, ...]};
-// the first point trains. Written atomically.
+// The group file: {"threads": T, "resume": R, "points": [{"scenario": resolved, "source": S,
+// "out_dir": D}, ...]}; the first point trains, from its checkpoint when R (falling
+// back to step 0 when the checkpoint does not fit). Written atomically.
 void write_group_file(const std::string& path, const std::vector<const SweepPoint*>& points,
-                      const std::vector<std::string>& out_dirs, int threads);
+                      const std::vector<std::string>& out_dirs, int threads, bool resume);
 
 // Where the worker writes its GroupResult: GROUP_FILE with ".result.json" for ".json".
 std::string result_path(const std::string& group_file);
