@@ -13,12 +13,10 @@ lowband=build/lowband
 runs=${FIGURE2_RUNS:-runs/figure2}
 mkdir -p "$runs"
 
-# Trains a scenario into $runs/<name> unless it already finished; resumes it when
-# it has a checkpoint.
+# train NAME SCENARIO [ARGS...]: trains into $runs/NAME; a run with a checkpoint is
+# resumed (a finished one says so and is left as it is).
 train() {
-  local scenario=$1; shift
-  local name; name=$(basename "$scenario" .json)
-  local dir="$runs/$name"
+  local dir="$runs/$1" scenario=$2; shift 2
   if [ -f "$dir/checkpoint.bin" ]; then
     "$lowband" run --resume "$dir"
   else
@@ -28,11 +26,20 @@ train() {
 
 for corpus in book web; do
   s=scenarios/figure2/fig2-$corpus
-  train "$s-centralized.json" --also-time-on "$s-decentralized.json"
-  train "$s-mos.json"
+  train "fig2-$corpus-centralized" "$s-centralized.json" --also-time-on "$s-decentralized.json"
+  train "fig2-$corpus-mos" "$s-mos.json"
   out=analysis/figure2/$corpus
   mkdir -p "$out"
   dirs=("$runs/fig2-$corpus-centralized" "$runs/fig2-$corpus-decentralized" "$runs/fig2-$corpus-mos")
   "$lowband" plot "${dirs[@]}" --out "$out" --format png
   "$lowband" report "${dirs[@]}" --baseline "$runs/fig2-$corpus-centralized" --out "$out/report.md"
 done
+
+# The ablations of analysis/figure2.md (FIGURE2_ABLATIONS=1): what the sparse weight
+# sync and the warm start each cost on the book corpus.
+if [ "${FIGURE2_ABLATIONS:-0}" = 1 ]; then
+  s=scenarios/figure2/fig2-book
+  train fig2-book-mos-allreduce "$s-mos.json" --set compression.weight_sync=all_reduce
+  train fig2-book-uncompressed-sparse "$s-centralized.json" --set compression.weight_sync=sparse
+  train fig2-book-mos-no-warm-start "$s-mos.json" --set compression.warm_start=false --set compression.warmup_steps=0
+fi
