@@ -13,10 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/scenario/load.h"
+#include "tests/runtime/test_run_support.h"
 
 namespace lowband::train::test {
-
-namespace fs = std::filesystem;
 
 // P = 2 ranks, 2 layers, d_model 32, seq 64, batch 2; 10 steps, evaluation every 3,
 // a checkpoint every 4 steps, compute seconds from the device profile.
@@ -29,20 +28,6 @@ inline Scenario resume_tiny(std::vector<std::string> extra = {}) {
       "devices.timing=profile"};
   sets.insert(sets.end(), extra.begin(), extra.end());
   return builtin_scenario("default", sets);
-}
-
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
 }
 
 // Figures that depend on the wall clock or on where the run lives.

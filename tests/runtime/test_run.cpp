@@ -15,12 +15,11 @@
 #include "runtime/parallel/context_schedule.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
+#include "tests/runtime/test_run_support.h"
 #include "sim/replay.h"
 
 namespace lowband::train::test {
 namespace {
-
-namespace fs = std::filesystem;
 
 // P = 2 ranks, 2 layers, d_kv = 2 kv heads x head_dim 8 = 16, seq 64, batch 2.
 Scenario tiny(std::vector<std::string> extra = {}) {
@@ -33,30 +32,7 @@ Scenario tiny(std::vector<std::string> extra = {}) {
   return builtin_scenario("default", sets);
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
-class Run : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("lowband_run_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+class Run : public RunDirTest {};
 
 TEST_F(Run, WritesAValidRunDirectory) {
   const Scenario s = tiny();

@@ -15,51 +15,24 @@
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
+#include "tests/runtime/test_run_support.h"
 
 namespace lowband::train::test {
 namespace {
 
-namespace fs = std::filesystem;
-
-Scenario tiny(std::vector<std::string> extra = {}) {
-  std::vector<std::string> sets = {"model.layers=2",        "model.d_model=32",   "model.heads=2",
-                                   "model.kv_heads=2",      "model.ffn_hidden=64", "model.seq_len=64",
-                                   "parallel.context=2",    "network.nodes=2",    "training.batch_size=1",
-                                   "training.lr=0.01",      "training.lr_warmup_steps=0", "training.steps=4",
-                                   "training.eval_every=2", "devices.timing=profile"};
-  sets.insert(sets.end(), extra.begin(), extra.end());
-  return builtin_scenario("default", sets);
-}
-
-std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 std::string error_of(const std::vector<std::string>& sets) {
   try {
-    tiny(sets);
+    tiny_run_scenario(sets);
   } catch (const InputError& e) {
     return e.what();
   }
   return "";
 }
 
-class RunProjection : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("lowband_projection_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+class RunProjection : public RunDirTest {};
 
 TEST_F(RunProjection, StepsTakeTheProjectedScenariosEstimatedTime) {
-  const Scenario s = tiny({"projection.scenario=mos-paper-centralized-100gbps"});
+  const Scenario s = tiny_run_scenario({"projection.scenario=mos-paper-centralized-100gbps"});
   ASSERT_TRUE(s.projection.scenario);
   const EstimateResult paper = estimate(builtin_scenario("mos-paper-centralized-100gbps"));
   RunOptions options;
@@ -75,7 +48,7 @@ TEST_F(RunProjection, StepsTakeTheProjectedScenariosEstimatedTime) {
 }
 
 TEST_F(RunProjection, WarmUpStepsTakeTheUncompressedTime) {
-  const Scenario s = tiny({"compression.method=mos", "compression.k_rank=1", "compression.v_rank=2",
+  const Scenario s = tiny_run_scenario({"compression.method=mos", "compression.k_rank=1", "compression.v_rank=2",
                            "compression.warmup_steps=2", "projection.scenario=mos-paper-mos-300mbps"});
   Scenario paper_plain = builtin_scenario("mos-paper-mos-300mbps");
   const EstimateResult compressed = estimate(paper_plain);
@@ -96,8 +69,8 @@ TEST_F(RunProjection, WarmUpStepsTakeTheUncompressedTime) {
 TEST_F(RunProjection, OneTrainingTimedOnTwoProjections) {
   // The centralized and the uncompressed decentralized runs of the Figure 2
   // reproduction train identically: one training, two projected timings.
-  const Scenario central = tiny({"projection.scenario=mos-paper-centralized-100gbps"});
-  const Scenario decentral = tiny({"projection.scenario=mos-paper-decentralized-300mbps", "name=decentral"});
+  const Scenario central = tiny_run_scenario({"projection.scenario=mos-paper-centralized-100gbps"});
+  const Scenario decentral = tiny_run_scenario({"projection.scenario=mos-paper-decentralized-300mbps", "name=decentral"});
   RunOptions options;
   options.out_dir = (dir_ / "central").string();
   options.also_timed_on.push_back({decentral, (dir_ / "decentral").string()});
@@ -110,17 +83,17 @@ TEST_F(RunProjection, OneTrainingTimedOnTwoProjections) {
 }
 
 TEST(ScenarioProjection, RoundTripsInlineAndComparesByContent) {
-  const Scenario s = tiny({"projection.scenario=mos-paper-mos-300mbps"});
+  const Scenario s = tiny_run_scenario({"projection.scenario=mos-paper-mos-300mbps"});
   const nlohmann::json j = to_json(s);
   ASSERT_TRUE(j.at("projection").at("scenario").is_object());  // written inline
   const Scenario back = parse_scenario(j, "round-trip");
   EXPECT_EQ(scenario_difference(s, back), "");
   nlohmann::json deeper = to_json(builtin_scenario("mos-paper-mos-300mbps"));
   deeper["model"]["layers"] = 4;
-  const Scenario other = tiny({"projection.scenario=" + deeper.dump()});
+  const Scenario other = tiny_run_scenario({"projection.scenario=" + deeper.dump()});
   EXPECT_NE(scenario_difference(s, other).find("projection.scenario.model.layers"), std::string::npos)
       << scenario_difference(s, other);
-  EXPECT_NE(scenario_difference(s, tiny()).find("projection.scenario"), std::string::npos);
+  EXPECT_NE(scenario_difference(s, tiny_run_scenario()).find("projection.scenario"), std::string::npos);
 }
 
 TEST(ScenarioProjection, ErrorsNameThePlace) {

@@ -13,43 +13,16 @@
 #include "common/error.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
+#include "tests/runtime/test_run_support.h"
 
 namespace lowband::train::test {
 namespace {
 
-namespace fs = std::filesystem;
-
-Scenario tiny(std::vector<std::string> extra = {}) {
-  std::vector<std::string> sets = {"model.layers=2",        "model.d_model=32",   "model.heads=4",
-                                   "model.kv_heads=2",      "model.ffn_hidden=64", "model.seq_len=64",
-                                   "parallel.context=2",    "network.nodes=2",    "training.batch_size=1",
-                                   "training.lr=0.01",      "training.lr_warmup_steps=0", "training.steps=4",
-                                   "training.eval_every=2", "devices.timing=profile"};
-  sets.insert(sets.end(), extra.begin(), extra.end());
-  return builtin_scenario("default", sets);
-}
-
-std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
-class RunRetime : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("lowband_retime_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+class RunRetime : public RunDirTest {};
 
 TEST_F(RunRetime, EachNetworkGetsTheSameLossesAndItsOwnTime) {
-  const Scenario slow = tiny({"network.bandwidth=80Mbps"});
-  const Scenario fast = tiny({"network.bandwidth=10Gbps", "name=fast"});
+  const Scenario slow = tiny_run_scenario({"network.bandwidth=80Mbps"});
+  const Scenario fast = tiny_run_scenario({"network.bandwidth=10Gbps", "name=fast"});
   RunOptions options;
   options.out_dir = (dir_ / "slow").string();
   options.also_timed_on.push_back({fast, (dir_ / "fast").string()});
@@ -82,9 +55,9 @@ TEST_F(RunRetime, EachNetworkGetsTheSameLossesAndItsOwnTime) {
 TEST_F(RunRetime, ATargetThatTrainsDifferentlyIsRejected) {
   RunOptions options;
   options.out_dir = (dir_ / "a").string();
-  options.also_timed_on.push_back({tiny({"training.lr=0.02"}), (dir_ / "b").string()});
+  options.also_timed_on.push_back({tiny_run_scenario({"training.lr=0.02"}), (dir_ / "b").string()});
   try {
-    run_training(tiny(), options);
+    run_training(tiny_run_scenario(), options);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("training.lr"), std::string::npos) << e.what();
