@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "bench/peak.h"
+#include "common/aligned_buffer.h"
 #include "kernels/attention.h"
 #include "kernels/device.h"
+#include "kernels/omp_wait_policy.h"
 
 namespace {
 
@@ -33,7 +35,7 @@ namespace cuda = lowband::kernels::cuda;
 
 struct Inputs {
   AttentionShape s;
-  std::vector<float> q, k, v, out, lse, dout, delta, dq, dk, dv;
+  lowband::AlignedVector<float> q, k, v, out, lse, dout, delta, dq, dk, dv;  // as the model's buffers
 };
 
 Inputs make_inputs(int64_t T, int64_t heads, int64_t head_dim) {
@@ -42,7 +44,7 @@ Inputs make_inputs(int64_t T, int64_t heads, int64_t head_dim) {
       T, T, heads, heads, head_dim, 0, 0, true, float(1.0 / std::sqrt(double(head_dim)))};
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  auto fill = [&](std::vector<float>& x, size_t n) {
+  auto fill = [&](lowband::AlignedVector<float>& x, size_t n) {
     x.resize(n);
     for (auto& e : x) e = dist(rng);
   };
@@ -156,6 +158,7 @@ void bm_cuda(benchmark::State& state, int64_t T, int64_t heads, int64_t hd, doub
 }  // namespace
 
 int main(int argc, char** argv) {
+  lowband::kernels::limit_omp_spinning_by_default(argv);  // kernels/omp_wait_policy.h
   benchmark::Initialize(&argc, argv);
   const int threads = omp_get_max_threads();
   const double peak = lowband::bench::measure_peak_fp32_gflops(threads);

@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "bench/benchmark_main.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/model/model.h"
 #include "runtime/optim/optimizer.h"
@@ -89,4 +90,4 @@ BENCHMARK(BM_single_device_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_context_trainer_step)->Args({1, 0})->Args({4, 0})->Args({4, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_replay_recorded_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_replay_batch_of_20)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_MAIN();
+LOWBAND_BENCHMARK_MAIN()

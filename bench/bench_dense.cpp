@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "bench/benchmark_main.h"
+#include "common/aligned_buffer.h"
 #include "kernels/adamw.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/embedding.h"
@@ -22,10 +24,10 @@ namespace cpu = lowband::kernels::cpu;
 
 constexpr int64_t kTokens = 4096, kDim = 256, kHeadDim = 64, kFfn = 768, kVocab = 50257;
 
-std::vector<float> random_vec(size_t n, float lo = -1.0f, float hi = 1.0f, unsigned seed = 1) {
+lowband::AlignedVector<float> random_vec(size_t n, float lo = -1.0f, float hi = 1.0f, unsigned seed = 1) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
+  lowband::AlignedVector<float> v(n);
   for (auto& x : v) x = dist(rng);
   return v;
 }
@@ -45,7 +47,7 @@ void set_bytes(benchmark::State& state, double bytes) {
 void BM_embedding_forward(benchmark::State& state) {
   const auto ids = random_ids(kTokens, kVocab);
   const auto table = random_vec(size_t(kVocab * kDim));
-  std::vector<float> out(size_t(kTokens * kDim));
+  lowband::AlignedVector<float> out(size_t(kTokens * kDim));
   for (auto _ : state) cpu::embedding_forward(ids.data(), kTokens, table.data(), kVocab, kDim, out.data());
   set_bytes(state, 2.0 * 4 * kTokens * kDim);
 }
@@ -53,14 +55,14 @@ void BM_embedding_forward(benchmark::State& state) {
 void BM_embedding_backward(benchmark::State& state) {
   const auto ids = random_ids(kTokens, kVocab);
   const auto dout = random_vec(size_t(kTokens * kDim));
-  std::vector<float> dtable(size_t(kVocab * kDim), 0.0f);
+  lowband::AlignedVector<float> dtable(size_t(kVocab * kDim), 0.0f);
   for (auto _ : state) cpu::embedding_backward(ids.data(), kTokens, dout.data(), kVocab, kDim, dtable.data());
   set_bytes(state, 3.0 * 4 * kTokens * kDim);  // read dout, read+write the touched rows
 }
 
 void BM_rmsnorm_forward(benchmark::State& state) {
   const auto x = random_vec(size_t(kTokens * kDim)), w = random_vec(static_cast<size_t>(kDim));
-  std::vector<float> y(x.size()), rstd(static_cast<size_t>(kTokens));
+  lowband::AlignedVector<float> y(x.size()), rstd(static_cast<size_t>(kTokens));
   for (auto _ : state) cpu::rmsnorm_forward(x.data(), w.data(), kTokens, kDim, 1e-5f, y.data(), rstd.data());
   set_bytes(state, 2.0 * 4 * kTokens * kDim);
 }
@@ -68,7 +70,7 @@ void BM_rmsnorm_forward(benchmark::State& state) {
 void BM_rmsnorm_backward(benchmark::State& state) {
   const auto x = random_vec(size_t(kTokens * kDim)), w = random_vec(static_cast<size_t>(kDim));
   const auto dy = random_vec(x.size(), -1, 1, 2), rstd = random_vec(size_t(kTokens), 0.5f, 2.0f);
-  std::vector<float> dx(x.size()), dw(size_t(kDim), 0.0f);
+  lowband::AlignedVector<float> dx(x.size()), dw(size_t(kDim), 0.0f);
   for (auto _ : state)
     cpu::rmsnorm_backward(dy.data(), x.data(), w.data(), rstd.data(), kTokens, kDim, dx.data(), dw.data());
   set_bytes(state, 3.0 * 4 * kTokens * kDim);
@@ -79,14 +81,14 @@ void BM_rope_forward(benchmark::State& state) {
   const auto x = random_vec(size_t(kTokens * kDim));
   std::vector<int64_t> pos(static_cast<size_t>(kTokens));
   for (int64_t t = 0; t < kTokens; ++t) pos[size_t(t)] = t;
-  std::vector<float> out(x.size());
+  lowband::AlignedVector<float> out(x.size());
   for (auto _ : state) cpu::rope_forward(x.data(), pos.data(), kTokens, heads, kHeadDim, out.data());
   set_bytes(state, 2.0 * 4 * kTokens * kDim);
 }
 
 void BM_swiglu_forward(benchmark::State& state) {
   const auto a = random_vec(size_t(kTokens * kFfn), -4, 4), b = random_vec(a.size(), -1, 1, 2);
-  std::vector<float> out(a.size());
+  lowband::AlignedVector<float> out(a.size());
   for (auto _ : state) cpu::swiglu_forward(a.data(), b.data(), kTokens, kFfn, out.data());
   set_bytes(state, 3.0 * 4 * kTokens * kFfn);
 }
@@ -94,7 +96,7 @@ void BM_swiglu_forward(benchmark::State& state) {
 void BM_swiglu_backward(benchmark::State& state) {
   const auto a = random_vec(size_t(kTokens * kFfn), -4, 4), b = random_vec(a.size(), -1, 1, 2);
   const auto dout = random_vec(a.size(), -1, 1, 3);
-  std::vector<float> da(a.size()), db(a.size());
+  lowband::AlignedVector<float> da(a.size()), db(a.size());
   for (auto _ : state) cpu::swiglu_backward(dout.data(), a.data(), b.data(), kTokens, kFfn, da.data(), db.data());
   set_bytes(state, 5.0 * 4 * kTokens * kFfn);
 }
@@ -105,7 +107,7 @@ constexpr int64_t kCeRows = 1024;
 void BM_cross_entropy_forward(benchmark::State& state) {
   const auto logits = random_vec(size_t(kCeRows * kVocab), -10, 10);
   const auto targets = random_ids(kCeRows, kVocab);
-  std::vector<float> losses(static_cast<size_t>(kCeRows)), lse(static_cast<size_t>(kCeRows));
+  lowband::AlignedVector<float> losses(static_cast<size_t>(kCeRows)), lse(static_cast<size_t>(kCeRows));
   for (auto _ : state)
     benchmark::DoNotOptimize(cpu::cross_entropy_forward(logits.data(), targets.data(), kCeRows,
                                                         kVocab, losses.data(), lse.data()));
@@ -115,7 +117,7 @@ void BM_cross_entropy_forward(benchmark::State& state) {
 void BM_cross_entropy_backward(benchmark::State& state) {
   const auto logits = random_vec(size_t(kCeRows * kVocab), -10, 10);
   const auto targets = random_ids(kCeRows, kVocab);
-  std::vector<float> losses(static_cast<size_t>(kCeRows)), lse(static_cast<size_t>(kCeRows)), dlogits(logits.size());
+  lowband::AlignedVector<float> losses(static_cast<size_t>(kCeRows)), lse(static_cast<size_t>(kCeRows)), dlogits(logits.size());
   cpu::cross_entropy_forward(logits.data(), targets.data(), kCeRows, kVocab, losses.data(), lse.data());
   for (auto _ : state)
     cpu::cross_entropy_backward(logits.data(), targets.data(), lse.data(), kCeRows, kVocab, dlogits.data());
@@ -154,4 +156,4 @@ BENCHMARK(BM_cross_entropy_forward)->Unit(benchmark::kMillisecond)->UseRealTime(
 BENCHMARK(BM_cross_entropy_backward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_adamw_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_global_grad_norm)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_MAIN();
+LOWBAND_BENCHMARK_MAIN()

@@ -22,6 +22,7 @@
 
 #include "common/error.h"
 #include "kernels/attention.h"
+#include "kernels/omp_wait_policy.h"
 #include "runtime/model/model.h"
 #include "runtime/optim/optimizer.h"
 
@@ -176,6 +177,7 @@ void dump(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  lowband::kernels::limit_omp_spinning_by_default(argv);  // kernels/omp_wait_policy.h
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--dump=", 0) == 0) {

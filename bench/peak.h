@@ -72,23 +72,28 @@ inline constexpr int vector_lanes() {
 }
 }  // namespace detail
 
-// Best of several trials of `threads` OpenMP threads each running the chain;
-// GFLOP/s counts an FMA as 2 flops. About 0.2 s in all on this machine.
-inline double measure_peak_fp32_gflops(int threads) {
-  constexpr int64_t kIters = 2'000'000;
-  const double flops_per_thread = 2.0 * 16 * detail::vector_lanes() * double(kIters);
-  double best_gflops = 0.0;
-  volatile float sink = 0.0f;
-  for (int trial = 0; trial < 5; ++trial) {
-    float partial = 0.0f;
-    const auto t0 = std::chrono::steady_clock::now();
+// One trial: `threads` OpenMP threads each run the chain `iters` times; GFLOP/s
+// counts an FMA as 2 flops. 250,000 iterations take about 3 ms here.
+inline double measure_fp32_gflops_once(int threads, int64_t iters) {
+  const double flops_per_thread = 2.0 * 16 * detail::vector_lanes() * double(iters);
+  static volatile float sink = 0.0f;
+  float partial = 0.0f;
+  const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads) reduction(+ : partial)
-    partial += detail::fma_chain(kIters, 1.0f + 0.01f * omp_get_thread_num());
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sink = sink + partial;
-    best_gflops = std::max(best_gflops, flops_per_thread * threads / seconds * 1e-9);
-  }
+  partial += detail::fma_chain(iters, 1.0f + 0.01f * omp_get_thread_num());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sink = sink + partial;
+  return flops_per_thread * threads / seconds * 1e-9;
+}
+
+// Best of several trials. About 0.2 s in all on this machine. The best trial
+// catches the highest clock of the moment (turbo); under sustained AVX-512 load
+// this 2-vCPU machine runs lower (probes run between GEMM calls read ~15 % less,
+// kernels/README.md), which is why bench_matmul also probes beside its calls.
+inline double measure_peak_fp32_gflops(int threads) {
+  double best_gflops = 0.0;
+  for (int trial = 0; trial < 5; ++trial)
+    best_gflops = std::max(best_gflops, measure_fp32_gflops_once(threads, 2'000'000));
   return best_gflops;
 }
 

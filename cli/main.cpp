@@ -6,8 +6,12 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "kernels/omp_wait_policy.h"
 
 int main(int argc, char** argv) {
+  // Idle OpenMP threads sleep instead of spinning unless OMP_WAIT_POLICY or
+  // GOMP_SPINCOUNT is set: re-executes once (kernels/omp_wait_policy.h).
+  lowband::kernels::limit_omp_spinning_by_default(argv);
   CLI::App app{"lowband: how fast does a model converge, in wall-clock time, when it is trained\n"
                "across machines joined by slow links, with and without compression?"};
   app.require_subcommand(1);

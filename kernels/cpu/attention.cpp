@@ -115,7 +115,7 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
           std::fill(row + valid, row + bk, 0.0f);  // masked keys get P = 0
           if (valid == 0) continue;
           const float m_new = std::max(row_m[r], detail::row_max(row, valid));
-          const float corr = std::exp(row_m[r] - m_new);  // 0 on the first keys (m = -inf)
+          const float corr = detail::exp_f32(row_m[r] - m_new);  // 0 on the first keys (m = -inf)
           row_l[r] = row_l[r] * corr + detail::exp_shift_sum(row, valid, m_new);
           row_m[r] = m_new;
           if (corr != 1.0f) {

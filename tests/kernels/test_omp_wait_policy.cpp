@@ -1,0 +1,71 @@
+// The test binaries run with a passive OpenMP wait policy unless the user chose
+// one (omp_wait_policy_init.cpp re-executes the binary once, before main), and
+// limit_omp_spinning_by_default re-executes with OMP_WAIT_POLICY=passive when
+// neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "kernels/omp_wait_policy.h"
+
+namespace lowband::kernels {
+namespace {
+
+constexpr const char* kReportTo = "LOWBAND_TEST_REPORT_WAIT_POLICY_TO";
+
+TEST(OmpWaitPolicy, IsChosenBeforeMainAndCallingAgainReturns) {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  ASSERT_TRUE(policy != nullptr || spin != nullptr)
+      << "the constructor in omp_wait_policy_init.cpp did not run";
+  // A variable is set already: a second call must return rather than execute
+  // the binary again, and change nothing.
+  const std::string policy_before = policy != nullptr ? policy : "";
+  char name[] = "test_kernels";
+  char* argv[] = {name, nullptr};
+  limit_omp_spinning_by_default(argv);
+  const char* policy_after = std::getenv("OMP_WAIT_POLICY");
+  EXPECT_EQ(policy_after != nullptr ? policy_after : "", policy_before);
+}
+
+// Run in the re-executed child of the next test only: reports what it got.
+TEST(OmpWaitPolicyChild, ReportsWaitPolicy) {
+  const char* out = std::getenv(kReportTo);
+  if (out == nullptr) GTEST_SKIP() << "runs only as the child of ReexecutesPassiveWhenNothingIsSet";
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  std::ofstream(out) << (policy != nullptr ? policy : "unset");
+}
+
+TEST(OmpWaitPolicy, ReexecutesPassiveWhenNothingIsSet) {
+  const std::string report = ::testing::TempDir() + "lowband_wait_policy_" + std::to_string(getpid());
+  std::remove(report.c_str());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("GOMP_SPINCOUNT");
+    setenv(kReportTo, report.c_str(), 1);
+    std::freopen("/dev/null", "w", stdout);  // the child's own test report
+    char self[] = "test_kernels";
+    char filter[] = "--gtest_filter=OmpWaitPolicyChild.ReportsWaitPolicy";
+    char* argv[] = {self, filter, nullptr};
+    limit_omp_spinning_by_default(argv);
+    _exit(99);  // returned: it did not re-execute
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "99: did not re-execute";
+  std::string got;
+  std::ifstream(report) >> got;
+  EXPECT_EQ(got, kDefaultOmpWaitPolicy);
+  std::remove(report.c_str());
+}
+
+}  // namespace
+}  // namespace lowband::kernels
