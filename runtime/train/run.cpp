@@ -134,6 +134,16 @@ struct Target {
   std::optional<StepTimeProjection> projection;
 };
 
+// A fresh run never writes into another run's directory: its steps.jsonl would
+// gain a second run's rows.
+void check_fresh_run_dir(const std::string& dir) {
+  if (dir.empty()) return;  // a new runs/<name>-<timestamp>
+  for (const char* file : {"steps.jsonl", "summary.json", "checkpoint.bin"})
+    if (std::filesystem::exists(std::filesystem::path(dir) / file))
+      throw InputError("--out", dir + " already holds a run (" + file + "): continue it with --resume " + dir +
+                                    ", or give another directory");
+}
+
 // A retime target must train exactly like the trained scenario: only what times
 // it (network, projection) and its name may differ.
 void check_retime_target(const Scenario& trained, const Scenario& target, size_t index) {
@@ -163,6 +173,10 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   const std::vector<RetimeTarget> retimes =
       resumed ? retime_targets_to_resume(*resumed, options.also_timed_on, options.out_dir) : options.also_timed_on;
   for (size_t i = 0; i < retimes.size(); ++i) check_retime_target(scenario, retimes[i].scenario, i);
+  if (!resumed) {
+    check_fresh_run_dir(options.out_dir);
+    for (const RetimeTarget& t : retimes) check_fresh_run_dir(t.out_dir);
+  }
   if (resumed && resumed->complete) return completed_run_result(*resumed, options.out_dir);
   const int start_step = resumed ? resumed->steps_done : 0;
   const parallel::ComputeTiming timing = compute_timing(scenario);

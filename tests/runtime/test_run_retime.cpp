@@ -67,3 +67,34 @@ TEST_F(RunRetime, ATargetThatTrainsDifferentlyIsRejected) {
 
 }  // namespace
 }  // namespace lowband::train::test
+
+namespace lowband::train::test {
+namespace {
+
+TEST_F(RunRetime, AFreshRunRefusesAnotherRunsDirectory) {
+  RunOptions options;
+  options.out_dir = (dir_ / "a").string();
+  run_training(tiny_run_scenario(), options);
+  const std::string steps_before = slurp(dir_ / "a" / "steps.jsonl");
+  try {
+    run_training(tiny_run_scenario(), options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("already holds a run"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(dir_ / "a" / "steps.jsonl"), steps_before);  // no second run's rows
+  // A retime target's directory is checked too, before anything is written.
+  RunOptions other;
+  other.out_dir = (dir_ / "b").string();
+  other.also_timed_on.push_back({tiny_run_scenario({"name=a"}), (dir_ / "a").string()});
+  EXPECT_THROW(run_training(tiny_run_scenario(), other), InputError);
+  EXPECT_FALSE(fs::exists(dir_ / "b"));
+  // An empty directory made beforehand is fine.
+  fs::create_directories(dir_ / "empty");
+  options.out_dir = (dir_ / "empty").string();
+  EXPECT_NO_THROW(run_training(tiny_run_scenario(), options));
+}
+
+}  // namespace
+}  // namespace lowband::train::test
