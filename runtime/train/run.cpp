@@ -210,7 +210,8 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
     truncate_steps_files(dirs, *resumed);  // lines after the checkpoint are trained again
   }
   const double uncompressed_kv_bytes = parallel::build_context_parallel(scenario).uncompressed_kv_bytes;
-  for (auto& t : targets) {
+  for (size_t index = 0; index < targets.size(); ++index) {
+    Target* t = targets[index].get();
     t->files.write_scenario(to_json(t->scenario).dump(2) + "\n");
     RunTotals& totals = t->totals;
     totals.steps_planned = steps;
@@ -226,10 +227,10 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
                      {"data", dataset.describe()},
                      {"ranks", trainer.ranks()},
                      {"compute_timing", timing == parallel::ComputeTiming::measured ? "measured" : "profile"}};
-    if (t.get() != targets.front().get()) totals.header["trained_in"] = targets.front()->files.dir();
+    if (index > 0) totals.header["trained_in"] = targets.front()->files.dir();
     if (t->projection) totals.header["time_projection"] = t->projection->describe();
     if (resumed) {  // the totals as they were at the checkpoint
-      totals = resumed->targets[size_t(&t - &targets.front())].totals;
+      totals = resumed->targets[index].totals;
       totals.header["run_dir"] = t->files.dir();
       t->replayer.wall_seconds = totals.replay_wall_seconds;
     }
@@ -280,7 +281,9 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
     std::vector<const sim::StepGraph*> graphs;
     for (const auto& p : pending) graphs.push_back(&p.record.graph);
     for (auto& t : targets) {
-      const std::vector<sim::ReplayResult> replays = t->replayer.replay(graphs);
+      // A projected target takes its step times from estimate: nothing to replay.
+      const std::vector<sim::ReplayResult> replays = t->projection ? std::vector<sim::ReplayResult>{}
+                                                                   : t->replayer.replay(graphs);
       t->totals.replay_wall_seconds = t->replayer.wall_seconds;
       for (size_t i = 0; i < pending.size(); ++i)
         t->totals.add(pending[i],
