@@ -20,6 +20,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "runtime/sweep/worker.h"
+#include "runtime/train/run.h"
 
 extern char** environ;
 
@@ -35,15 +36,9 @@ int omp_num_threads_env() {
   return std::max(n, 0);
 }
 
-// Mirrors runtime/train/run.cpp: compute seconds measured on this CPU (not from
-// a device profile) change when trainings share the CPU.
-bool measured_timing(const Scenario& s) {
-  if (s.devices.timing != DeviceTiming::automatic) return s.devices.timing == DeviceTiming::measured;
-  if (s.devices.default_profile.name != "cpu") return false;
-  for (const auto& [node, profile] : s.devices.node_profiles)
-    if (node < s.parallel.context && profile.name != "cpu") return false;
-  return true;
-}
+// Compute seconds measured on this CPU (not from a device profile) change when
+// trainings share the CPU.
+bool measured_timing(const Scenario& s) { return train::compute_timing(s) == parallel::ComputeTiming::measured; }
 
 pid_t spawn_worker(const std::string& exe, const std::string& group_file, const std::string& log_file) {
   posix_spawn_file_actions_t actions;

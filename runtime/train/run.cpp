@@ -30,15 +30,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-parallel::ComputeTiming compute_timing(const Scenario& s) {
-  if (s.devices.timing == DeviceTiming::measured) return parallel::ComputeTiming::measured;
-  if (s.devices.timing == DeviceTiming::profile) return parallel::ComputeTiming::profile;
-  bool all_cpu = s.devices.default_profile.name == "cpu";
-  for (const auto& [node, profile] : s.devices.node_profiles)
-    if (node < s.parallel.context && profile.name != "cpu") all_cpu = false;
-  return all_cpu ? parallel::ComputeTiming::measured : parallel::ComputeTiming::profile;
-}
-
 std::string hms(double seconds) {
   const long s = long(std::max(0.0, seconds) + 0.5);
   std::ostringstream out;
@@ -98,6 +89,15 @@ class Replayer {
 };
 
 }  // namespace
+
+parallel::ComputeTiming compute_timing(const Scenario& s) {
+  if (s.devices.timing == DeviceTiming::measured) return parallel::ComputeTiming::measured;
+  if (s.devices.timing == DeviceTiming::profile) return parallel::ComputeTiming::profile;
+  bool all_cpu = s.devices.default_profile.name == "cpu";
+  for (const auto& [node, profile] : s.devices.node_profiles)
+    if (node < s.parallel.context && profile.name != "cpu") all_cpu = false;
+  return all_cpu ? parallel::ComputeTiming::measured : parallel::ComputeTiming::profile;
+}
 
 std::string default_run_dir(const std::string& scenario_name) {
   const std::time_t now = std::time(nullptr);

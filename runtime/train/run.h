@@ -92,6 +92,10 @@ struct RunResult {
 // than the recorded run's.
 RunResult run_training(const Scenario& scenario, const RunOptions& options);
 
+// Where the run's compute seconds come from (devices.timing): measured on this
+// CPU when every rank's profile is "cpu" (automatic), else the device profile.
+parallel::ComputeTiming compute_timing(const Scenario& scenario);
+
 // The default run directory: runs/<name>-<YYYYmmdd-HHMMSS> (UTC), with -2, -3...
 // appended when it exists.
 std::string default_run_dir(const std::string& scenario_name);
