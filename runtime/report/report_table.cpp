@@ -118,7 +118,9 @@ std::string report_markdown(const Report& r) {
   else
     out << "- Baseline: none (no uncompressed run among these; `--baseline RUN_DIR` names one).\n";
   out << "- Bandwidth: the scenario's `network.bandwidth`, or the slowest link of a clusters or explicit network. "
-         "Tokens/s and times are simulated (the modelled network), bytes are per rank (the busiest) per step.\n";
+         "Tokens/s and times are simulated (the modelled network), bytes are per rank (the busiest) per step.\n"
+         "- K/V bytes saved: over the whole run, measured from the messages sent; uncompressed warm-up steps "
+         "(MoS) count, so it is below the codec's own ratio.\n";
   std::map<std::string, std::string> marks;  // projection scenario -> "†", "‡", ...
   static const char* kMarks[] = {"†", "‡", "§", "¶"};
   for (const ReportRow& row : r.rows) {
