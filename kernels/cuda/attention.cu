@@ -1,12 +1,14 @@
-// Blockwise attention on the GPU: one thread block per (query row, head) with
-// an online softmax over chunks of kBlock keys, and for the backward one block
-// per query row (dq) and one per key row (dk, dv), so nothing is accumulated
-// across blocks and no atomics are needed. Written to be plainly correct (it is
-// checked against the CPU kernel on a GPU), not tuned: K and V stream from
-// global memory for every query row.
+// Blockwise attention on the GPU. head_dim <= 128 runs the tiled kernels of
+// attention_tiled.cu. Larger head dims run the plain kernels here: one thread
+// block per (query row, head) with an online softmax over chunks of kBlock
+// keys, and for the backward one block per query row (dq) and one per key row
+// (dk, dv), so nothing is accumulated across blocks and no atomics are needed.
+// They are plainly correct, not tuned: K and V stream from global memory for
+// every query row (about 1.5 % of an H100's fp32 peak).
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/cuda/attention_tiled.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/reduce.cuh"
 
@@ -189,7 +191,7 @@ __global__ void backward_dkdv_kernel(AttentionShape s, const float* q, const flo
 void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v,
                        float* out, float* lse) {
   check_attention_shape(s, "attention_forward");
-  if (s.nq == 0) return;
+  if (s.nq == 0 || detail::tiled_attention_forward(s, q, k, v, out, lse)) return;
   const size_t shared = (s.head_dim + kBlock + 32) * sizeof(float);
   forward_kernel<<<dim3(unsigned(s.nq), unsigned(s.heads)), kBlock, shared>>>(s, q, k, v, out, lse);
   LOWBAND_CUDA_CHECK_LAUNCH();
@@ -214,6 +216,7 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
                         const float* lse, const float* delta, const float* dout, float* dq,
                         float* dk, float* dv) {
   check_attention_shape(s, "attention_backward");
+  if (detail::tiled_attention_backward(s, q, k, v, lse, delta, dout, dq, dk, dv)) return;
   if (s.nq > 0) {
     const size_t shared = (s.head_dim + kBlock) * sizeof(float);
     backward_dq_kernel<<<dim3(unsigned(s.nq), unsigned(s.heads)), kBlock, shared>>>(

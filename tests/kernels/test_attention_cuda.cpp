@@ -199,6 +199,15 @@ std::vector<OpCase> cases() {
        [](Rng& r) {
          attention_case(r, {57, 190, 3, 3, 40, 0, 0, false});
        }},
+      // Several 64-row tiles of the tiled kernels, partial last tiles, GQA 4:1.
+      {"attention tiles GQA hd 128", [](Rng& r) { attention_case(r, {300, 300, 8, 2, 128, 0, 0, true}); }},
+      // A later zigzag chunk against an earlier one: every key visible to some queries.
+      {"attention zigzag offsets", [](Rng& r) { attention_case(r, {130, 200, 4, 4, 64, 520, 260, true}); }},
+      // Keys that start after the queries: early query rows see no key at all.
+      {"attention keys after queries", [](Rng& r) { attention_case(r, {100, 150, 2, 1, 64, 0, 30, true}); }},
+      {"attention hd 24 one key", [](Rng& r) { attention_case(r, {65, 1, 3, 1, 24, 0, 0, false}); }},
+      // head_dim > 128 runs the plain kernels.
+      {"attention plain hd 160", [](Rng& r) { attention_case(r, {70, 90, 2, 1, 160, 10, 0, true}); }},
       {"subspace d 96 r 7", [](Rng& r) { subspace_case(r, 203, 96, 7, 0.21f); }},
       {"compress 8-bit", [](Rng& r) { compress_case(r, 10001, 1000, 8, 64); }},
       {"compress 4-bit", [](Rng& r) { compress_case(r, 9999, 37, 4, 37); }},

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: runs every CUDA-versus-CPU test and the GPU
+# benchmarks (cuBLAS GEMM at the step's shapes, tiled attention at T = 4096)
+# from a build directory (default: build/, made by scripts/build.sh).
+#   scripts/gpu-check.sh [BUILD_DIR]
+# Exits non-zero when a test fails or no GPU is usable. Prints medians of 5.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+for bin in test_kernels bench_matmul bench_attention; do
+  [[ -x $build/$bin ]] || { echo "gpu-check: $build/$bin missing (run scripts/build.sh)" >&2; exit 2; }
+done
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+# The CUDA tests skip (and would pass) without a GPU: refuse to report that as a check.
+probe=$("$build/test_kernels" --gtest_filter='Device.RoundTripsThroughDeviceMemory' 2>&1 || true)
+if ! grep -q '^\[       OK \]' <<<"$probe"; then
+  echo "gpu-check: no usable CUDA device:" >&2
+  grep -i 'cuda\|skipped\|fail' <<<"$probe" >&2 || true
+  exit 1
+fi
+"$build/test_kernels" --gtest_filter='*Cuda*:Device.*'
+bench_args=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
+"$build/bench_matmul" --benchmark_filter='^cuda/' "${bench_args[@]}" | grep -v '_mean\|_stddev\|_cv'
+"$build/bench_attention" --benchmark_filter='^cuda_' "${bench_args[@]}" | grep -v '_mean\|_stddev\|_cv'
