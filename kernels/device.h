@@ -19,6 +19,8 @@ void* device_alloc(size_t bytes);
 void device_free(void* ptr);  // nullptr is a no-op
 void copy_to_device(void* dst_device, const void* src_host, size_t bytes);
 void copy_to_host(void* dst_host, const void* src_device, size_t bytes);
+void copy_on_device(void* dst_device, const void* src_device, size_t bytes);
+void fill_zero(void* dst_device, size_t bytes);  // all bytes 0 (0.0f for floats)
 void synchronize();
 
 // The device's fp32 FMA throughput, measured with a register-only FMA kernel

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: runs every CUDA-versus-CPU test and the GPU
-# benchmarks (cuBLAS GEMM at the step's shapes, tiled attention at T = 4096)
-# from a build directory (default: build/, made by scripts/build.sh).
+# On a machine with an NVIDIA GPU: runs every CUDA-versus-CPU test (kernels and
+# the whole model) and the GPU benchmarks (cuBLAS GEMM at the step's shapes,
+# tiled attention at T = 4096, a whole training step) from a build directory
+# (default: build/, made by scripts/build.sh).
 #   scripts/gpu-check.sh [BUILD_DIR]
 # Exits non-zero when a test fails or no GPU is usable. Prints medians of 5.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
-for bin in test_kernels bench_matmul bench_attention; do
+for bin in test_kernels test_runtime bench_matmul bench_attention bench_model; do
   [[ -x $build/$bin ]] || { echo "gpu-check: $build/$bin missing (run scripts/build.sh)" >&2; exit 2; }
 done
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -19,6 +20,8 @@ if ! grep -q '^\[       OK \]' <<<"$probe"; then
   exit 1
 fi
 "$build/test_kernels" --gtest_filter='*Cuda*:Device.*'
+"$build/test_runtime" --gtest_filter='*Cuda*'
 bench_args=(--benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
 "$build/bench_matmul" --benchmark_filter='^cuda/' "${bench_args[@]}" | grep -v '_mean\|_stddev\|_cv'
 "$build/bench_attention" --benchmark_filter='^cuda_' "${bench_args[@]}" | grep -v '_mean\|_stddev\|_cv'
+"$build/bench_model" --benchmark_filter='_cuda' "${bench_args[@]}" | grep -v '_mean\|_stddev\|_cv'

@@ -41,6 +41,16 @@ void copy_to_host(void* dst_host, const void* src_device, size_t bytes) {
   LOWBAND_CUDA_CHECK(cudaMemcpy(dst_host, src_device, bytes, cudaMemcpyDeviceToHost));
 }
 
+void copy_on_device(void* dst_device, const void* src_device, size_t bytes) {
+  if (bytes == 0) return;
+  LOWBAND_CUDA_CHECK(cudaMemcpy(dst_device, src_device, bytes, cudaMemcpyDeviceToDevice));
+}
+
+void fill_zero(void* dst_device, size_t bytes) {
+  if (bytes == 0) return;
+  LOWBAND_CUDA_CHECK(cudaMemset(dst_device, 0, bytes));
+}
+
 void synchronize() { LOWBAND_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 namespace {

@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/backend.h"
+#include "kernels/backend_buffer.h"
+
 namespace lowband::model {
 
 struct AttentionBatch {
@@ -38,11 +41,14 @@ class AttentionProvider {
                         float* dv) = 0;
 };
 
-// Causal blockwise attention over each local sequence on its own (kernels::cpu).
-// Each sequence's positions must be consecutive (p0, p0+1, ...), else
-// InputError("positions[i]"). Keeps the lse of every layer (sized on first use).
+// Causal blockwise attention over each local sequence on its own, on one
+// device (q, k, v, out and the gradients are that device's memory; positions
+// stay on the host). Each sequence's positions must be consecutive (p0, p0+1,
+// ...), else InputError("positions[i]"). Keeps the lse of every layer.
 class LocalAttention : public AttentionProvider {
  public:
+  explicit LocalAttention(kernels::Device device = kernels::Device::cpu)
+      : k_(&kernels::backend(device)) {}
   void forward(int layer, const AttentionBatch& batch, const float* q, const float* k,
                const float* v, float* out) override;
   void backward(int layer, const AttentionBatch& batch, const float* q, const float* k,
@@ -51,8 +57,9 @@ class LocalAttention : public AttentionProvider {
 
  private:
   float* lse_for(int layer, const AttentionBatch& batch);
-  std::vector<std::vector<float>> lse_;  // per layer: (sequences, heads, tokens)
-  std::vector<float> delta_;             // (heads, tokens) scratch
+  const kernels::Backend* k_;
+  std::vector<kernels::BackendBuffer<float>> lse_;  // per layer: (sequences, heads, tokens)
+  kernels::BackendBuffer<float> delta_;             // (heads, tokens) scratch
 };
 
 }  // namespace lowband::model

@@ -38,7 +38,8 @@ float* LocalAttention::lse_for(int layer, const AttentionBatch& b) {
   if (layer < 0) throw InputError("layer", "negative layer index");
   if (static_cast<size_t>(layer) >= lse_.size()) lse_.resize(size_t(layer) + 1);
   auto& lse = lse_[size_t(layer)];
-  lse.resize(size_t(b.sequences * b.heads * b.tokens));  // no-op once sized
+  const size_t count = size_t(b.sequences * b.heads * b.tokens);
+  if (lse.size() != count) lse = kernels::BackendBuffer<float>(*k_, count);
   return lse.data();
 }
 
@@ -49,9 +50,8 @@ void LocalAttention::forward(int layer, const AttentionBatch& b, const float* q,
   const int64_t q_row = b.heads * b.head_dim, kv_row = b.kv_heads * b.head_dim;
   for (int64_t s = 0; s < b.sequences; ++s) {
     const int64_t r0 = s * b.tokens;
-    kernels::cpu::attention_forward(sequence_shape(b, s), q + r0 * q_row, k + r0 * kv_row,
-                                    v + r0 * kv_row, out + r0 * q_row,
-                                    lse + s * b.heads * b.tokens);
+    k_->attention_forward(sequence_shape(b, s), q + r0 * q_row, k + r0 * kv_row, v + r0 * kv_row,
+                          out + r0 * q_row, lse + s * b.heads * b.tokens);
   }
 }
 
@@ -59,22 +59,23 @@ void LocalAttention::backward(int layer, const AttentionBatch& b, const float* q
                               const float* v, const float* out, const float* dout, float* dq,
                               float* dk, float* dv) {
   if (static_cast<size_t>(layer) >= lse_.size() || lse_[size_t(layer)].empty())
-    throw InputError("layer", "LocalAttention::backward(" + std::to_string(layer) +
-                                  ") before its forward");
+    throw InputError("layer",
+                     "LocalAttention::backward(" + std::to_string(layer) + ") before its forward");
   const float* lse = lse_[size_t(layer)].data();
   const int64_t q_row = b.heads * b.head_dim, kv_row = b.kv_heads * b.head_dim;
-  std::fill(dq, dq + b.rows() * q_row, 0.0f);
-  std::fill(dk, dk + b.rows() * kv_row, 0.0f);
-  std::fill(dv, dv + b.rows() * kv_row, 0.0f);
-  delta_.resize(size_t(b.heads * b.tokens));
+  k_->zero(dq, size_t(b.rows() * q_row) * sizeof(float));
+  k_->zero(dk, size_t(b.rows() * kv_row) * sizeof(float));
+  k_->zero(dv, size_t(b.rows() * kv_row) * sizeof(float));
+  if (delta_.size() != size_t(b.heads * b.tokens))
+    delta_ = kernels::BackendBuffer<float>(*k_, size_t(b.heads * b.tokens));
   for (int64_t s = 0; s < b.sequences; ++s) {
     const int64_t r0 = s * b.tokens;
     const float* seq_lse = lse + s * b.heads * b.tokens;
-    kernels::cpu::attention_backward_delta(b.tokens, b.heads, b.head_dim, out + r0 * q_row,
-                                           dout + r0 * q_row, delta_.data());
-    kernels::cpu::attention_backward(sequence_shape(b, s), q + r0 * q_row, k + r0 * kv_row,
-                                     v + r0 * kv_row, seq_lse, delta_.data(), dout + r0 * q_row,
-                                     dq + r0 * q_row, dk + r0 * kv_row, dv + r0 * kv_row);
+    k_->attention_backward_delta(b.tokens, b.heads, b.head_dim, out + r0 * q_row, dout + r0 * q_row,
+                                 delta_.data());
+    k_->attention_backward(sequence_shape(b, s), q + r0 * q_row, k + r0 * kv_row, v + r0 * kv_row,
+                           seq_lse, delta_.data(), dout + r0 * q_row, dq + r0 * q_row,
+                           dk + r0 * kv_row, dv + r0 * kv_row);
   }
 }
 

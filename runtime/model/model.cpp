@@ -6,20 +6,17 @@
 #include <string>
 
 #include "common/error.h"
-#include "kernels/cross_entropy.h"
-#include "kernels/embedding.h"
-#include "kernels/matmul.h"
-#include "kernels/rmsnorm.h"
 
 namespace lowband::model {
 
 using kernels::Trans;
-namespace k = kernels::cpu;
 
 Model::Model(const ModelConfig& config, uint64_t seed, ModelOptions options)
-    : layout_(config), options_(options),
-      params_(size_t(layout_.count())), grads_(size_t(layout_.count()), 0.0f) {
-  init_parameters(layout_, seed, params_.data());
+    : layout_(config), options_(options), k_(&kernels::backend(options.device)),
+      params_(*k_, size_t(layout_.count())), grads_(*k_, size_t(layout_.count())) {
+  std::vector<float> initial(size_t(layout_.count()));
+  init_parameters(layout_, seed, initial.data());
+  params_.upload(initial.data(), initial.size());
 }
 
 void Model::size_workspace(int64_t n) {
@@ -69,9 +66,12 @@ void Model::size_workspace(int64_t n) {
     dh_ = take(n * f);
   };
   lay_out();
-  workspace_.assign(size_t(used), 0.0f);
+  workspace_ = kernels::BackendBuffer<float>(*k_, size_t(used));
   base = workspace_.data();
   lay_out();
+  inputs_ = kernels::BackendBuffer<int32_t>(*k_, size_t(n));
+  targets_ = kernels::BackendBuffer<int32_t>(*k_, size_t(n));
+  positions_dev_ = kernels::BackendBuffer<int64_t>(*k_, size_t(n));
   rows_ = n;
 }
 
@@ -83,20 +83,32 @@ void Model::begin(const TokenBatch& b) {
   const int64_t n = b.sequences * b.tokens;
   sequences_ = b.sequences;
   tokens_ = b.tokens;
-  inputs_.assign(b.inputs, b.inputs + n);
-  if (b.targets != nullptr)
-    targets_.assign(b.targets, b.targets + n);
-  else
-    targets_.clear();
   positions_.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) {
     positions_[size_t(i)] = b.positions != nullptr ? b.positions[i] : i % b.tokens;
     if (positions_[size_t(i)] < 0)
       throw InputError("batch.positions[" + std::to_string(i) + "]", "must not be negative");
   }
+  // Checked here, not only in the kernels: a CUDA kernel cannot throw, and would
+  // read outside the embedding table instead.
+  const int64_t vocab = config().vocab;
+  for (int64_t i = 0; i < n; ++i) {
+    if (b.inputs[i] < 0 || b.inputs[i] >= vocab)
+      throw InputError("batch.inputs[" + std::to_string(i) + "]",
+                       "token id " + std::to_string(b.inputs[i]) + " is outside [0, " +
+                           std::to_string(vocab) + ")");
+    if (b.targets != nullptr && b.targets[i] >= vocab)
+      throw InputError("batch.targets[" + std::to_string(i) + "]",
+                       "target " + std::to_string(b.targets[i]) + " is >= vocabulary size " +
+                           std::to_string(vocab));
+  }
   size_workspace(n);
+  inputs_.upload(b.inputs, size_t(n));
+  has_targets_ = b.targets != nullptr;
+  if (has_targets_) targets_.upload(b.targets, size_t(n));
+  positions_dev_.upload(positions_.data(), size_t(n));
   const ModelConfig& c = config();
-  k::embedding_forward(inputs_.data(), n, w(layout_.embedding()), c.vocab, c.d_model, acts_[0].x);
+  k_->embedding_forward(inputs_.data(), n, w(layout_.embedding()), c.vocab, c.d_model, acts_[0].x);
 }
 
 AttentionBatch Model::attention_batch() const {
@@ -112,33 +124,33 @@ AttentionBatch Model::attention_batch() const {
 }
 
 float Model::head_forward() {
-  if (targets_.empty()) throw InputError("batch.targets", "missing: the loss needs targets");
+  if (!has_targets_) throw InputError("batch.targets", "missing: the loss needs targets");
   const ModelConfig& c = config();
   const int64_t n = rows_, d = c.d_model, V = c.vocab;
-  k::rmsnorm_forward(x_final_, w(layout_.final_norm()), n, d, options_.norm_eps, xf_, rstdf_);
+  k_->rmsnorm_forward(x_final_, w(layout_.final_norm()), n, d, options_.norm_eps, xf_, rstdf_);
   // logits (n, V) = xf (n, d) · lm_headᵀ (d, V)
-  k::matmul(Trans::no, Trans::yes, n, V, d, 1.0f, xf_, d, w(layout_.lm_head()), d, 0.0f, logits_, V);
-  return k::cross_entropy_forward(logits_, targets_.data(), n, V, losses_, lse_);
+  k_->matmul(Trans::no, Trans::yes, n, V, d, 1.0f, xf_, d, w(layout_.lm_head()), d, 0.0f, logits_, V);
+  return k_->cross_entropy_forward(logits_, targets_.data(), n, V, losses_, lse_);
 }
 
-void Model::zero_grads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void Model::zero_grads() { k_->zero(grads_.data(), grads_.size() * sizeof(float)); }
 
 void Model::head_backward(float dloss) {
   const ModelConfig& c = config();
   const int64_t n = rows_, d = c.d_model, V = c.vocab;
   float* dlogits = logits_;  // in place: the logits are not needed again
-  k::cross_entropy_backward(logits_, targets_.data(), lse_, n, V, dlogits, dloss);
+  k_->cross_entropy_backward(logits_, targets_.data(), lse_, n, V, dlogits, dloss);
   // d lm_head (V, d) += dlogitsᵀ (V, n) · xf (n, d)
-  k::matmul(Trans::yes, Trans::no, V, d, n, 1.0f, dlogits, V, xf_, d, 1.0f, g(layout_.lm_head()), d);
+  k_->matmul(Trans::yes, Trans::no, V, d, n, 1.0f, dlogits, V, xf_, d, 1.0f, g(layout_.lm_head()), d);
   // d xf (n, d) = dlogits (n, V) · lm_head (V, d)
-  k::matmul(Trans::no, Trans::no, n, d, V, 1.0f, dlogits, V, w(layout_.lm_head()), d, 0.0f, dxn_, d);
-  k::rmsnorm_backward(dxn_, x_final_, w(layout_.final_norm()), rstdf_, n, d, dres_,
+  k_->matmul(Trans::no, Trans::no, n, d, V, 1.0f, dlogits, V, w(layout_.lm_head()), d, 0.0f, dxn_, d);
+  k_->rmsnorm_backward(dxn_, x_final_, w(layout_.final_norm()), rstdf_, n, d, dres_,
                       g(layout_.final_norm()));
 }
 
 void Model::embedding_backward() {
   const ModelConfig& c = config();
-  k::embedding_backward(inputs_.data(), rows_, dres_, c.vocab, c.d_model, g(layout_.embedding()));
+  k_->embedding_backward(inputs_.data(), rows_, dres_, c.vocab, c.d_model, g(layout_.embedding()));
 }
 
 float Model::forward(const TokenBatch& batch, AttentionProvider& attention) {

@@ -1,5 +1,6 @@
 #pragma once
-// A Llama-style decoder trained by hand (llm.c style) on the CPU kernels:
+// A Llama-style decoder trained by hand (llm.c style) on one device's kernels
+// (ModelOptions::device: the CPU, or a CUDA GPU through kernels/backend.h):
 //   x = embedding[tokens]
 //   per layer: x += wo · attention(rope(wq·n1), rope(wk·n1), wv·n1),  n1 = rmsnorm(x, attn_norm)
 //              x += w_down · (silu(w_gate·n2) * (w_up·n2)),           n2 = rmsnorm(x, mlp_norm)
@@ -7,6 +8,9 @@
 // Grouped-query attention when kv_heads < heads. Parameters and gradients are
 // each one flat float buffer (layout: param_layout.h); those buffers and every
 // activation in the workspace start on a 64-byte boundary (common/aligned_buffer.h).
+// On a CUDA model every buffer pointer below (params, grads, activations,
+// logits, losses, dq/dk/dv) is device memory; params_to_host()/grads_to_host()
+// copy them out. positions() and attention_batch().positions stay on the host.
 //
 // Activations are rows = local tokens (sequence-major, sequences * tokens rows)
 // by features, row-major; Q/K/V in the attention kernels' (rows, heads, head_dim)
@@ -29,6 +33,8 @@
 #include <vector>
 
 #include "common/aligned_buffer.h"
+#include "kernels/backend.h"
+#include "kernels/backend_buffer.h"
 #include "runtime/model/attention_provider.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/scenario/scenario.h"
@@ -38,6 +44,7 @@ namespace lowband::model {
 struct ModelOptions {
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
+  kernels::Device device = kernels::Device::cpu;
 };
 
 struct TokenBatch {
@@ -88,6 +95,9 @@ class Model {
   const float* grads() const { return grads_.data(); }
   float* param(const std::string& name) { return params_.data() + layout_.find(name).offset; }
   float* grad(const std::string& name) { return grads_.data() + layout_.find(name).offset; }
+  const kernels::Backend& backend() const { return *k_; }
+  std::vector<float> params_to_host() const { return params_.to_host(); }
+  std::vector<float> grads_to_host() const { return grads_.to_host(); }
 
   // Mean loss over the valid targets; logits() then holds (rows, vocab).
   float forward(const TokenBatch& batch, AttentionProvider& attention);
@@ -127,13 +137,16 @@ class Model {
 
   ParamLayout layout_;
   ModelOptions options_;
-  AlignedVector<float> params_, grads_;
+  const kernels::Backend* k_;  // the device's kernels; every buffer below lives there
+  kernels::BackendBuffer<float> params_, grads_;
 
   int64_t sequences_ = 0, tokens_ = 0, rows_ = 0;
-  std::vector<int32_t> inputs_, targets_;
-  std::vector<int64_t> positions_;
+  bool has_targets_ = false;
+  kernels::BackendBuffer<int32_t> inputs_, targets_;  // sized by the workspace
+  kernels::BackendBuffer<int64_t> positions_dev_;     // positions_ on the device (RoPE)
+  std::vector<int64_t> positions_;                    // host: attention_batch(), checks
 
-  AlignedVector<float> workspace_;
+  kernels::BackendBuffer<float> workspace_;
   std::vector<LayerActivations> acts_;
   float *x_final_ = nullptr, *xf_ = nullptr, *rstdf_ = nullptr, *logits_ = nullptr;
   float *losses_ = nullptr, *lse_ = nullptr;

@@ -6,38 +6,29 @@
 #include <string>
 
 #include "common/error.h"
-#include "kernels/matmul.h"
-#include "kernels/rmsnorm.h"
-#include "kernels/rope.h"
-#include "kernels/swiglu.h"
 #include "runtime/model/model.h"
 
 namespace lowband::model {
 
+using kernels::Backend;
 using kernels::Trans;
-namespace k = kernels::cpu;
 
 namespace {
 
 // y (n, out) = x (n, in) · Wᵀ, W (out, in)
-void linear(int64_t n, int64_t out, int64_t in, const float* x, const float* W, float* y) {
-  k::matmul(Trans::no, Trans::yes, n, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
+void linear(const Backend& k, int64_t n, int64_t out, int64_t in, const float* x, const float* W, float* y) {
+  k.matmul(Trans::no, Trans::yes, n, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
 }
 
 // dW (out, in) += dyᵀ (out, n) · x (n, in)
-void linear_dweight(int64_t n, int64_t out, int64_t in, const float* dy, const float* x, float* dW) {
-  k::matmul(Trans::yes, Trans::no, out, in, n, 1.0f, dy, out, x, in, 1.0f, dW, in);
+void linear_dweight(const Backend& k, int64_t n, int64_t out, int64_t in, const float* dy, const float* x, float* dW) {
+  k.matmul(Trans::yes, Trans::no, out, in, n, 1.0f, dy, out, x, in, 1.0f, dW, in);
 }
 
 // dx (n, in) = beta · dx + dy (n, out) · W (out, in)
-void linear_dinput(int64_t n, int64_t out, int64_t in, const float* dy, const float* W, float beta,
+void linear_dinput(const Backend& k, int64_t n, int64_t out, int64_t in, const float* dy, const float* W, float beta,
                    float* dx) {
-  k::matmul(Trans::no, Trans::no, n, in, out, 1.0f, dy, out, W, in, beta, dx, in);
-}
-
-void add_into(float* y, const float* x, int64_t count) {
-#pragma omp parallel for simd schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) y[i] += x[i];
+  k.matmul(Trans::no, Trans::no, n, in, out, 1.0f, dy, out, W, in, beta, dx, in);
 }
 
 }  // namespace
@@ -54,12 +45,12 @@ void Model::layer_forward_qkv(int l) {
   const LayerOffsets& o = layout_.layer(l);
   LayerActivations& a = acts_[size_t(l)];
   const int64_t n = rows_, d = c.d_model, dkv = c.d_kv();
-  k::rmsnorm_forward(a.x, w(o.attn_norm), n, d, options_.norm_eps, a.xn1, a.rstd1);
-  linear(n, d, d, a.xn1, w(o.wq), a.q);
-  linear(n, dkv, d, a.xn1, w(o.wk), a.k);
-  linear(n, dkv, d, a.xn1, w(o.wv), a.v);
-  k::rope_forward(a.q, positions_.data(), n, c.heads, c.head_dim(), a.q, options_.rope_theta);
-  k::rope_forward(a.k, positions_.data(), n, c.kv_heads, c.head_dim(), a.k, options_.rope_theta);
+  k_->rmsnorm_forward(a.x, w(o.attn_norm), n, d, options_.norm_eps, a.xn1, a.rstd1);
+  linear(*k_, n, d, d, a.xn1, w(o.wq), a.q);
+  linear(*k_, n, dkv, d, a.xn1, w(o.wk), a.k);
+  linear(*k_, n, dkv, d, a.xn1, w(o.wv), a.v);
+  k_->rope_forward(a.q, positions_dev_.data(), n, c.heads, c.head_dim(), a.q, options_.rope_theta);
+  k_->rope_forward(a.k, positions_dev_.data(), n, c.kv_heads, c.head_dim(), a.k, options_.rope_theta);
 }
 
 void Model::layer_forward_post_attention(int l) {
@@ -69,16 +60,16 @@ void Model::layer_forward_post_attention(int l) {
   LayerActivations& a = acts_[size_t(l)];
   const int64_t n = rows_, d = c.d_model, f = c.ffn_hidden;
   // x1 = x + att · woᵀ
-  std::copy(a.x, a.x + n * d, a.x1);
-  k::matmul(Trans::no, Trans::yes, n, d, d, 1.0f, a.att, d, w(o.wo), d, 1.0f, a.x1, d);
-  k::rmsnorm_forward(a.x1, w(o.mlp_norm), n, d, options_.norm_eps, a.xn2, a.rstd2);
-  linear(n, f, d, a.xn2, w(o.w_gate), a.gate);
-  linear(n, f, d, a.xn2, w(o.w_up), a.up);
-  k::swiglu_forward(a.gate, a.up, n, f, a.h);
+  k_->copy(a.x1, a.x, size_t(n * d) * sizeof(float));
+  k_->matmul(Trans::no, Trans::yes, n, d, d, 1.0f, a.att, d, w(o.wo), d, 1.0f, a.x1, d);
+  k_->rmsnorm_forward(a.x1, w(o.mlp_norm), n, d, options_.norm_eps, a.xn2, a.rstd2);
+  linear(*k_, n, f, d, a.xn2, w(o.w_gate), a.gate);
+  linear(*k_, n, f, d, a.xn2, w(o.w_up), a.up);
+  k_->swiglu_forward(a.gate, a.up, n, f, a.h);
   // next residual = x1 + h · w_downᵀ
   float* out = l + 1 < c.layers ? acts_[size_t(l) + 1].x : x_final_;
-  std::copy(a.x1, a.x1 + n * d, out);
-  k::matmul(Trans::no, Trans::yes, n, d, f, 1.0f, a.h, f, w(o.w_down), f, 1.0f, out, d);
+  k_->copy(out, a.x1, size_t(n * d) * sizeof(float));
+  k_->matmul(Trans::no, Trans::yes, n, d, f, 1.0f, a.h, f, w(o.w_down), f, 1.0f, out, d);
 }
 
 // In: dres_ = dL/d(layer output). Out: dres_ = dL/dx1, datt_ = dL/d att.
@@ -89,20 +80,20 @@ void Model::layer_backward_post_attention(int l) {
   LayerActivations& a = acts_[size_t(l)];
   const int64_t n = rows_, d = c.d_model, f = c.ffn_hidden;
   // MLP: out = x1 + h · w_downᵀ
-  linear_dinput(n, d, f, dres_, w(o.w_down), 0.0f, dh_);
-  linear_dweight(n, d, f, dres_, a.h, g(o.w_down));
+  linear_dinput(*k_, n, d, f, dres_, w(o.w_down), 0.0f, dh_);
+  linear_dweight(*k_, n, d, f, dres_, a.h, g(o.w_down));
   float* dgate = a.gate;  // in place: gate and up are not needed after this
   float* dup = a.up;
-  k::swiglu_backward(dh_, a.gate, a.up, n, f, dgate, dup);
-  linear_dweight(n, f, d, dgate, a.xn2, g(o.w_gate));
-  linear_dweight(n, f, d, dup, a.xn2, g(o.w_up));
-  linear_dinput(n, f, d, dgate, w(o.w_gate), 0.0f, dxn_);
-  linear_dinput(n, f, d, dup, w(o.w_up), 1.0f, dxn_);
-  k::rmsnorm_backward(dxn_, a.x1, w(o.mlp_norm), a.rstd2, n, d, dxn_, g(o.mlp_norm));
-  add_into(dres_, dxn_, n * d);
+  k_->swiglu_backward(dh_, a.gate, a.up, n, f, dgate, dup);
+  linear_dweight(*k_, n, f, d, dgate, a.xn2, g(o.w_gate));
+  linear_dweight(*k_, n, f, d, dup, a.xn2, g(o.w_up));
+  linear_dinput(*k_, n, f, d, dgate, w(o.w_gate), 0.0f, dxn_);
+  linear_dinput(*k_, n, f, d, dup, w(o.w_up), 1.0f, dxn_);
+  k_->rmsnorm_backward(dxn_, a.x1, w(o.mlp_norm), a.rstd2, n, d, dxn_, g(o.mlp_norm));
+  k_->add_inplace(dres_, dxn_, n * d);
   // attention output projection: x1 = x + att · woᵀ
-  linear_dinput(n, d, d, dres_, w(o.wo), 0.0f, datt_);
-  linear_dweight(n, d, d, dres_, a.att, g(o.wo));
+  linear_dinput(*k_, n, d, d, dres_, w(o.wo), 0.0f, datt_);
+  linear_dweight(*k_, n, d, d, dres_, a.att, g(o.wo));
 }
 
 // In: dres_ = dL/dx1, dq_/dk_/dv_ = dL/d(q, k after RoPE; v). Out: dres_ = dL/dx.
@@ -112,16 +103,16 @@ void Model::layer_backward_qkv(int l) {
   const LayerOffsets& o = layout_.layer(l);
   LayerActivations& a = acts_[size_t(l)];
   const int64_t n = rows_, d = c.d_model, dkv = c.d_kv();
-  k::rope_backward(dq_, positions_.data(), n, c.heads, c.head_dim(), dq_, options_.rope_theta);
-  k::rope_backward(dk_, positions_.data(), n, c.kv_heads, c.head_dim(), dk_, options_.rope_theta);
-  linear_dweight(n, d, d, dq_, a.xn1, g(o.wq));
-  linear_dweight(n, dkv, d, dk_, a.xn1, g(o.wk));
-  linear_dweight(n, dkv, d, dv_, a.xn1, g(o.wv));
-  linear_dinput(n, d, d, dq_, w(o.wq), 0.0f, dxn_);
-  linear_dinput(n, dkv, d, dk_, w(o.wk), 1.0f, dxn_);
-  linear_dinput(n, dkv, d, dv_, w(o.wv), 1.0f, dxn_);
-  k::rmsnorm_backward(dxn_, a.x, w(o.attn_norm), a.rstd1, n, d, dxn_, g(o.attn_norm));
-  add_into(dres_, dxn_, n * d);
+  k_->rope_backward(dq_, positions_dev_.data(), n, c.heads, c.head_dim(), dq_, options_.rope_theta);
+  k_->rope_backward(dk_, positions_dev_.data(), n, c.kv_heads, c.head_dim(), dk_, options_.rope_theta);
+  linear_dweight(*k_, n, d, d, dq_, a.xn1, g(o.wq));
+  linear_dweight(*k_, n, dkv, d, dk_, a.xn1, g(o.wk));
+  linear_dweight(*k_, n, dkv, d, dv_, a.xn1, g(o.wv));
+  linear_dinput(*k_, n, d, d, dq_, w(o.wq), 0.0f, dxn_);
+  linear_dinput(*k_, n, dkv, d, dk_, w(o.wk), 1.0f, dxn_);
+  linear_dinput(*k_, n, dkv, d, dv_, w(o.wv), 1.0f, dxn_);
+  k_->rmsnorm_backward(dxn_, a.x, w(o.attn_norm), a.rstd1, n, d, dxn_, g(o.attn_norm));
+  k_->add_inplace(dres_, dxn_, n * d);
 }
 
 }  // namespace lowband::model

@@ -24,6 +24,8 @@ void device_free(void* ptr) {
 }
 void copy_to_device(void*, const void*, size_t) { no_cuda("copy_to_device"); }
 void copy_to_host(void*, const void*, size_t) { no_cuda("copy_to_host"); }
+void copy_on_device(void*, const void*, size_t) { no_cuda("copy_on_device"); }
+void fill_zero(void*, size_t) { no_cuda("fill_zero"); }
 void synchronize() { no_cuda("synchronize"); }
 double measure_peak_fp32_gflops() { no_cuda("measure_peak_fp32_gflops"); }
 

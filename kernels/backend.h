@@ -1,0 +1,58 @@
+#pragma once
+// One device's kernels and memory operations as a table of functions. cpu:: and
+// cuda:: declare the same kernel signatures, so code written against a Backend
+// (the model, its local attention, the training-step benchmark) runs on either.
+// Every pointer handed to a backend's functions is that device's memory: host
+// memory for Device::cpu, CUDA device memory for Device::cuda.
+#include <cstddef>
+
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/elementwise.h"
+#include "kernels/embedding.h"
+#include "kernels/matmul.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
+
+namespace lowband::kernels {
+
+enum class Device { cpu, cuda };
+const char* device_name(Device device);  // "cpu", "cuda"
+
+struct Backend {
+  Device device;
+  // Memory. alloc(0) returns nullptr; cpu memory is 64-byte aligned.
+  void* (*alloc)(size_t bytes);
+  void (*release)(void* ptr);                                       // nullptr: no-op
+  void (*upload)(void* dst, const void* host_src, size_t bytes);    // host -> this device
+  void (*download)(void* host_dst, const void* src, size_t bytes);  // this device -> host
+  void (*copy)(void* dst, const void* src, size_t bytes);           // within this device
+  void (*zero)(void* dst, size_t bytes);
+  // Kernels (see each header for shapes).
+  decltype(&cpu::matmul) matmul;
+  decltype(&cpu::add_inplace) add_inplace;
+  decltype(&cpu::embedding_forward) embedding_forward;
+  decltype(&cpu::embedding_backward) embedding_backward;
+  decltype(&cpu::rmsnorm_forward) rmsnorm_forward;
+  decltype(&cpu::rmsnorm_backward) rmsnorm_backward;
+  decltype(&cpu::rope_forward) rope_forward;
+  decltype(&cpu::rope_backward) rope_backward;
+  decltype(&cpu::swiglu_forward) swiglu_forward;
+  decltype(&cpu::swiglu_backward) swiglu_backward;
+  decltype(&cpu::cross_entropy_forward) cross_entropy_forward;
+  decltype(&cpu::cross_entropy_backward) cross_entropy_backward;
+  decltype(&cpu::attention_forward) attention_forward;
+  decltype(&cpu::attention_backward_delta) attention_backward_delta;
+  decltype(&cpu::attention_backward) attention_backward;
+  decltype(&cpu::adamw_step) adamw_step;
+  decltype(&cpu::global_grad_norm) global_grad_norm;
+  decltype(&cpu::clip_grad_norm) clip_grad_norm;
+};
+
+// The table for a device. Device::cuda throws std::runtime_error when CUDA is
+// not compiled in or no device is usable (the message says why).
+const Backend& backend(Device device);
+
+}  // namespace lowband::kernels
