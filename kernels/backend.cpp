@@ -24,22 +24,24 @@ void host_copy(void* dst, const void* src, size_t bytes) {
 void host_zero(void* dst, size_t bytes) {
   if (bytes != 0) std::memset(dst, 0, bytes);
 }
+void host_synchronize() {}
 
 // The same kernel names from namespace ns, in the table's order.
 #define LOWBAND_KERNEL_TABLE(ns)                                                         \
-  ns::matmul, ns::add_inplace, ns::embedding_forward, ns::embedding_backward,            \
+  ns::matmul, ns::add_inplace, ns::scale_inplace, ns::embedding_forward, ns::embedding_backward,            \
       ns::rmsnorm_forward, ns::rmsnorm_backward, ns::rope_forward, ns::rope_backward,    \
       ns::swiglu_forward, ns::swiglu_backward, ns::cross_entropy_forward,                \
-      ns::cross_entropy_backward, ns::attention_forward, ns::attention_backward_delta,   \
+      ns::cross_entropy_backward, ns::attention_forward, ns::attention_merge, ns::attention_backward_delta,   \
       ns::attention_backward, ns::adamw_step, ns::global_grad_norm, ns::clip_grad_norm
 
-const Backend kCpu = {Device::cpu,     host_alloc, host_release, host_copy,
-                      host_copy,       host_copy,  host_zero,    LOWBAND_KERNEL_TABLE(cpu)};
+const Backend kCpu = {Device::cpu, host_alloc, host_release,     host_copy,
+                      host_copy,   host_copy,  host_zero,        host_synchronize,
+                      LOWBAND_KERNEL_TABLE(cpu)};
 
 #ifdef LOWBAND_HAVE_CUDA
-const Backend kCuda = {Device::cuda,        cuda::device_alloc,   cuda::device_free,
+const Backend kCuda = {Device::cuda,        cuda::device_alloc,  cuda::device_free,
                        cuda::copy_to_device, cuda::copy_to_host,  cuda::copy_on_device,
-                       cuda::fill_zero,      LOWBAND_KERNEL_TABLE(cuda)};
+                       cuda::fill_zero,      cuda::synchronize,   LOWBAND_KERNEL_TABLE(cuda)};
 #endif
 
 #undef LOWBAND_KERNEL_TABLE

@@ -30,9 +30,11 @@ struct Backend {
   void (*download)(void* host_dst, const void* src, size_t bytes);  // this device -> host
   void (*copy)(void* dst, const void* src, size_t bytes);           // within this device
   void (*zero)(void* dst, size_t bytes);
+  void (*synchronize)();  // waits for the device's queued work (cpu: returns at once)
   // Kernels (see each header for shapes).
   decltype(&cpu::matmul) matmul;
   decltype(&cpu::add_inplace) add_inplace;
+  decltype(&cpu::scale_inplace) scale_inplace;
   decltype(&cpu::embedding_forward) embedding_forward;
   decltype(&cpu::embedding_backward) embedding_backward;
   decltype(&cpu::rmsnorm_forward) rmsnorm_forward;
@@ -44,6 +46,7 @@ struct Backend {
   decltype(&cpu::cross_entropy_forward) cross_entropy_forward;
   decltype(&cpu::cross_entropy_backward) cross_entropy_backward;
   decltype(&cpu::attention_forward) attention_forward;
+  decltype(&cpu::attention_merge) attention_merge;
   decltype(&cpu::attention_backward_delta) attention_backward_delta;
   decltype(&cpu::attention_backward) attention_backward;
   decltype(&cpu::adamw_step) adamw_step;

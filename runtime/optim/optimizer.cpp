@@ -22,8 +22,9 @@ OptimizerConfig optimizer_config_from(const TrainingConfig& t) {
   return c;
 }
 
-AdamW::AdamW(const model::ParamLayout& layout, OptimizerConfig config)
-    : config_(config), count_(layout.count()), m_(size_t(count_), 0.0f), v_(size_t(count_), 0.0f) {
+AdamW::AdamW(const model::ParamLayout& layout, OptimizerConfig config, kernels::Device device)
+    : config_(config), count_(layout.count()), k_(&kernels::backend(device)),
+      m_(*k_, size_t(count_)), v_(*k_, size_t(count_)) {
   for (const auto& t : layout.tensors()) {
     if (!ranges_.empty() && ranges_.back().decays == t.decays() &&
         ranges_.back().offset + ranges_.back().count == t.offset)
@@ -33,12 +34,24 @@ AdamW::AdamW(const model::ParamLayout& layout, OptimizerConfig config)
   }
 }
 
+AdamW::AdamW(const AdamW& o)
+    : config_(o.config_), count_(o.count_), steps_(o.steps_), ranges_(o.ranges_), k_(o.k_),
+      m_(*k_, o.m_.size()), v_(*k_, o.v_.size()) {
+  k_->copy(m_.data(), o.m_.data(), m_.size() * sizeof(float));
+  k_->copy(v_.data(), o.v_.data(), v_.size() * sizeof(float));
+}
+
+AdamW& AdamW::operator=(const AdamW& o) {
+  if (this != &o) *this = AdamW(o);
+  return *this;
+}
+
 StepStats AdamW::step(float* params, float* grads, double lr) {
   StepStats s;
   s.step = ++steps_;
   s.lr = lr;
-  s.grad_norm = config_.grad_clip > 0 ? kernels::cpu::clip_grad_norm(grads, count_, config_.grad_clip)
-                                      : kernels::cpu::global_grad_norm(grads, count_);
+  s.grad_norm = config_.grad_clip > 0 ? k_->clip_grad_norm(grads, count_, config_.grad_clip)
+                                      : k_->global_grad_norm(grads, count_);
   kernels::AdamWConfig k;
   k.lr = float(lr);
   k.beta1 = config_.beta1;
@@ -46,7 +59,7 @@ StepStats AdamW::step(float* params, float* grads, double lr) {
   k.eps = config_.eps;
   for (const Range& r : ranges_) {
     k.weight_decay = r.decays ? config_.weight_decay : 0.0f;
-    kernels::cpu::adamw_step(params + r.offset, grads + r.offset, m_.data() + r.offset,
+    k_->adamw_step(params + r.offset, grads + r.offset, m_.data() + r.offset,
                              v_.data() + r.offset, r.count, steps_, k);
   }
   return s;
@@ -54,8 +67,9 @@ StepStats AdamW::step(float* params, float* grads, double lr) {
 
 void AdamW::save_state(std::ostream& out) const {
   binary::write_i64(out, steps_);
-  binary::write_array(out, m_.data(), m_.size());  // the same bytes as write_vector
-  binary::write_array(out, v_.data(), v_.size());
+  const std::vector<float> m = m_.to_host(), v = v_.to_host();
+  binary::write_array(out, m.data(), m.size());  // the same bytes as write_vector
+  binary::write_array(out, v.data(), v.size());
 }
 
 void AdamW::load_state(std::istream& in) {
@@ -67,14 +81,16 @@ void AdamW::load_state(std::istream& in) {
     throw binary::BinaryFormatError("optimiser moments of " + std::to_string(m.size()) + " values, expected " +
                                     std::to_string(m_.size()));
   steps_ = steps;
-  m_.assign(m.begin(), m.end());
-  v_.assign(v.begin(), v.end());
+  m_.upload(m.data(), m.size());
+  v_.upload(v.data(), v.size());
 }
 
 bool AdamW::same_state(const AdamW& other) const {
-  return steps_ == other.steps_ && m_.size() == other.m_.size() && v_.size() == other.v_.size() &&
-         std::memcmp(m_.data(), other.m_.data(), m_.size() * sizeof(float)) == 0 &&
-         std::memcmp(v_.data(), other.v_.data(), v_.size() * sizeof(float)) == 0;
+  auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  return steps_ == other.steps_ && same_bits(m_.to_host(), other.m_.to_host()) &&
+         same_bits(v_.to_host(), other.v_.to_host());
 }
 
 }  // namespace lowband::optim

@@ -6,7 +6,9 @@
 // projections, lm_head), the RMSNorm gains do not (TensorInfo::decays(); the
 // nanoGPT / Llama rule "dim >= 2"). Decay is decoupled: p <- p - lr·wd·p, as in
 // torch.optim.AdamW. The moments m and v are two more flat buffers in the same
-// layout as the parameters, 64-byte aligned (common/aligned_buffer.h).
+// layout as the parameters, in the backend's memory (kernels/backend.h: the
+// CPU's, 64-byte aligned, or a GPU's); params and grads given to step() must be
+// in that memory too.
 // Gradients are clipped to a global L2 norm of grad_clip before the update
 // (0 turns clipping off).
 #include <cstdint>
@@ -14,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/aligned_buffer.h"
 #include "kernels/adamw.h"
+#include "kernels/backend_buffer.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/scenario/scenario.h"
 
@@ -42,7 +44,12 @@ struct StepStats {
 
 class AdamW {
  public:
-  AdamW(const model::ParamLayout& layout, OptimizerConfig config);
+  AdamW(const model::ParamLayout& layout, OptimizerConfig config,
+        kernels::Device device = kernels::Device::cpu);
+  AdamW(const AdamW& other);  // copies the moments (on the same device)
+  AdamW& operator=(const AdamW& other);
+  AdamW(AdamW&&) noexcept = default;
+  AdamW& operator=(AdamW&&) noexcept = default;
 
   // Clips grads in place, then updates params (layout.count() floats each) at
   // learning rate lr. A non-finite gradient norm is returned, not thrown: the
@@ -71,7 +78,8 @@ class AdamW {
   int64_t count_ = 0;
   int64_t steps_ = 0;
   std::vector<Range> ranges_;  // adjacent tensors with the same decay merged
-  AlignedVector<float> m_, v_;
+  const kernels::Backend* k_;
+  kernels::BackendBuffer<float> m_, v_;
 };
 
 }  // namespace lowband::optim

@@ -13,15 +13,36 @@
 namespace lowband::parallel {
 namespace {
 
+// Wall time of the work between construction and seconds(): on a GPU it waits
+// for the queued kernels at both ends.
 class Stopwatch {
  public:
+  explicit Stopwatch(const kernels::Backend& k) : k_(k) {
+    k_.synchronize();
+    t0_ = std::chrono::steady_clock::now();
+  }
   double seconds() const {
+    k_.synchronize();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   }
 
  private:
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  const kernels::Backend& k_;
+  std::chrono::steady_clock::time_point t0_;
 };
+
+const kernels::Backend& backend_for(const TrainingConfig& t) {
+  try {
+    return kernels::backend(t.backend == "cuda" ? kernels::Device::cuda : kernels::Device::cpu);
+  } catch (const std::runtime_error& e) {
+    throw InputError("training.backend", std::string("\"") + t.backend + "\": " + e.what());
+  }
+}
+
+// Grows b to hold at least n floats (contents not kept).
+void ensure_size(const kernels::Backend& k, kernels::BackendBuffer<float>& b, size_t n) {
+  if (b.size() < n) b = kernels::BackendBuffer<float>(k, n);
+}
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -36,7 +57,8 @@ int64_t range_tokens(const TokenRange& r) { return r.second - r.first; }
 
 ContextTrainer::ContextTrainer(const Scenario& s, std::unique_ptr<compress::KvCodec> codec,
                                ComputeTiming timing)
-    : scenario_(s), P_(s.parallel.context), L_(s.model.layers), seq_len_(s.model.seq_len),
+    : scenario_(s), k_(&backend_for(s.training)), P_(s.parallel.context), L_(s.model.layers),
+      seq_len_(s.model.seq_len),
       codec_(std::move(codec)), lr_(optim::lr_schedule_from(s.training)) {
   model::check_model_config(s.model);
   build_context_parallel_step(s);  // validates the split, the nodes and the batch (InputError)
@@ -44,9 +66,12 @@ ContextTrainer::ContextTrainer(const Scenario& s, std::unique_ptr<compress::KvCo
   lr_.validate();
   models_.reserve(size_t(P_));
   optimizers_.reserve(size_t(P_));
+  model::ModelOptions model_options;
+  model_options.device = k_->device;
   for (int r = 0; r < P_; ++r) {
-    models_.emplace_back(s.model, s.training.seed);
-    optimizers_.emplace_back(models_.back().layout(), optim::optimizer_config_from(s.training));
+    models_.emplace_back(s.model, s.training.seed, model_options);
+    optimizers_.emplace_back(models_.back().layout(), optim::optimizer_config_from(s.training),
+                             k_->device);
     ranges_.push_back(rank_token_ranges(seq_len_, P_, s.parallel.split, r));
     int64_t row = 0;
     chunk_row_.emplace_back();
@@ -58,8 +83,10 @@ ContextTrainer::ContextTrainer(const Scenario& s, std::unique_ptr<compress::KvCo
   codec_v_ = codec_m_;
   inputs_.resize(size_t(P_)), targets_.resize(size_t(P_)), positions_.resize(size_t(P_));
   valid_.assign(size_t(P_), 0);
-  k_hat_.assign(size_t(L_), std::vector<std::vector<float>>(size_t(P_)));
-  v_hat_ = lse_ = k_hat_;
+  for (auto* per_layer : {&k_hat_, &v_hat_, &lse_}) {
+    per_layer->resize(size_t(L_));
+    for (auto& ranks : *per_layer) ranks.resize(size_t(P_));
+  }
   dk_hat_.resize(size_t(P_)), dv_hat_.resize(size_t(P_));
 }
 
@@ -95,14 +122,14 @@ void ContextTrainer::begin(const int32_t* inputs, const int32_t* targets, int se
       }
     valid_[size_t(r)] = valid;
     for (int l = 0; l < L_; ++l) {
-      k_hat_[size_t(l)][size_t(r)].resize(size_t(rows * kv_row));
-      v_hat_[size_t(l)][size_t(r)].resize(size_t(rows * kv_row));
-      lse_[size_t(l)][size_t(r)].resize(size_t(rows * m.heads));
+      ensure_size(*k_, k_hat_[size_t(l)][size_t(r)], size_t(rows * kv_row));
+      ensure_size(*k_, v_hat_[size_t(l)][size_t(r)], size_t(rows * kv_row));
+      ensure_size(*k_, lse_[size_t(l)][size_t(r)], size_t(rows * m.heads));
     }
     model::TokenBatch b;
     b.inputs = in.data(), b.targets = tg.data(), b.positions = pos.data();
     b.sequences = sequences, b.tokens = n;
-    Stopwatch w;
+    Stopwatch w(*k_);
     models_[size_t(r)].begin(b);
     figures_.ranks[size_t(r)].embed = w.seconds();
   }
@@ -114,7 +141,7 @@ void ContextTrainer::forward_layer(int l) {
   const float scale = float(1.0 / std::sqrt(double(hd)));
   // Q, K, V of every rank; each block through the codec once (what receivers see).
   for (int r = 0; r < P_; ++r) {
-    Stopwatch w;
+    Stopwatch w(*k_);
     model::Model& mod = models_[size_t(r)];
     mod.layer_forward_qkv(l);
     double bytes = 0;
@@ -127,9 +154,9 @@ void ContextTrainer::forward_layer(int l) {
           const int64_t row = s * local_tokens_[size_t(r)] + chunk_row_[size_t(r)][size_t(i)];
           const int64_t off = row * kv_row;
           compress::KvBlockId id{l, compress::KvTensor::k, r, i, s, positions_[size_t(r)].data() + row};
-          bytes += codec_->forward(id, n, a.k + off, k_hat_[size_t(l)][size_t(r)].data() + off);
+          bytes += codec_forward(id, n, a.k + off, k_hat_[size_t(l)][size_t(r)].data() + off);
           id.tensor = compress::KvTensor::v;
-          bytes += codec_->forward(id, n, a.v + off, v_hat_[size_t(l)][size_t(r)].data() + off);
+          bytes += codec_forward(id, n, a.v + off, v_hat_[size_t(l)][size_t(r)].data() + off);
         }
     }
     figures_.kv_bytes[size_t(l)][size_t(r)] = bytes;
@@ -142,7 +169,7 @@ void ContextTrainer::forward_layer(int l) {
     const auto& qr = ranges_[size_t(r)];
     std::vector<char> started(size_t(sequences_) * qr.size(), 0);
     for (int k = 0; k < P_; ++k) {
-      Stopwatch w;
+      Stopwatch w(*k_);
       const int o = ((r - k) % P_ + P_) % P_;
       const float* kb = o == r ? a.k : k_hat_[size_t(l)][size_t(o)].data();
       const float* vb = o == r ? a.v : v_hat_[size_t(l)][size_t(o)].data();
@@ -161,19 +188,20 @@ void ContextTrainer::forward_layer(int l) {
             float* lse = lse_[size_t(l)][size_t(r)].data() + qrow * m.heads;
             char& first = started[size_t(s) * qr.size() + qi];
             if (!first) {
-              kernels::cpu::attention_forward(sh, a.q + qrow * q_row, kb + krow * kv_row,
+              k_->attention_forward(sh, a.q + qrow * q_row, kb + krow * kv_row,
                                               vb + krow * kv_row, out, lse);
               first = 1;
             } else {
-              tmp_out_.resize(size_t(sh.nq * q_row)), tmp_lse_.resize(size_t(sh.nq * m.heads));
-              kernels::cpu::attention_forward(sh, a.q + qrow * q_row, kb + krow * kv_row,
+              ensure_size(*k_, tmp_out_, size_t(sh.nq * q_row));
+              ensure_size(*k_, tmp_lse_, size_t(sh.nq * m.heads));
+              k_->attention_forward(sh, a.q + qrow * q_row, kb + krow * kv_row,
                                               vb + krow * kv_row, tmp_out_.data(), tmp_lse_.data());
-              kernels::cpu::attention_merge(sh.nq, m.heads, hd, out, lse, tmp_out_.data(), tmp_lse_.data());
+              k_->attention_merge(sh.nq, m.heads, hd, out, lse, tmp_out_.data(), tmp_lse_.data());
             }
           }
       figures_.ranks[size_t(r)].layers[size_t(l)].attention[size_t(o)] = w.seconds();
     }
-    Stopwatch w;
+    Stopwatch w(*k_);
     mod.layer_forward_post_attention(l);
     figures_.ranks[size_t(r)].layers[size_t(l)].mlp = w.seconds();
   }
@@ -184,32 +212,34 @@ void ContextTrainer::backward_layer(int l) {
   const int64_t hd = m.head_dim(), kv_row = int64_t(m.kv_heads) * hd, q_row = int64_t(m.heads) * hd;
   const float scale = float(1.0 / std::sqrt(double(hd)));
   for (int r = 0; r < P_; ++r) {
-    Stopwatch w;
+    Stopwatch w(*k_);
     models_[size_t(r)].layer_backward_post_attention(l);
     figures_.ranks[size_t(r)].layers[size_t(l)].mlp_bwd = w.seconds();
     const size_t kv_count = size_t(sequences_ * local_tokens_[size_t(r)] * kv_row);
-    dk_hat_[size_t(r)].assign(kv_count, 0.0f);
-    dv_hat_[size_t(r)].assign(kv_count, 0.0f);
+    for (Buffer* b : {&dk_hat_[size_t(r)], &dv_hat_[size_t(r)]}) {
+      ensure_size(*k_, *b, kv_count);
+      k_->zero(b->data(), kv_count * sizeof(float));
+    }
   }
   for (int r = 0; r < P_; ++r) {
     model::Model& mod = models_[size_t(r)];
     auto& a = mod.activations(l);
     const int64_t rows = sequences_ * local_tokens_[size_t(r)];
-    std::fill(mod.dq(), mod.dq() + rows * q_row, 0.0f);
-    std::fill(mod.dk(), mod.dk() + rows * kv_row, 0.0f);
-    std::fill(mod.dv(), mod.dv() + rows * kv_row, 0.0f);
+    k_->zero(mod.dq(), size_t(rows * q_row) * sizeof(float));
+    k_->zero(mod.dk(), size_t(rows * kv_row) * sizeof(float));
+    k_->zero(mod.dv(), size_t(rows * kv_row) * sizeof(float));
     const float* dout = mod.attention_grad_out();
     const float* lse_all = lse_[size_t(l)][size_t(r)].data();
     const auto& qr = ranges_[size_t(r)];
     for (int k = 0; k < P_; ++k) {
-      Stopwatch w;
+      Stopwatch w(*k_);
       const int o = ((r - k) % P_ + P_) % P_;
       if (k == 0) {  // delta (heads, n) per query chunk, from the merged output
-        delta_.resize(size_t(rows * m.heads));
+        ensure_size(*k_, delta_, size_t(rows * m.heads));
         for (int s = 0; s < sequences_; ++s)
           for (size_t qi = 0; qi < qr.size(); ++qi) {
             const int64_t qrow = s * local_tokens_[size_t(r)] + chunk_row_[size_t(r)][qi];
-            kernels::cpu::attention_backward_delta(range_tokens(qr[qi]), m.heads, hd, a.att + qrow * q_row,
+            k_->attention_backward_delta(range_tokens(qr[qi]), m.heads, hd, a.att + qrow * q_row,
                                                    dout + qrow * q_row, delta_.data() + qrow * m.heads);
           }
       }
@@ -228,7 +258,7 @@ void ContextTrainer::backward_layer(int l) {
             sh.q_offset = qr[qi].first, sh.k_offset = kr[ki].first, sh.causal = true, sh.scale = scale;
             const int64_t qrow = s * local_tokens_[size_t(r)] + chunk_row_[size_t(r)][qi];
             const int64_t krow = s * local_tokens_[size_t(o)] + chunk_row_[size_t(o)][ki];
-            kernels::cpu::attention_backward(sh, a.q + qrow * q_row, kb + krow * kv_row, vb + krow * kv_row,
+            k_->attention_backward(sh, a.q + qrow * q_row, kb + krow * kv_row, vb + krow * kv_row,
                                              lse_all + qrow * m.heads, delta_.data() + qrow * m.heads,
                                              dout + qrow * q_row, mod.dq() + qrow * q_row,
                                              dk + krow * kv_row, dv + krow * kv_row);
@@ -239,7 +269,7 @@ void ContextTrainer::backward_layer(int l) {
   // Each owner takes back the receivers' summed dK/dV through the codec, then
   // back-propagates its QKV projection.
   for (int o = 0; o < P_; ++o) {
-    Stopwatch w;
+    Stopwatch w(*k_);
     model::Model& mod = models_[size_t(o)];
     double bytes = 0;
     if (P_ > 1) {
@@ -250,9 +280,9 @@ void ContextTrainer::backward_layer(int l) {
           const int64_t row = s * local_tokens_[size_t(o)] + chunk_row_[size_t(o)][size_t(i)];
           const int64_t off = row * kv_row;
           compress::KvBlockId id{l, compress::KvTensor::k, o, i, s, positions_[size_t(o)].data() + row};
-          bytes += codec_->backward(id, n, dk_hat_[size_t(o)].data() + off, mod.dk() + off);
+          bytes += codec_backward(id, n, dk_hat_[size_t(o)].data() + off, mod.dk() + off);
           id.tensor = compress::KvTensor::v;
-          bytes += codec_->backward(id, n, dv_hat_[size_t(o)].data() + off, mod.dv() + off);
+          bytes += codec_backward(id, n, dv_hat_[size_t(o)].data() + off, mod.dv() + off);
         }
     }
     figures_.dkv_bytes[size_t(l)][size_t(o)] = bytes;
@@ -266,7 +296,7 @@ float ContextTrainer::global_loss(bool backward) {
   for (int64_t v : valid_) valid_global += v;
   double sum = 0;
   for (int r = 0; r < P_; ++r) {
-    Stopwatch w;
+    Stopwatch w(*k_);
     const float loss = models_[size_t(r)].head_forward();
     figures_.ranks[size_t(r)].lm_head = w.seconds();
     if (valid_[size_t(r)] > 0) sum += double(loss) * double(valid_[size_t(r)]);
@@ -274,7 +304,7 @@ float ContextTrainer::global_loss(bool backward) {
   if (backward)
     for (int r = 0; r < P_; ++r) {
       models_[size_t(r)].zero_grads();
-      Stopwatch w;
+      Stopwatch w(*k_);
       const double share = valid_global > 0 ? double(valid_[size_t(r)]) / double(valid_global) : 0.0;
       models_[size_t(r)].head_backward(float(share));
       figures_.ranks[size_t(r)].lm_head_bwd = w.seconds();
@@ -289,7 +319,7 @@ float ContextTrainer::forward_backward(const int32_t* inputs, const int32_t* tar
   const float loss = global_loss(true);
   for (int l = L_ - 1; l >= 0; --l) backward_layer(l);
   for (int r = 0; r < P_; ++r) {
-    Stopwatch w;
+    Stopwatch w(*k_);
     models_[size_t(r)].embedding_backward();
     figures_.ranks[size_t(r)].embed_bwd = w.seconds();
   }
@@ -304,17 +334,24 @@ float ContextTrainer::evaluate(const int32_t* inputs, const int32_t* targets, in
 
 void ContextTrainer::all_reduce_gradients() {
   if (P_ < 2) return;
-  const size_t count = size_t(models_[0].param_count());
-  sum_.assign(models_[0].grads(), models_[0].grads() + count);
-  for (int r = 1; r < P_; ++r) {  // rank order: the same sum on every run
-    const float* g = models_[size_t(r)].grads();
-    for (size_t i = 0; i < count; ++i) sum_[i] += g[i];
-  }
-  for (int r = 0; r < P_; ++r) std::memcpy(models_[size_t(r)].grads(), sum_.data(), count * sizeof(float));
+  const size_t count = size_t(models_[0].param_count()), bytes = count * sizeof(float);
+  ensure_size(*k_, sum_, count);
+  k_->copy(sum_.data(), models_[0].grads(), bytes);
+  for (int r = 1; r < P_; ++r)  // rank order: the same sum on every run
+    k_->add_inplace(sum_.data(), models_[size_t(r)].grads(), int64_t(count));
+  for (int r = 0; r < P_; ++r) k_->copy(models_[size_t(r)].grads(), sum_.data(), bytes);
 }
 
 void ContextTrainer::sparse_sync(int step) {
   const auto& tensors = models_[0].layout().tensors();
+  // The draws are made on the host; a GPU's replicas are copied out and back.
+  const bool on_host = k_->device == kernels::Device::cpu;
+  std::vector<std::vector<float>> staged(on_host ? 0 : static_cast<size_t>(P_));
+  std::vector<float*> params(static_cast<size_t>(P_));
+  for (int r = 0; r < P_; ++r) {
+    if (!on_host) staged[size_t(r)] = models_[size_t(r)].params_to_host();
+    params[size_t(r)] = on_host ? models_[size_t(r)].params() : staged[size_t(r)].data();
+  }
   const double fraction = scenario_.compression.sync_fraction;
   for (size_t ti = 0; ti < tensors.size(); ++ti) {
     const int64_t count = tensors[ti].count();
@@ -325,11 +362,38 @@ void ContextTrainer::sparse_sync(int step) {
       state = splitmix64(state);
       const int64_t i = tensors[ti].offset + (all ? j : int64_t(state % uint64_t(count)));
       double sum = 0;
-      for (int r = 0; r < P_; ++r) sum += models_[size_t(r)].params()[i];
+      for (int r = 0; r < P_; ++r) sum += params[size_t(r)][i];
       const float mean = float(sum / P_);
-      for (int r = 0; r < P_; ++r) models_[size_t(r)].params()[i] = mean;
+      for (int r = 0; r < P_; ++r) params[size_t(r)][i] = mean;
     }
   }
+  if (!on_host)
+    for (int r = 0; r < P_; ++r)
+      k_->upload(models_[size_t(r)].params(), staged[size_t(r)].data(),
+                 staged[size_t(r)].size() * sizeof(float));
+}
+
+double ContextTrainer::codec_forward(const compress::KvBlockId& id, int64_t n, const float* z,
+                                     float* z_hat) {
+  if (k_->device == kernels::Device::cpu) return codec_->forward(id, n, z, z_hat);
+  const size_t bytes = size_t(n * scenario_.model.kv_heads * scenario_.model.head_dim()) * sizeof(float);
+  stage_in_.resize(bytes / sizeof(float)), stage_out_.resize(bytes / sizeof(float));
+  k_->download(stage_in_.data(), z, bytes);
+  const double wire = codec_->forward(id, n, stage_in_.data(), stage_out_.data());
+  k_->upload(z_hat, stage_out_.data(), bytes);
+  return wire;
+}
+
+double ContextTrainer::codec_backward(const compress::KvBlockId& id, int64_t n, const float* dz_hat,
+                                      float* dz) {
+  if (k_->device == kernels::Device::cpu) return codec_->backward(id, n, dz_hat, dz);
+  const size_t bytes = size_t(n * scenario_.model.kv_heads * scenario_.model.head_dim()) * sizeof(float);
+  stage_in_.resize(bytes / sizeof(float)), stage_out_.resize(bytes / sizeof(float));
+  k_->download(stage_in_.data(), dz_hat, bytes);
+  k_->download(stage_out_.data(), dz, bytes);  // the codec adds into dz
+  const double wire = codec_->backward(id, n, stage_in_.data(), stage_out_.data());
+  k_->upload(dz, stage_out_.data(), bytes);
+  return wire;
 }
 
 StepRecord ContextTrainer::train_step(int step, const int32_t* inputs, const int32_t* targets,
@@ -351,9 +415,9 @@ StepRecord ContextTrainer::train_step(int step, const int32_t* inputs, const int
     model::Model& mod = models_[size_t(r)];
     if (sparse && valid_[size_t(r)] > 0) {  // own gradient: of the rank's own mean loss
       const float k = float(double(valid_global) / double(valid_[size_t(r)]));
-      for (int64_t i = 0; i < mod.param_count(); ++i) mod.grads()[i] *= k;
+      k_->scale_inplace(mod.grads(), k, mod.param_count());
     }
-    Stopwatch w;
+    Stopwatch w(*k_);
     const optim::StepStats stats = optimizers_[size_t(r)].step(mod.params(), mod.grads(), rec.lr);
     figures_.ranks[size_t(r)].optimizer = w.seconds();
     if (r == 0) rec.grad_norm = stats.grad_norm;
@@ -376,7 +440,7 @@ StepRecord ContextTrainer::train_step(int step, const int32_t* inputs, const int
     }
   }
   if (record) {
-    Stopwatch w;
+    Stopwatch w(*k_);
     ContextScheduleOptions options;
     options.include_weight_sync = rec.weight_sync;
     options.figures = &figures_;

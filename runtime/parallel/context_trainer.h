@@ -10,8 +10,14 @@
 // sparse, each rank steps on its own gradients and every sync_every steps a
 // seeded random sync_fraction slice of each tensor is averaged (SPARTA-style).
 //
+// The replicas, their optimisers and the attention run on training.backend's
+// kernels (kernels/backend.h: the CPU, or every replica on one CUDA GPU); the
+// K/V codec runs on the host, so on a GPU each block it sees is staged through
+// host memory (as are the sparse weight sync and checkpoints).
+//
 // Every step is recorded: compute seconds per (rank, task) — measured with a
-// steady clock around the rank's kernels, or from the device profile — and the
+// steady clock around the rank's kernels (after waiting for the GPU), or from
+// the device profile — and the
 // codec's real message bytes, laid into the step graph of
 // build_context_parallel (context_schedule.h), so the recorded graph has
 // exactly the schedule's tasks and dependencies.
@@ -22,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/backend_buffer.h"
 #include "runtime/compress/kv_codec.h"
 #include "runtime/model/model.h"
 #include "runtime/optim/lr_schedule.h"
@@ -70,12 +77,15 @@ struct StepRecord {
 
 class ContextTrainer {
  public:
-  // Throws InputError (scenario keys) for shapes context parallelism cannot split.
+  // Throws InputError (scenario keys) for shapes context parallelism cannot split,
+  // and InputError("training.backend") for "cuda" where no GPU can be used.
   ContextTrainer(const Scenario& scenario, std::unique_ptr<compress::KvCodec> codec,
                  ComputeTiming timing = ComputeTiming::measured);
 
   int ranks() const { return P_; }
+  // On a GPU backend its buffers are device memory (Model::params_to_host()).
   model::Model& replica(int rank) { return models_[size_t(rank)]; }
+  const kernels::Backend& backend() const { return *k_; }
   compress::KvCodec& codec() { return *codec_; }
   const std::vector<TokenRange>& token_ranges(int rank) const { return ranges_[size_t(rank)]; }
 
@@ -115,8 +125,12 @@ class ContextTrainer {
   void backward_layer(int l);
   void sparse_sync(int step);
   float global_loss(bool backward);
+  // The codec on the host, whatever the backend: GPU blocks are staged.
+  double codec_forward(const compress::KvBlockId& id, int64_t n, const float* z, float* z_hat);
+  double codec_backward(const compress::KvBlockId& id, int64_t n, const float* dz_hat, float* dz);
 
   Scenario scenario_;
+  const kernels::Backend* k_;
   int P_, L_;
   int64_t seq_len_;
   std::vector<int64_t> local_tokens_;            // per rank, of one sequence
@@ -131,11 +145,14 @@ class ContextTrainer {
   std::vector<int64_t> valid_;                   // per rank: valid targets
   std::vector<std::vector<int32_t>> inputs_, targets_;
   std::vector<std::vector<int64_t>> positions_;
-  // Per layer and rank: what receivers attend to (codec output), the lse of each
-  // rank's merged attention (per sequence and chunk, (heads, n) blocks).
-  std::vector<std::vector<std::vector<float>>> k_hat_, v_hat_, lse_;
-  std::vector<std::vector<float>> dk_hat_, dv_hat_;  // per owner: sum over receivers
-  std::vector<float> tmp_out_, tmp_lse_, delta_, sum_;
+  // Per layer and rank, in the backend's memory: what receivers attend to (codec
+  // output), the lse of each rank's merged attention (per sequence and chunk,
+  // (heads, n) blocks).
+  using Buffer = kernels::BackendBuffer<float>;
+  std::vector<std::vector<Buffer>> k_hat_, v_hat_, lse_;
+  std::vector<Buffer> dk_hat_, dv_hat_;  // per owner: sum over receivers
+  Buffer tmp_out_, tmp_lse_, delta_, sum_;
+  std::vector<float> stage_in_, stage_out_;  // host copies of a block for the codec
   RecordedFigures figures_;
   double kernel_seconds_ = 0;
   // Codec parameters (MoS heads) get their own AdamW moments.

@@ -20,11 +20,12 @@ void ContextTrainer::save_state(std::ostream& out) const {
   const int64_t count = models_[0].param_count();
   binary::write_i64(out, count);
   binary::write_string(out, codec_->describe());
+  const std::vector<float> p0 = models_[0].params_to_host();  // host copies: any backend
   for (int r = 0; r < P_; ++r) {
-    const float* p = models_[size_t(r)].params();
-    const bool same = r > 0 && std::memcmp(p, models_[0].params(), size_t(count) * sizeof(float)) == 0;
+    const std::vector<float> p = r == 0 ? p0 : models_[size_t(r)].params_to_host();
+    const bool same = r > 0 && std::memcmp(p.data(), p0.data(), size_t(count) * sizeof(float)) == 0;
     binary::write_bool(out, same);
-    if (!same) binary::write_array(out, p, uint64_t(count));
+    if (!same) binary::write_array(out, p.data(), uint64_t(count));
   }
   for (int r = 0; r < P_; ++r) {
     const bool same = r > 0 && optimizers_[size_t(r)].same_state(optimizers_[0]);
@@ -51,13 +52,16 @@ void ContextTrainer::load_state(std::istream& in) {
   const std::string codec = binary::read_string(in, "the codec's name");
   if (codec != codec_->describe())
     throw binary::BinaryFormatError("codec \"" + codec + "\", the scenario's is \"" + codec_->describe() + "\"");
+  const size_t bytes = size_t(count) * sizeof(float);
+  std::vector<float> host(static_cast<size_t>(count));
   for (int r = 0; r < P_; ++r) {
     float* p = models_[size_t(r)].params();
     if (binary::read_bool(in, "a replica's flag")) {
       if (r == 0) throw binary::BinaryFormatError("rank 0's parameters refer to themselves");
-      std::memcpy(p, models_[0].params(), size_t(count) * sizeof(float));
+      k_->copy(p, models_[0].params(), bytes);
     } else {
-      binary::read_array_into(in, p, uint64_t(count), "a replica's parameters");
+      binary::read_array_into(in, host.data(), uint64_t(count), "a replica's parameters");
+      k_->upload(p, host.data(), bytes);
     }
   }
   for (int r = 0; r < P_; ++r) {

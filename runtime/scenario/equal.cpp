@@ -139,6 +139,7 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.field("training.validation_fraction", ta.validation_fraction, tb.validation_fraction);
   d.field("training.eval_batches", ta.eval_batches, tb.eval_batches);
   d.field("training.checkpoint_every", ta.checkpoint_every, tb.checkpoint_every);
+  d.field("training.backend", ta.backend, tb.backend);
 
   const auto &ja = a.projection.scenario, &jb = b.projection.scenario;
   d.field("projection.scenario", std::string(ja ? ja->name : "none"), std::string(jb ? jb->name : "none"));

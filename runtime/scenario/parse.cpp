@@ -138,7 +138,7 @@ TrainingConfig parse_training(const ObjectReader& root) {
   const ObjectReader r =
       root.object("training", {"steps", "batch_size", "lr", "lr_warmup_steps", "weight_decay", "grad_clip",
                                "seed", "data", "tokenizer", "eval_every", "validation_fraction", "eval_batches",
-                               "checkpoint_every"});
+                               "checkpoint_every", "backend"});
   t.steps = static_cast<int>(r.integer_or("steps", t.steps, 1, kMaxInt));
   t.batch_size = static_cast<int>(r.integer_or("batch_size", t.batch_size, 1, kMaxInt));
   t.lr = r.number_or("lr", t.lr, Bounds::above(0));
@@ -152,6 +152,7 @@ TrainingConfig parse_training(const ObjectReader& root) {
   t.validation_fraction = r.number_or("validation_fraction", t.validation_fraction, Bounds::half_open(0, 1));
   t.eval_batches = static_cast<int>(r.integer_or("eval_batches", t.eval_batches, 1, kMaxInt));
   t.checkpoint_every = static_cast<int>(r.integer_or("checkpoint_every", t.checkpoint_every, 0, kMaxInt));
+  t.backend = r.choice_or("backend", t.backend, {"cpu", "cuda"});
   return t;
 }
 

@@ -106,6 +106,7 @@ struct TrainingConfig {
   double validation_fraction = 0.1;  // held-out tail of the token stream, in [0, 1)
   int eval_batches = 4;              // validation batches per evaluation
   int checkpoint_every = 100;        // steps between `lowband run` checkpoints (0: never)
+  std::string backend = "cpu";       // which kernels train the model: "cpu" or "cuda"
 };
 
 struct Scenario;

@@ -165,7 +165,7 @@ nlohmann::json to_json(const Scenario& s) {
         {"weight_decay", t.weight_decay}, {"grad_clip", t.grad_clip}, {"seed", t.seed}, {"data", t.data},
         {"tokenizer", t.tokenizer}, {"eval_every", t.eval_every},
         {"validation_fraction", t.validation_fraction}, {"eval_batches", t.eval_batches},
-        {"checkpoint_every", t.checkpoint_every}}},
+        {"checkpoint_every", t.checkpoint_every}, {"backend", t.backend}}},
   };
   // Inline, so that a run directory's scenario.json says everything the run used.
   if (s.projection.scenario) out["projection"] = {{"scenario", to_json(*s.projection.scenario)}};

@@ -93,6 +93,9 @@ class Replayer {
 parallel::ComputeTiming compute_timing(const Scenario& s) {
   if (s.devices.timing == DeviceTiming::measured) return parallel::ComputeTiming::measured;
   if (s.devices.timing == DeviceTiming::profile) return parallel::ComputeTiming::profile;
+  // "auto" measures only what it simulates: ranks modelled as this machine's CPU,
+  // trained on the CPU. A GPU-trained run takes the profile's seconds.
+  if (s.training.backend != "cpu") return parallel::ComputeTiming::profile;
   bool all_cpu = s.devices.default_profile.name == "cpu";
   for (const auto& [node, profile] : s.devices.node_profiles)
     if (node < s.parallel.context && profile.name != "cpu") all_cpu = false;

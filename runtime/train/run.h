@@ -93,7 +93,8 @@ struct RunResult {
 RunResult run_training(const Scenario& scenario, const RunOptions& options);
 
 // Where the run's compute seconds come from (devices.timing): measured on this
-// CPU when every rank's profile is "cpu" (automatic), else the device profile.
+// CPU when every rank's profile is "cpu" and training.backend is "cpu"
+// (automatic), else the device profile.
 parallel::ComputeTiming compute_timing(const Scenario& scenario);
 
 // The default run directory: runs/<name>-<YYYYmmdd-HHMMSS> (UTC), with -2, -3...

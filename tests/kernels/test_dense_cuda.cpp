@@ -18,6 +18,8 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
+#include "kernels/backend_buffer.h"
+#include "kernels/elementwise.h"
 #include "tests/kernels/device_buffer.h"
 #include "tests/kernels/reference.h"
 #endif
@@ -174,6 +176,27 @@ void adamw_case(Rng& rng) {
   EXPECT_LT(rel_error(d_g.to_host(), g), kTol);
 }
 
+// add_inplace and scale_inplace, and the backend table's memory operations.
+void elementwise_case(Rng& rng) {
+  const int64_t count = 70001;
+  auto y = random_floats(rng, size_t(count));
+  const auto x = random_floats(rng, size_t(count));
+  DeviceVec<float> d_y(y), d_x(x);
+  cpu::add_inplace(y.data(), x.data(), count);
+  cuda::add_inplace(d_y.get(), d_x.get(), count);
+  cpu::scale_inplace(y.data(), -0.37f, count);
+  cuda::scale_inplace(d_y.get(), -0.37f, count);
+  EXPECT_EQ(d_y.to_host(), y);  // one rounding each: bit-equal
+  const Backend& g = backend(Device::cuda);
+  BackendBuffer<float> a(g, x), b(g, size_t(count));
+  g.copy(b.data(), a.data(), size_t(count) * sizeof(float));
+  EXPECT_EQ(b.to_host(), x);
+  g.zero(b.data(), 16 * sizeof(float));
+  const auto zeroed = b.to_host();
+  EXPECT_EQ(std::vector<float>(zeroed.begin(), zeroed.begin() + 16), std::vector<float>(16, 0.0f));
+  EXPECT_EQ(zeroed[16], x[16]);
+}
+
 std::vector<OpCase> dense_cases() {
   return {
       {"matmul_NN", [](Rng& r) { matmul_case(r, Trans::no, Trans::no); }},
@@ -187,6 +210,7 @@ std::vector<OpCase> dense_cases() {
       {"cross_entropy_small", [](Rng& r) { cross_entropy_case(r, 33, 1001); }},
       {"cross_entropy_gpt2_vocab", [](Rng& r) { cross_entropy_case(r, 6, 50257); }},
       {"adamw_and_clip", adamw_case},
+      {"elementwise_and_backend_memory", elementwise_case},
   };
 }
 
