@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +45,21 @@ std::string terminal(const std::string& format) {
   // noenhanced: run names with "_" stay as written instead of becoming subscripts.
   if (format == "png") return "set terminal pngcairo noenhanced size 1280,720 font \"sans,12\"";
   return "set terminal svg noenhanced size 1280,720 dynamic font \"sans,12\" background \"white\"";
+}
+
+// The key sits below the plot (long run names beside it would take half its
+// width); gnuplot does not leave room for the x label under it, so the bottom
+// margin is sized here: 3 lines for tics and label, plus the key's rows as
+// gnuplot lays them out in the 1280-pixel, 12-point terminal, erring towards
+// fewer columns (an entry is its longest title plus its sample, ~11 px a
+// character: too much room rather than a key over the plot).
+int key_margin_lines(const Figure& f) {
+  size_t longest = 0;
+  for (const auto& s : f.series) longest = std::max(longest, s.title.size());
+  const size_t entry_px = (longest + 10) * 11;
+  const size_t columns = std::max<size_t>(1, 1180 / entry_px);
+  const size_t rows = (f.series.size() + columns - 1) / columns;
+  return int(3 + rows + 1);
 }
 
 std::string plot_command(const Figure& f) {
@@ -142,7 +158,8 @@ std::string gnuplot_script(const Figure& f, const std::vector<std::string>& form
   gp << "set title " << quoted(f.title) << "\n"
      << "set xlabel " << quoted(f.x_label) << "\n"
      << "set ylabel " << quoted(f.y_label) << "\n"
-     << "set grid\nset key outside right top box opaque\n";
+     << "set grid\n"
+     << "set key below box opaque\nset bmargin " << key_margin_lines(f) << "\n";
   if (f.log_x) gp << "set logscale x 10\nset mxtics 10\n";
   if (f.log_y) gp << "set logscale y 10\n";
   if (f.x_from_zero) gp << "set xrange [0:*]\n";
