@@ -89,7 +89,7 @@ void add_run_command(CLI::App& app) {
     options.also_timed_on = retime_targets(*args);
     std::cout << "scenario " << scenario.name << " (" << scenario.source << "): " << scenario.model.layers
               << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len << ", P = "
-              << scenario.parallel.context << "\n";
+              << scenario.parallel.context << ", backend " << scenario.training.backend << "\n";
     const train::RunResult r = train::run_training(scenario, options);
     std::cout << "run directory: " << r.run_dir << "\n";
     for (const auto& t : r.retimed) std::cout << "also timed in: " << t.run_dir << " (simulated " << t.sim_total_seconds << " s)\n";
