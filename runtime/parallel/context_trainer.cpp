@@ -189,13 +189,13 @@ void ContextTrainer::forward_layer(int l) {
             char& first = started[size_t(s) * qr.size() + qi];
             if (!first) {
               k_->attention_forward(sh, a.q + qrow * q_row, kb + krow * kv_row,
-                                              vb + krow * kv_row, out, lse);
+                                    vb + krow * kv_row, out, lse);
               first = 1;
             } else {
               ensure_size(*k_, tmp_out_, size_t(sh.nq * q_row));
               ensure_size(*k_, tmp_lse_, size_t(sh.nq * m.heads));
               k_->attention_forward(sh, a.q + qrow * q_row, kb + krow * kv_row,
-                                              vb + krow * kv_row, tmp_out_.data(), tmp_lse_.data());
+                                    vb + krow * kv_row, tmp_out_.data(), tmp_lse_.data());
               k_->attention_merge(sh.nq, m.heads, hd, out, lse, tmp_out_.data(), tmp_lse_.data());
             }
           }
@@ -240,7 +240,7 @@ void ContextTrainer::backward_layer(int l) {
           for (size_t qi = 0; qi < qr.size(); ++qi) {
             const int64_t qrow = s * local_tokens_[size_t(r)] + chunk_row_[size_t(r)][qi];
             k_->attention_backward_delta(range_tokens(qr[qi]), m.heads, hd, a.att + qrow * q_row,
-                                                   dout + qrow * q_row, delta_.data() + qrow * m.heads);
+                                         dout + qrow * q_row, delta_.data() + qrow * m.heads);
           }
       }
       const float* kb = o == r ? a.k : k_hat_[size_t(l)][size_t(o)].data();
@@ -259,9 +259,9 @@ void ContextTrainer::backward_layer(int l) {
             const int64_t qrow = s * local_tokens_[size_t(r)] + chunk_row_[size_t(r)][qi];
             const int64_t krow = s * local_tokens_[size_t(o)] + chunk_row_[size_t(o)][ki];
             k_->attention_backward(sh, a.q + qrow * q_row, kb + krow * kv_row, vb + krow * kv_row,
-                                             lse_all + qrow * m.heads, delta_.data() + qrow * m.heads,
-                                             dout + qrow * q_row, mod.dq() + qrow * q_row,
-                                             dk + krow * kv_row, dv + krow * kv_row);
+                                   lse_all + qrow * m.heads, delta_.data() + qrow * m.heads,
+                                   dout + qrow * q_row, mod.dq() + qrow * q_row,
+                                   dk + krow * kv_row, dv + krow * kv_row);
           }
       figures_.ranks[size_t(r)].layers[size_t(l)].attention_bwd[size_t(o)] = w.seconds();
     }
