@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/temp_dir.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -29,10 +31,7 @@ std::string slurp(const fs::path& path) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("lowband_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = lowband::test_support::unique_test_temp_dir("lowband_cli");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

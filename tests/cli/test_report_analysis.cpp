@@ -12,6 +12,7 @@
 #include "runtime/report/report_table.h"
 #include "runtime/report/run_dir_reader.h"
 #include "runtime/report/run_metrics.h"
+#include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -132,10 +133,8 @@ TEST(ReportTable, RatioToBaselineAndPerplexityComeFromTheRuns) {
 class ReportDirs : public ::testing::Test {
  protected:
   void SetUp() override {
-    // Per test: ctest -j runs the tests of this suite in parallel processes.
-    dir_ = fs::temp_directory_path() /
-           ("lowband_report_dirs_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
+    // Per process: ctest -j runs the tests of this suite in parallel processes.
+    dir_ = lowband::test_support::unique_test_temp_dir("lowband_report_dirs");
     write_run(dir_ / "a");
   }
   void TearDown() override { fs::remove_all(dir_); }

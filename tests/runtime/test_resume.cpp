@@ -18,9 +18,7 @@ namespace {
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("lowband_resume_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
+    dir_ = test_support::unique_test_temp_dir("lowband_resume");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

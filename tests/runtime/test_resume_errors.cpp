@@ -15,9 +15,7 @@ namespace {
 class ResumeErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("lowband_resume_err_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
+    dir_ = test_support::unique_test_temp_dir("lowband_resume_err");
     // Stopped after 6 steps: a checkpoint at 4, lines 5 and 6 past it.
     RunOptions o;
     o.out_dir = dir_.string();

@@ -13,6 +13,7 @@
 
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
+#include "tests/temp_dir.h"
 
 namespace lowband::train::test {
 namespace {
@@ -54,9 +55,7 @@ nlohmann::json read_json(const fs::path& p) {
 class RunReconstruction : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("lowband_run_recon_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
+    dir_ = test_support::unique_test_temp_dir("lowband_run_recon");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/scenario/load.h"
+#include "tests/temp_dir.h"
 
 namespace lowband::train::test {
 
@@ -43,14 +44,10 @@ inline std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   return out;
 }
 
-// dir_: an empty directory named after the test, removed afterwards.
+// dir_: an empty directory of this process, named after the test, removed afterwards.
 class RunDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("lowband_" + std::string(info->test_suite_name()) + "_" + info->name());
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { dir_ = test_support::unique_test_temp_dir("lowband"); }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };

@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.h"
 #include "networks.h"
 #include "sim/replay.h"
+#include "tests/temp_dir.h"
 
 namespace lowband::sim {
 namespace {
@@ -198,7 +200,10 @@ TEST(Replay, MoreRanksThanNodesIsAnInputError) {
 
 TEST(Replay, CallersBufferedOutputIsWrittenOnce) {
   // The child process must not flush a copy of the caller's stdio buffer: "before" once.
-  const std::string path = ::testing::TempDir() + "lowband_replay_stdout.txt";
+  // A directory of this process: a fixed file name would be shared with the same test
+  // running at once from another build directory, truncated under it mid-test.
+  const std::filesystem::path dir = test_support::unique_test_temp_dir("lowband");
+  const std::string path = (dir / "stdout.txt").string();
   std::fflush(stdout);
   const int saved = ::dup(STDOUT_FILENO);
   ASSERT_TRUE(std::freopen(path.c_str(), "w", stdout));
@@ -212,6 +217,7 @@ TEST(Replay, CallersBufferedOutputIsWrittenOnce) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
+  std::filesystem::remove_all(dir);
   EXPECT_EQ(text.str(), "before");
 }
 
