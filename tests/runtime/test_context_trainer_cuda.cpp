@@ -49,6 +49,9 @@ struct Case {
   std::vector<std::string> sets;
 };
 
+// Names the case in ctest's listing (gtest would otherwise dump its bytes).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class TrainerCudaVsCpu : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TrainerCudaVsCpu, StepsAgree) {
