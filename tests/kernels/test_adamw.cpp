@@ -56,7 +56,14 @@ TEST(AdamW, ThreeStepsMatchFloat64Reference) {
       for (size_t i = 0; i < size_t(count); ++i)
         diff2 += (double(p[i]) - ref.p[i]) * (double(p[i]) - ref.p[i]);
       EXPECT_LT(std::sqrt(diff2) / (double(config.lr) * std::sqrt(double(count))), 1e-5);
-      EXPECT_LT(rel_error(m, ref.m), 1e-5);
+      // m mixes the old moment and gradients of either sign and can cancel to
+      // about 0 (count = 1 failed at 2.8e-5 relative): its error is measured
+      // against the size of its terms, 0.1 (the range of m0 and g) per element.
+      // v sums squares: no cancellation, relative as usual.
+      double dm2 = 0.0;
+      for (size_t i = 0; i < size_t(count); ++i)
+        dm2 += (double(m[i]) - ref.m[i]) * (double(m[i]) - ref.m[i]);
+      EXPECT_LT(std::sqrt(dm2) / (0.1 * std::sqrt(double(count))), 1e-5);
       EXPECT_LT(rel_error(v, ref.v), 1e-5);
     }
   }
