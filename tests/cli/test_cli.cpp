@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/slurp.h"
 #include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -21,12 +22,7 @@ struct CommandResult {
   std::string out, err;
 };
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lowband::test_support::slurp;
 
 class Cli : public ::testing::Test {
  protected:

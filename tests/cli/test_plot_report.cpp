@@ -16,17 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/slurp.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lowband::test_support::slurp;
 
 const char* kTiny =
     " --set model.layers=1 --set model.d_model=32 --set model.heads=2 --set model.kv_heads=2"

@@ -11,18 +11,14 @@
 #include <sstream>
 #include <string>
 
+#include "tests/slurp.h"
 #include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lowband::test_support::slurp;
 
 const char* kTiny =
     " --set model.layers=2 --set model.d_model=32 --set model.heads=4 --set model.kv_heads=2"

@@ -16,17 +16,14 @@
 #include <sstream>
 #include <string>
 
+#include "tests/slurp.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lowband::test_support::slurp;
 
 json read_json(const fs::path& path) { return json::parse(slurp(path)); }
 

@@ -16,17 +16,14 @@
 #include <thread>
 #include <vector>
 
+#include "tests/slurp.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lowband::test_support::slurp;
 
 // One training (ratio 0) timed on two networks; 80 steps, a checkpoint every 25.
 const std::string kSweep =

@@ -10,6 +10,7 @@
 
 #include "runtime/data/token_file.h"
 #include "tests/runtime/test_data_support.h"
+#include "tests/slurp.h"
 
 namespace lowband::data {
 namespace {
@@ -21,12 +22,7 @@ struct Result {
   std::string out, err;
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using lowband::test_support::slurp;
 
 Result run_lowband(const ScratchDir& dir, const std::string& args) {
   const std::string cmd = std::string(LOWBAND_BINARY) + " " + args + " >" + dir.file("stdout") + " 2>" +

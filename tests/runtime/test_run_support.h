@@ -13,6 +13,7 @@
 
 #include "runtime/scenario/load.h"
 #include "tests/temp_dir.h"
+#include "tests/slurp.h"
 
 namespace lowband::train::test {
 
@@ -30,12 +31,7 @@ inline Scenario tiny_run_scenario(std::vector<std::string> extra = {}) {
   return builtin_scenario("default", sets);
 }
 
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lowband::test_support::slurp;
 
 inline std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   std::vector<nlohmann::json> out;
