@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "kernels/device.h"
 #include "tests/slurp.h"
 #include "tests/temp_dir.h"
 
@@ -70,6 +71,17 @@ TEST_F(RunCli, DivergenceExitsWithStatus3AndTheStep) {
 TEST_F(RunCli, BadStepsIsAnInputError) {
   EXPECT_EQ(run(std::string(kTiny) + " --steps 0 --out " + (dir_ / "run").string()), 2);
   EXPECT_NE(err_.find("--steps"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "run"));
+}
+
+// Training on a GPU where none can be used: exit 2, the key named, no run
+// directory (skipped where a GPU is present: then it would train).
+TEST_F(RunCli, CudaBackendWithoutAGpuIsAnInputError) {
+  std::string why;
+  if (lowband::kernels::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(run(std::string(kTiny) + " --set training.backend=cuda --steps 2 --out " + (dir_ / "run").string()), 2);
+  EXPECT_NE(err_.find("training.backend"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("no CUDA device"), std::string::npos) << err_;
   EXPECT_FALSE(fs::exists(dir_ / "run"));
 }
 
