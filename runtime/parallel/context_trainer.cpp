@@ -373,11 +373,16 @@ void ContextTrainer::sparse_sync(int step) {
                  staged[size_t(r)].size() * sizeof(float));
 }
 
+size_t ContextTrainer::size_staging(int64_t n) {
+  const size_t count = size_t(n * scenario_.model.kv_heads * scenario_.model.head_dim());
+  stage_in_.resize(count), stage_out_.resize(count);
+  return count * sizeof(float);
+}
+
 double ContextTrainer::codec_forward(const compress::KvBlockId& id, int64_t n, const float* z,
                                      float* z_hat) {
   if (k_->device == kernels::Device::cpu) return codec_->forward(id, n, z, z_hat);
-  const size_t bytes = size_t(n * scenario_.model.kv_heads * scenario_.model.head_dim()) * sizeof(float);
-  stage_in_.resize(bytes / sizeof(float)), stage_out_.resize(bytes / sizeof(float));
+  const size_t bytes = size_staging(n);
   k_->download(stage_in_.data(), z, bytes);
   const double wire = codec_->forward(id, n, stage_in_.data(), stage_out_.data());
   k_->upload(z_hat, stage_out_.data(), bytes);
@@ -387,8 +392,7 @@ double ContextTrainer::codec_forward(const compress::KvBlockId& id, int64_t n, c
 double ContextTrainer::codec_backward(const compress::KvBlockId& id, int64_t n, const float* dz_hat,
                                       float* dz) {
   if (k_->device == kernels::Device::cpu) return codec_->backward(id, n, dz_hat, dz);
-  const size_t bytes = size_t(n * scenario_.model.kv_heads * scenario_.model.head_dim()) * sizeof(float);
-  stage_in_.resize(bytes / sizeof(float)), stage_out_.resize(bytes / sizeof(float));
+  const size_t bytes = size_staging(n);
   k_->download(stage_in_.data(), dz_hat, bytes);
   k_->download(stage_out_.data(), dz, bytes);  // the codec adds into dz
   const double wire = codec_->backward(id, n, stage_in_.data(), stage_out_.data());

@@ -128,6 +128,7 @@ class ContextTrainer {
   // The codec on the host, whatever the backend: GPU blocks are staged.
   double codec_forward(const compress::KvBlockId& id, int64_t n, const float* z, float* z_hat);
   double codec_backward(const compress::KvBlockId& id, int64_t n, const float* dz_hat, float* dz);
+  size_t size_staging(int64_t n);  // sizes stage_in_/stage_out_ for an n-token K/V block; bytes
 
   Scenario scenario_;
   const kernels::Backend* k_;
