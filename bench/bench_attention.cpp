@@ -24,6 +24,7 @@
 #include "bench/peak.h"
 #include "common/aligned_buffer.h"
 #include "kernels/attention.h"
+#include "kernels/backend.h"
 #include "kernels/device.h"
 #include "kernels/omp_wait_policy.h"
 
@@ -32,6 +33,8 @@ namespace {
 using lowband::kernels::AttentionShape;
 namespace cpu = lowband::kernels::cpu;
 namespace cuda = lowband::kernels::cuda;
+// The GPU's kernels through the backend table, so this file links without CUDA too.
+const lowband::kernels::Backend& gpu() { return lowband::kernels::backend(lowband::kernels::Device::cuda); }
 
 struct Inputs {
   AttentionShape s;
@@ -127,12 +130,12 @@ struct DeviceInputs {
                             {&dv, &in.dv},
                             {&lse, &in.lse},
                             {&delta, &in.delta}}) {
-      *dst = static_cast<float*>(cuda::device_alloc(src->size() * sizeof(float)));
-      cuda::copy_to_device(*dst, src->data(), src->size() * sizeof(float));
+      *dst = static_cast<float*>(gpu().alloc(src->size() * sizeof(float)));
+      gpu().upload(*dst, src->data(), src->size() * sizeof(float));
     }
   }
   ~DeviceInputs() {
-    for (float* p : {q, k, v, dout, out, dq, dk, dv, lse, delta}) cuda::device_free(p);
+    for (float* p : {q, k, v, dout, out, dq, dk, dv, lse, delta}) gpu().release(p);
   }
   float *q = nullptr, *k = nullptr, *v = nullptr, *dout = nullptr, *out = nullptr, *dq = nullptr,
         *dk = nullptr, *dv = nullptr, *lse = nullptr, *delta = nullptr;
@@ -143,12 +146,12 @@ void bm_cuda(benchmark::State& state, int64_t T, int64_t heads, int64_t hd, doub
   Inputs in = make_inputs(T, heads, hd);
   DeviceInputs d(in);
   for (auto _ : state) {
-    cuda::attention_forward(in.s, d.q, d.k, d.v, d.out, d.lse);
+    gpu().attention_forward(in.s, d.q, d.k, d.v, d.out, d.lse);
     if (with_backward) {
-      cuda::attention_backward_delta(T, heads, hd, d.out, d.dout, d.delta);
-      cuda::attention_backward(in.s, d.q, d.k, d.v, d.lse, d.delta, d.dout, d.dq, d.dk, d.dv);
+      gpu().attention_backward_delta(T, heads, hd, d.out, d.dout, d.delta);
+      gpu().attention_backward(in.s, d.q, d.k, d.v, d.lse, d.delta, d.dout, d.dq, d.dk, d.dv);
     }
-    cuda::synchronize();
+    gpu().synchronize();
   }
   double flops = lowband::kernels::attention_forward_flops(in.s);
   if (with_backward) flops += lowband::kernels::attention_backward_flops(in.s);

@@ -27,6 +27,7 @@
 
 #include "bench/peak.h"
 #include "common/aligned_buffer.h"
+#include "kernels/backend.h"
 #include "kernels/device.h"
 #include "kernels/matmul.h"
 #include "kernels/omp_wait_policy.h"
@@ -124,30 +125,32 @@ void bench_cpu(benchmark::State& state, GemmCase c, size_t offset_bytes) {
       benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The GPU's kernels through the backend table, so this file links without CUDA too.
+const lowband::kernels::Backend& gpu() { return lowband::kernels::backend(lowband::kernels::Device::cuda); }
+
 void bench_cuda(benchmark::State& state, GemmCase c, double peak_gflops) {
-  namespace cuda = lowband::kernels::cuda;
   const int64_t a_cols = c.ta == Trans::yes ? c.M : c.K, b_cols = c.tb == Trans::yes ? c.K : c.N;
   const size_t a_bytes = size_t(c.M * c.K) * 4, b_bytes = size_t(c.K * c.N) * 4;
   const size_t c_bytes = size_t(c.M * c.N) * 4;
   const auto A = random_matrix(c.M, c.K, 1), B = random_matrix(c.K, c.N, 2);
-  float* dA = static_cast<float*>(cuda::device_alloc(a_bytes));
-  float* dB = static_cast<float*>(cuda::device_alloc(b_bytes));
-  float* dC = static_cast<float*>(cuda::device_alloc(c_bytes));
-  cuda::copy_to_device(dA, A.data(), a_bytes);
-  cuda::copy_to_device(dB, B.data(), b_bytes);
+  float* dA = static_cast<float*>(gpu().alloc(a_bytes));
+  float* dB = static_cast<float*>(gpu().alloc(b_bytes));
+  float* dC = static_cast<float*>(gpu().alloc(c_bytes));
+  gpu().upload(dA, A.data(), a_bytes);
+  gpu().upload(dB, B.data(), b_bytes);
   auto run = [&] {
-    cuda::matmul(c.ta, c.tb, c.M, c.N, c.K, 1.0f, dA, a_cols, dB, b_cols, 0.0f, dC, c.N);
+    gpu().matmul(c.ta, c.tb, c.M, c.N, c.K, 1.0f, dA, a_cols, dB, b_cols, 0.0f, dC, c.N);
   };
   run();
-  cuda::synchronize();
+  gpu().synchronize();
   for (auto _ : state) {
     run();
-    cuda::synchronize();
+    gpu().synchronize();
   }
   set_counters(state, c, peak_gflops);
-  cuda::device_free(dA);
-  cuda::device_free(dB);
-  cuda::device_free(dC);
+  gpu().release(dA);
+  gpu().release(dB);
+  gpu().release(dC);
 }
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }

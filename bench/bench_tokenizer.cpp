@@ -1,5 +1,5 @@
 // Tokenizer speed: GPT-2 BPE and the byte tokenizer on tinyshakespeare.txt
-// (1.1 MB), and the pre-tokeniser alone. Needs ../shared/data; skips without it.
+// (1.1 MB), and the pre-tokeniser alone. Reads the repository's data/.
 //   build-*/bench_tokenizer --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -18,7 +18,7 @@ namespace {
 
 using namespace lowband::data;
 
-const std::string kDataDir = std::string(LOWBAND_SOURCE_DIR) + "/../shared/data";
+const std::string kDataDir = std::string(LOWBAND_SOURCE_DIR) + "/data";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -32,7 +32,7 @@ void add_tokenize_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "the .u16 file to write (atomically)")->required();
   cmd->add_option("--gpt2-dir", args->gpt2_dir,
                   "directory holding encoder.json and vocab.bpe (default: next to FILE, then "
-                  "../shared/data of the source tree, then $LOWBAND_GPT2_DIR)");
+                  "data/ of the source tree, then $LOWBAND_GPT2_DIR)");
   cmd->callback([args] {
     if (args->tokenizer != "gpt2" && args->tokenizer != "byte")
       throw InputError("--tokenizer", "expected gpt2 or byte, got \"" + args->tokenizer + "\"");

@@ -1,5 +1,5 @@
 #pragma once
-// Compression baselines for K/V (DESIGN.md §1.2): top-k sparsification and
+// Compression baselines for K/V (docs/design.md §4): top-k sparsification and
 // symmetric absmax block quantisation to 8 or 4 bits. The *_bytes functions give
 // the exact sizes of the messages these produce (what a rank would send).
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Subspace compression of activations (mixtures of subspaces, DESIGN.md §1.2).
+// Subspace compression of activations (mixtures of subspaces, docs/design.md §4).
 //   U(θ) = U₀ + θ·(A·U₀) + ½θ²·(A²·U₀)        second-order expansion of exp(θA)·U₀
 // with U₀ (d, r) orthonormal and A (d, d) skew-symmetric. Callers pass the
 // precomputed products AU₀ = A·U₀ and A²U₀ = A·(A·U₀) (subspace_generator_products

@@ -3,12 +3,13 @@
 # (scenarios/figure2/): per corpus one uncompressed training timed both as the
 # centralized 100 Gbps run and as the decentralized 300 Mbps run (--also-time-on),
 # and one MoS training; then plots and a report per corpus under analysis/figure2/.
-# Needs ../shared/data beside the repository. About 5-10 minutes per training on a
+# Gets its corpora with scripts/get-data.sh. About 5-10 minutes per training on a
 # 2-core CPU. An interrupted training is resumed from its checkpoint when rerun.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 [ -x build/lowband ] || scripts/build.sh --target lowband
+scripts/get-data.sh gutenberg_nltk13.txt wikitext2_raw_test.txt
 lowband=build/lowband
 runs=${FIGURE2_RUNS:-runs/figure2}
 mkdir -p "$runs"

@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev      # scenario files and outputs
   libcli11-dev            # command line
   libdnnl-dev             # oneDNN: the CPU GEMM (see kernels/README.md for why)
+  ocl-icd-opencl-dev      # oneDNN's CMake package config requires OpenCL (only a Recommends of libdnnl-dev)
   libomp-dev              # one OpenMP runtime for our loops and oneDNN's
   libgtest-dev libbenchmark-dev
   gnuplot-nox             # plots

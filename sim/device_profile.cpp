@@ -25,7 +25,7 @@ const std::vector<DeviceProfile>& builtin_device_profiles() {
   // Datasheet dense peaks (no structured sparsity). Efficiency is the fraction of
   // peak a well-tuned long-context training step reaches (about 40-50% MFU on
   // data-centre GPUs); the cpu profile is measured on the development machine
-  // (../shared/data/README.md: 350 GFLOP/s fp32 on two cores, 27 GB/s STREAM).
+  // (docs/machines.md: Intel Xeon, AVX-512, 350 GFLOP/s fp32 on two cores, 27 GB/s STREAM).
   static const std::vector<DeviceProfile> profiles = {
       {"A100-40GB", 19.5 * T, 156 * T, 312 * T, 1555 * G, 40 * GiB, 0.45},
       {"A100-80GB", 19.5 * T, 156 * T, 312 * T, 2039 * G, 80 * GiB, 0.45},

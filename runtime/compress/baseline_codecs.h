@@ -1,5 +1,5 @@
 #pragma once
-// The K/V baselines the MoS paper compares with (DESIGN.md §1.2), over the whole
+// The K/V baselines the MoS paper compares with (docs/design.md §4), over the whole
 // (n, kv_heads, head_dim) block as one flat array of count = n·kv_heads·head_dim.
 //
 // TopkCodec: keeps k = max(1, round(fraction·count)) entries of largest |z|

@@ -1,5 +1,5 @@
 #pragma once
-// Mixtures of subspaces (DESIGN.md §1.2) as a K/V codec. Per (layer, kv head,
+// Mixtures of subspaces (docs/design.md §4) as a K/V codec. Per (layer, kv head,
 // K or V) the codec holds U₀ (d, r) and a fixed skew-symmetric generator A, and
 // per block of one chunk, per head:
 //   θ = ψ·mean(Z) + b        (ψ (d), b learnable; mean over the block's n rows)

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "common/error.h"
@@ -23,6 +24,16 @@ int vocab_of(const std::string& tokenizer, const std::string& place) {
 }
 
 std::string read_text(const std::string& path, const std::string& place) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    // A corpus that scripts/get-data.sh fetches (listed in data/SHA256SUMS): say how to get it.
+    std::ifstream sums(fs::path(repository_data_dir()) / "SHA256SUMS");
+    const std::string listed((std::istreambuf_iterator<char>(sums)), std::istreambuf_iterator<char>());
+    const std::string name = fs::path(path).filename().string();
+    const bool fetchable = !name.empty() && listed.find("  " + name + "\n") != std::string::npos;
+    throw InputError(place, "no data file \"" + path + "\"" +
+                                (fetchable ? " (scripts/get-data.sh " + name + " puts it in data/)" : ""));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(place, "cannot open data file \"" + path + "\"");
   std::ostringstream text;

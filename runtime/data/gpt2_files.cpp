@@ -11,22 +11,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The repository root. LOWBAND_SOURCE_DIR is defined where CMake passes it;
-// otherwise this file's own path (absolute in CMake builds) gives it.
-std::string repository_root() {
-#ifdef LOWBAND_SOURCE_DIR
-  return LOWBAND_SOURCE_DIR;
-#else
-  return fs::path(__FILE__).parent_path().parent_path().parent_path().string();
-#endif
-}
-
 bool is_file(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
 }
 
 }  // namespace
+
+// LOWBAND_SOURCE_DIR is defined where CMake passes it; otherwise this file's own
+// path (absolute in CMake builds) gives the repository root.
+std::string repository_data_dir() {
+#ifdef LOWBAND_SOURCE_DIR
+  const fs::path root = LOWBAND_SOURCE_DIR;
+#else
+  const fs::path root = fs::path(__FILE__).parent_path().parent_path().parent_path();
+#endif
+  return (root / "data").string();
+}
 
 std::vector<std::string> gpt2_search_dirs(const std::string& data_path, const std::string& explicit_dir) {
   if (!explicit_dir.empty()) return {explicit_dir};
@@ -35,7 +36,7 @@ std::vector<std::string> gpt2_search_dirs(const std::string& data_path, const st
     const fs::path parent = fs::path(data_path).parent_path();
     dirs.push_back(parent.empty() ? "." : parent.string());
   }
-  dirs.push_back((fs::path(repository_root()) / ".." / "shared" / "data").lexically_normal().string());
+  dirs.push_back(repository_data_dir());
   if (const char* env = std::getenv("LOWBAND_GPT2_DIR"); env != nullptr && *env != '\0') dirs.emplace_back(env);
   return dirs;
 }

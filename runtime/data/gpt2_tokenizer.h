@@ -7,7 +7,7 @@
 //
 // The special token <|endoftext|> (id 50256): encode() turns each occurrence of
 // that exact string into id 50256 (as tiktoken does with allowed_special="all",
-// which is how the corpora under ../shared/data, whose documents are joined by a
+// which is how the corpora of data/ (data/README.md), whose documents are joined by a
 // line holding only <|endoftext|>, were counted); encode_ordinary() treats it as
 // plain text. The text around it is encoded separately, so " <|endoftext|>"
 // gives [220, 50256].

@@ -1,5 +1,5 @@
 // The context-parallel step graph: bytes per rank against the closed forms of
-// DESIGN.md §1.1, the split of tokens, and the shape of the graph.
+// docs/design.md §3, the split of tokens, and the shape of the graph.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -33,7 +33,7 @@ TEST(ContextSchedule, TokenRangesCoverTheSequenceOnce) {
 }
 
 TEST(ContextSchedule, ForwardKvBytesPerRankMatchClosedForm) {
-  // DESIGN.md §1.1: 2·(P-1)/P·T·d_kv·bytes_per_element per rank per layer, forward;
+  // docs/design.md §3: 2·(P-1)/P·T·d_kv·bytes_per_element per rank per layer, forward;
   // dK/dV the same again, for ring and for all-gather alike.
   for (CpExchange exchange : {CpExchange::ring, CpExchange::all_gather})
     for (int P : {2, 4, 8}) {

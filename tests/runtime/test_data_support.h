@@ -1,6 +1,7 @@
 #pragma once
-// Helpers for the data and tokenizer tests: the shared data directory (the GPT-2
-// files and corpora, never copied into the repository) and scratch files.
+// Helpers for the data and tokenizer tests: the repository's data/ (the GPT-2 files
+// and tinyshakespeare, committed; the larger corpora after scripts/get-data.sh) and
+// scratch files.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,18 +11,11 @@
 #include <string>
 #include <unistd.h>
 
+#include "runtime/data/gpt2_files.h"
+
 namespace lowband::data::testing {
 
-inline std::string shared_data_dir() {
-  return (std::filesystem::path(LOWBAND_SOURCE_DIR) / ".." / "shared" / "data").lexically_normal().string();
-}
-
-inline bool shared_data_present() {
-  const std::string d = shared_data_dir();
-  return std::filesystem::exists(d + "/gpt2_encoder.json") && std::filesystem::exists(d + "/gpt2_vocab.bpe") &&
-         std::filesystem::exists(d + "/tinyshakespeare.txt") &&
-         std::filesystem::exists(d + "/tinyshakespeare.gpt2.u16");
-}
+inline std::string data_dir() { return repository_data_dir(); }
 
 // A fresh directory under the system temp dir, removed at the end of scope.
 class ScratchDir {

@@ -42,11 +42,10 @@ TEST(TokenizeCommand, WritesByteIdsAndReportsCountAndSpeed) {
 }
 
 TEST(TokenizeCommand, WritesGpt2Ids) {
-  if (!testing::shared_data_present()) GTEST_SKIP() << "GPT-2 files not found in " << testing::shared_data_dir();
   const ScratchDir dir;
   testing::write_bytes(dir.file("in.txt"), "Hello world");
   const Result r = run_lowband(dir, "tokenize " + dir.file("in.txt") + " --tokenizer gpt2 --gpt2-dir " +
-                                        testing::shared_data_dir() + " --out " + dir.file("o.u16"));
+                                        testing::data_dir() + " --out " + dir.file("o.u16"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(read_tokens(dir.file("o.u16")), (std::vector<TokenId>{15496, 995}));  // GPT-2's "Hello world"
 }

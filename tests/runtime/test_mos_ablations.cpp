@@ -1,5 +1,5 @@
 // The MoS ablation options (compression.rotation, compression.warm_start) do
-// what DESIGN.md §1.2's ablations describe.
+// what docs/design.md §4.1's ablations describe.
 #include <gtest/gtest.h>
 
 #include <cmath>

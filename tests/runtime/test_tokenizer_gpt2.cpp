@@ -1,5 +1,5 @@
-// GPT-2 BPE: the real vocabulary against the reference encodings (skipped, with a
-// message, where ../shared/data is missing), and a tiny synthetic vocabulary for
+// GPT-2 BPE: the real vocabulary (committed in data/) against the reference
+// encodings, and a tiny synthetic vocabulary for
 // the merge order and the file errors.
 #include <gtest/gtest.h>
 
@@ -21,30 +21,26 @@ namespace lowband::data {
 namespace {
 
 using testing::ScratchDir;
-using testing::shared_data_dir;
-using testing::shared_data_present;
+using testing::data_dir;
 using Ids = std::vector<TokenId>;
 
 class Gpt2Real : public ::testing::Test {
  protected:
+  // The GPT-2 files are committed (data/): missing ones are a failure, not a skip.
   static void SetUpTestSuite() {
-    if (shared_data_present())
-      tokenizer_ = std::make_unique<Gpt2Tokenizer>(
-          Gpt2Files{shared_data_dir() + "/gpt2_encoder.json", shared_data_dir() + "/gpt2_vocab.bpe"});
+    tokenizer_ = std::make_unique<Gpt2Tokenizer>(
+        Gpt2Files{data_dir() + "/gpt2_encoder.json", data_dir() + "/gpt2_vocab.bpe"});
   }
   static void TearDownTestSuite() { tokenizer_.reset(); }
-  void SetUp() override {
-    if (!tokenizer_) GTEST_SKIP() << "GPT-2 files or tinyshakespeare not found in " << shared_data_dir();
-  }
   static std::unique_ptr<Gpt2Tokenizer> tokenizer_;
 };
 std::unique_ptr<Gpt2Tokenizer> Gpt2Real::tokenizer_;
 
 TEST_F(Gpt2Real, ReproducesTinyShakespeareIdForId) {
   // Expected: the shipped test vector, 338,025 ids.
-  const Ids expected = read_tokens(shared_data_dir() + "/tinyshakespeare.gpt2.u16");
+  const Ids expected = read_tokens(data_dir() + "/tinyshakespeare.gpt2.u16");
   ASSERT_EQ(expected.size(), 338025u);
-  std::ifstream in(shared_data_dir() + "/tinyshakespeare.txt", std::ios::binary);
+  std::ifstream in(data_dir() + "/tinyshakespeare.txt", std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const Ids got = tokenizer_->encode(text);
   ASSERT_EQ(got.size(), expected.size());
@@ -53,12 +49,12 @@ TEST_F(Gpt2Real, ReproducesTinyShakespeareIdForId) {
 }
 
 TEST_F(Gpt2Real, EndOfTextTreatmentGivesThePublishedCorpusCount) {
-  // Expected: 1,587,446 tokens, the count published in ../shared/data/README.md
+  // Expected: 1,587,446 tokens, the count published in data/README.md
   // for gutenberg_nltk13.txt, whose 13 books are joined by 12 <|endoftext|> lines.
   // Taken as text instead, each separator would cost 7 tokens, not 1 (1,587,518).
-  const std::string path = shared_data_dir() + "/gutenberg_nltk13.txt";
+  const std::string path = data_dir() + "/gutenberg_nltk13.txt";
   std::ifstream in(path, std::ios::binary);
-  if (!in) GTEST_SKIP() << path << " not found";
+  if (!in) GTEST_SKIP() << path << " not found (scripts/get-data.sh fetches it)";
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const Ids ids = tokenizer_->encode(text);
   EXPECT_EQ(ids.size(), 1587446u);
@@ -184,11 +180,11 @@ TEST(Gpt2Files, SearchOrderAndErrors) {
   const ScratchDir dir;
   write_tiny_vocabulary(dir, "#version: 0.2\nl l\n");
   const std::string data = dir.file("corpus.txt");
-  // Expected order: next to the data file first, then the repository's ../shared/data.
+  // Expected order: next to the data file first, then the repository's data/.
   const std::vector<std::string> dirs = gpt2_search_dirs(data);
   ASSERT_GE(dirs.size(), 2u);
   EXPECT_EQ(dirs[0], dir.path());
-  EXPECT_EQ(dirs[1], shared_data_dir());
+  EXPECT_EQ(dirs[1], data_dir());
   EXPECT_EQ(find_gpt2_files(data, "", "training.tokenizer").encoder_json, dir.file("encoder.json"));
   // An explicit directory is the only place looked in.
   EXPECT_EQ(gpt2_search_dirs(data, "/somewhere"), (std::vector<std::string>{"/somewhere"}));
