@@ -1,10 +1,50 @@
 #!/usr/bin/env bash
-# One command: install what is missing, build, and run the main job on the
-# built-in default scenario (no GPU, no download).
+# One command: install what is missing, build, and answer the project's question on
+# a small model trained here on real text (data/tinyshakespeare.txt, committed; no
+# GPU, no download): how long does training take, in simulated wall-clock time,
+# centralized at 100 Gbps, decentralized at 300 Mbps, and decentralized at 300 Mbps
+# with the K/V compressed by mixtures of subspaces?
+#
+# Two trainings (scenarios/quickstart/): the uncompressed one, timed on both
+# networks (train once, re-time: its losses do not depend on the network), and the
+# MoS one. Then a table (lowband report) and loss-versus-time plots (lowband plot).
+# Output: runs/quickstart/ (QUICKSTART_RUNS=DIR for another place). Rerunning
+# resumes what was interrupted and redraws the table.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh" --target lowband
 cd "$root"
-# Train the built-in default scenario (4 context-parallel ranks on a modelled
-# 300 Mbps star, about a minute on two cores) and write its run directory under runs/.
-exec "$root/build/lowband" run
+lowband=build/lowband
+runs=${QUICKSTART_RUNS:-runs/quickstart}
+mkdir -p "$runs"
+
+# train NAME SCENARIO [ARGS...]: into $runs/NAME; a run with a checkpoint is resumed
+# (a finished one says so and is left as it is), one without starts again.
+train() {
+  local dir="$runs/$1" scenario=$2; shift 2
+  if [ -f "$dir/checkpoint.bin" ]; then
+    "$lowband" run --resume "$dir"
+  else
+    rm -rf "$dir"
+    "$lowband" run "$scenario" --out "$dir" "$@"
+  fi
+}
+
+s=scenarios/quickstart
+start=$(date +%s)
+# The decentralized run is the centralized training re-timed: it is redone with it.
+[ -f "$runs/centralized-100gbps/checkpoint.bin" ] || rm -rf "$runs/quickstart-decentralized-300mbps"
+train centralized-100gbps "$s/centralized-100gbps.json" --also-time-on "$s/decentralized-300mbps.json"
+train mos-300mbps "$s/mos-300mbps.json"
+trained=$(( $(date +%s) - start ))
+
+dirs=("$runs/centralized-100gbps" "$runs/quickstart-decentralized-300mbps" "$runs/mos-300mbps")
+echo
+echo "== Centralized 100 Gbps vs decentralized 300 Mbps, uncompressed and MoS (trained here in ${trained}s) =="
+"$lowband" report "${dirs[@]}" --baseline "$runs/centralized-100gbps" --out "$runs/report.md" >/dev/null
+cat "$runs/report.md"
+if command -v gnuplot >/dev/null || [ -n "${LOWBAND_GNUPLOT:-}" ]; then
+  "$lowband" plot "${dirs[@]}" --out "$runs/plots" --format png,svg >/dev/null
+  echo "Loss vs simulated wall-clock time: $runs/plots/loss_vs_time.png (and $runs/plots/)"
+fi
+echo "Table: $runs/report.md. Run directories: ${dirs[*]}"
