@@ -2,7 +2,8 @@
 // Peak fp32 throughput probe: every thread runs independent chains of fused
 // multiply-adds on registers only (no memory traffic), so the result is the
 // core's FMA issue limit, measured rather than read from a datasheet.
-// Uses AVX-512 when compiled for it, else AVX2+FMA, else scalar FMA.
+// Uses AVX-512 when compiled for it, else AVX2+FMA, else 4-wide SSE/NEON: the
+// translation unit's ISA (-march=native by default), not detected at run time.
 #include <omp.h>
 
 #include <algorithm>
@@ -16,74 +17,84 @@
 namespace lowband::bench {
 
 namespace detail {
-// 16 independent accumulators: enough to cover FMA latency (4 cycles) times
-// two FMA ports with room to spare. Returns a value so the work is not elided.
-inline float fma_chain(int64_t iters, float seed) {
+// kAccumulators independent chains must cover FMA latency × FMA pipes (4–5
+// cycles × 2 on current x86: 8–10 in flight) AND fit in the vector registers
+// with the two constants: a spilled chain round-trips through the stack every
+// iteration, which the store-to-load latency stretches (issue 10: 16 chains +
+// 2 constants on AVX2's 16 ymm spilled 3 chains; the probe read ~0.6 of the
+// true peak, below oneDNN's sgemm). AVX-512 has 32 zmm: 24 + 2 leave spares.
+// AVX2 and SSE have 16 ymm/xmm: 12 + 2.
 #if defined(__AVX512F__)
-  using V = __m512;
-  constexpr int kLanes = 16;
-  auto set1 = [](float f) { return _mm512_set1_ps(f); };
-  auto fma = [](V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); };
-  auto sum = [](V a) {
-    alignas(64) float t[16];
-    _mm512_store_ps(t, a);
-    float s = 0.0f;
-    for (float x : t) s += x;
-    return s;
-  };
+using V = __m512;
+constexpr int kLanes = 16, kAccumulators = 24, kRegisters = 32;
+inline V broadcast(float f) { return _mm512_set1_ps(f); }
+inline V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline float hsum(V a) {  // not _mm512_reduce_add_ps: GCC 12 warns inside it
+  alignas(64) float t[16];
+  _mm512_store_ps(t, a);
+  float s = 0.0f;
+  for (float x : t) s += x;
+  return s;
+}
 #elif defined(__FMA__)
-  using V = __m256;
-  constexpr int kLanes = 8;
-  auto set1 = [](float f) { return _mm256_set1_ps(f); };
-  auto fma = [](V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); };
-  auto sum = [](V a) {
-    alignas(32) float t[8];
-    _mm256_store_ps(t, a);
-    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
-  };
+using V = __m256;
+constexpr int kLanes = 8, kAccumulators = 12, kRegisters = 16;
+inline V broadcast(float f) { return _mm256_set1_ps(f); }
+inline V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline float hsum(V a) {
+  alignas(32) float t[8];
+  _mm256_store_ps(t, a);
+  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
 #else
-  using V = float;
-  constexpr int kLanes = 1;
-  auto set1 = [](float f) { return f; };
-  auto fma = [](V a, V b, V c) { return a * b + c; };
-  auto sum = [](V a) { return a; };
+// Baseline build (-DLOWBAND_NATIVE=OFF): 4-lane vectors (SSE2 on x86-64, NEON
+// on Arm), a multiply and an add (no FMA instruction; still 2 flops). Plain
+// float chains would be packed 4 to a register by the vectoriser anyway, leaving
+// only kAccumulators / 4 chains in flight.
+using V = float __attribute__((vector_size(16)));
+constexpr int kLanes = 4, kAccumulators = 12, kRegisters = 16;
+inline V broadcast(float f) { return V{f, f, f, f}; }
+inline V fmadd(V a, V b, V c) { return a * b + c; }
+inline float hsum(V a) { return a[0] + a[1] + a[2] + a[3]; }
 #endif
-  (void)kLanes;
-  V acc[16];
-  for (int j = 0; j < 16; ++j) acc[j] = set1(seed + 0.001f * j);
-  const V mul = set1(0.9999999f), add = set1(1e-7f);
+static_assert(kAccumulators >= 10, "too few chains to keep 2 FMA pipes of 5-cycle latency busy");
+static_assert(kAccumulators + 2 <= kRegisters, "chains + mul + add must fit in registers");
+
+// acc[j] = acc[j] * mul + add, `iters` times on each of the kAccumulators chains
+// (acc[j] starts at seed + j in every lane); returns the sum of all lanes so the
+// work is not elided. With mul = add = 1 that sum grows by exactly one per FMA
+// lane executed: tests/kernels/test_peak_probe.cpp checks flops_per_chain by it.
+inline float fma_chain(int64_t iters, float seed, float mul_f, float add_f) {
+  V acc[kAccumulators];
+  for (int j = 0; j < kAccumulators; ++j) acc[j] = broadcast(seed + float(j));
+  const V mul = broadcast(mul_f), add = broadcast(add_f);
   for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) acc[j] = fma(acc[j], mul, add);
+#pragma GCC unroll 32
+    for (int j = 0; j < kAccumulators; ++j) acc[j] = fmadd(acc[j], mul, add);
   }
   float total = 0.0f;
-  for (int j = 0; j < 16; ++j) total += sum(acc[j]);
+  for (int j = 0; j < kAccumulators; ++j) total += hsum(acc[j]);
   return total;
 }
 
-inline constexpr int vector_lanes() {
-#if defined(__AVX512F__)
-  return 16;
-#elif defined(__FMA__)
-  return 8;
-#else
-  return 1;
-#endif
+// Flops of one fma_chain call: an FMA counts as 2.
+inline constexpr double flops_per_chain(int64_t iters) {
+  return 2.0 * kAccumulators * kLanes * double(iters);
 }
 }  // namespace detail
 
-// One trial: `threads` OpenMP threads each run the chain `iters` times; GFLOP/s
-// counts an FMA as 2 flops. 250,000 iterations take about 3 ms here.
+// One trial: `threads` OpenMP threads each run one chain of `iters` iterations.
+// 250,000 iterations take about 3 ms on one AVX-512 core here.
 inline double measure_fp32_gflops_once(int threads, int64_t iters) {
-  const double flops_per_thread = 2.0 * 16 * detail::vector_lanes() * double(iters);
   static volatile float sink = 0.0f;
   float partial = 0.0f;
   const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads) reduction(+ : partial)
-  partial += detail::fma_chain(iters, 1.0f + 0.01f * omp_get_thread_num());
+  // mul slightly below 1: values stay finite and normal (no denormal slow path).
+  partial += detail::fma_chain(iters, 1.0f + 0.01f * omp_get_thread_num(), 0.9999999f, 1e-7f);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   sink = sink + partial;
-  return flops_per_thread * threads / seconds * 1e-9;
+  return detail::flops_per_chain(iters) * threads / seconds * 1e-9;
 }
 
 // Best of several trials. About 0.2 s in all on this machine. The best trial

@@ -3,7 +3,9 @@
 // (runtime/train/run.h). Exit status 3 when the loss diverges.
 // `lowband run --resume RUN_DIR [SCENARIO | --builtin NAME] [--set k=v]...`:
 // continue that run from its checkpoint.bin (runtime/train/checkpoint.h); a scenario
-// given must equal RUN_DIR/scenario.json.
+// given must equal RUN_DIR/scenario.json, and the training continues with the
+// OpenMP thread count its checkpoint records (bit-identical numbers) unless
+// --threads forces another (a warning says the numbers may then differ).
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -22,6 +24,7 @@ struct RunArgs {
   ScenarioSource source;
   std::string out;
   int steps = -1;
+  int threads = 0;  // 0: not given
   std::string resume;
   std::vector<std::string> also_time_on;  // scenario files timed on the same training
 };
@@ -71,19 +74,27 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--resume", args->resume,
                   "continue the run in this directory from its last checkpoint (training.checkpoint_every); "
                   "a scenario given must equal its scenario.json");
+  cmd->add_option("--threads", args->threads,
+                  "OpenMP threads (default OMP_NUM_THREADS, else one per core); with --resume the default is the "
+                  "count the run was trained with (its checkpoint records it), and another count given here may "
+                  "change the numbers in their last digits");
   cmd->add_option("--also-time-on", args->also_time_on,
                   "another scenario file that trains identically (only name, network and projection may differ): "
                   "the same training is also timed on it, in its own run directory (beside --out, named after it; "
                   "the --set overrides apply to it too). Repeatable");
-  cmd->callback([args] {
+  cmd->callback([args, cmd] {
     const bool resume = !args->resume.empty();
     const Scenario scenario = resume ? scenario_to_resume(*args) : load_scenario(args->source);
     if (args->steps == 0 || args->steps < -1) throw InputError("--steps", "must be at least 1");
+    if (cmd->count("--threads") && args->threads < 1) throw InputError("--threads", "must be at least 1");
     train::RunOptions options;
     options.out_dir = resume ? args->resume : args->out;
     options.steps = args->steps;
     options.resume = resume;
+    options.threads = args->threads;
+    options.threads_forced = args->threads > 0;
     options.log = &std::cout;
+    options.warnings = &std::cerr;
     if (resume && !args->also_time_on.empty())
       throw InputError("--also-time-on", "not with --resume: the checkpoint remembers the run's timing targets");
     options.also_timed_on = retime_targets(*args);

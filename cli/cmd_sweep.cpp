@@ -134,7 +134,10 @@ void add_sweep_command(CLI::App& app) {
                                       "points already done there are skipped");
   cmd->add_option("--resume", args->resume, "finish the sweep in this directory (reads its sweep.json)");
   cmd->add_option("--jobs", args->jobs, "trainings at once (default: as many as fit, one per core)");
-  cmd->add_option("--threads", args->threads, "OpenMP threads per training (default OMP_NUM_THREADS, else cores / jobs)");
+  cmd->add_option("--threads", args->threads,
+                  "OpenMP threads per training (default OMP_NUM_THREADS, else cores / jobs); a training resumed "
+                  "from its checkpoint keeps the count it was trained with unless this is given (its numbers may "
+                  "then change in their last digits)");
   cmd->add_option("--steps", args->steps, "training steps of every point (sets training.steps)");
   cmd->add_flag("--dry-run", args->dry_run, "validate every point and list the points and trainings; run nothing");
   cmd->callback([args, cmd] { run_sweep_command(*args, *cmd); });

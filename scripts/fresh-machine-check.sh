@@ -39,7 +39,7 @@ verdict() { say "$1"; exit "$2"; }
 # The Debian mirror this machine's apt is set up with (deb822 or one-line format).
 apt_uri() {  # $1: "debian" or "debian-security"
   cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null |
-    grep -v '^\s*#' | grep -oE '(https?|file)://[^ ]+' | grep -E "/$1/?\$" | head -1
+    grep -v '^\s*#' | grep -oE '(https?|file)://[^ ]+' | grep -E "/$1/?\$" | head -1 || true
 }
 mirror=$(apt_uri debian)
 security=$(apt_uri debian-security)

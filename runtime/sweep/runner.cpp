@@ -20,6 +20,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "runtime/sweep/worker.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/run.h"
 
 extern char** environ;
@@ -117,6 +118,9 @@ SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   write_index();
 
   const int threads_wanted = options.threads > 0 ? options.threads : omp_num_threads_env();
+  // --threads given: a resumed training takes it even where its checkpoint records
+  // another count (with a warning); else it keeps the recorded count.
+  const bool threads_forced = options.threads > 0;
   const Parallelism par = choose_parallelism(options.jobs, threads_wanted, int(todo.size()), available_cores());
   std::ostream* log = options.log;
   if (log) {
@@ -148,12 +152,23 @@ SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     if (!resume)
       for (const std::string& d : out_dirs) fs::remove_all(d);
     fs::remove(result_path(r.group_file));
-    write_group_file(r.group_file, points, out_dirs, par.threads, resume);
+    write_group_file(r.group_file, points, out_dirs, par.threads, threads_forced, resume);
     r.pid = spawn_worker(options.worker_exe, r.group_file, r.log_file);
     if (log) {
       *log << "group " << g + 1 << "/" << plan.groups.size() << " started: " << points.front()->name;
       if (points.size() > 1) *log << " (also timed on " << points.size() - 1 << " more network(s))";
-      *log << "\n" << std::flush;
+      *log << "\n";
+      // A resumed training's thread count is its checkpoint's (the worker decides
+      // the same way and says so in its log); a checkpoint that cannot be read here
+      // is the worker's to report.
+      if (resume) try {
+          const train::Checkpoint c = train::read_checkpoint(train::checkpoint_path(out_dirs.front()));
+          const train::ResumeThreads t = train::resume_threads(c.omp_threads, par.threads, threads_forced);
+          if (!c.complete && !t.message.empty())
+            *log << "group " << g + 1 << ": " << (t.warning ? "warning: " : "") << t.message << "\n";
+        } catch (const std::exception&) {
+        }
+      *log << std::flush;
     }
     return r;
   };

@@ -18,7 +18,10 @@ namespace lowband::sweep {
 struct SweepOptions {
   std::string out_dir;     // the sweep directory (required)
   int jobs = 0;            // trainings at once; 0: as many as fit (below)
-  int threads = 0;         // OpenMP threads per training; 0: OMP_NUM_THREADS, else cores / jobs
+  // OpenMP threads per training; 0: OMP_NUM_THREADS, else cores / jobs. A training
+  // resumed from its checkpoint keeps the count the checkpoint records unless this is
+  // given (> 0): then it takes this, with a warning (train::RunOptions::threads).
+  int threads = 0;
   std::string worker_exe;  // the lowband program, run as `worker_exe sweep-worker GROUP_FILE`
   std::ostream* log = nullptr;  // one line per group start and finish
 };

@@ -1,7 +1,6 @@
 #include "runtime/sweep/worker.h"
 
-#include <omp.h>
-
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,13 +22,13 @@ void write_result(const std::string& group_file, const GroupResult& r) {
 }  // namespace
 
 void write_group_file(const std::string& path, const std::vector<const SweepPoint*>& points,
-                      const std::vector<std::string>& out_dirs, int threads, bool resume) {
+                      const std::vector<std::string>& out_dirs, int threads, bool threads_forced, bool resume) {
   json list = json::array();
   for (size_t i = 0; i < points.size(); ++i)
     list.push_back({{"scenario", to_json(points[i]->scenario)},
                     {"source", points[i]->scenario.source},
                     {"out_dir", out_dirs[i]}});
-  write_file_atomically(path, json{{"threads", threads}, {"resume", resume}, {"points", list}}.dump(2) + "\n");
+  write_file_atomically(path, json{{"threads", threads}, {"threads_forced", threads_forced}, {"resume", resume}, {"points", list}}.dump(2) + "\n");
 }
 
 std::string result_path(const std::string& group_file) {
@@ -52,9 +51,8 @@ int run_group_worker(const std::string& group_file) {
     std::ifstream in(group_file);
     if (!in) throw InputError(group_file, "cannot read the sweep group file");
     const json group = json::parse(in);
-    // Before any OpenMP or oneDNN code runs in this process, so it holds from the start.
+    // run_training sets it before any OpenMP or oneDNN code runs in this process.
     const int threads = group.at("threads").get<int>();
-    if (threads > 0) omp_set_num_threads(threads);
     const json& points = group.at("points");
     if (!points.is_array() || points.empty()) throw InputError(group_file, "no points in the sweep group");
     const auto scenario_of = [](const json& p) {
@@ -64,19 +62,25 @@ int run_group_worker(const std::string& group_file) {
     train::RunOptions options;
     options.out_dir = points[0].at("out_dir").get<std::string>();
     options.log = &std::cout;
+    options.threads = std::max(threads, 0);
+    options.threads_forced = threads > 0 && group.value("threads_forced", false);
     for (size_t i = 1; i < points.size(); ++i)
       options.also_timed_on.push_back({scenario_of(points[i]), points[i].at("out_dir").get<std::string>()});
-    std::cout << "training " << trained.name << " with " << threads << " OpenMP threads; also timed on "
-              << options.also_timed_on.size() << " more network(s)\n";
-    // A training an earlier sweep left unfinished continues from its checkpoint;
-    // one whose checkpoint does not fit (other targets, damaged) starts afresh.
+    // A training an earlier sweep left unfinished continues from its checkpoint (with
+    // the thread count it records, which the "resuming" line names); one whose
+    // checkpoint does not fit (other targets, damaged) starts afresh.
     options.resume = group.value("resume", false);
+    if (options.resume)
+      std::cout << "continuing " << trained.name << " from its checkpoint; also timed on ";
+    else
+      std::cout << "training " << trained.name << " with " << threads << " OpenMP threads; also timed on ";
+    std::cout << options.also_timed_on.size() << " more network(s)\n";
     train::RunResult r;
     try {
       r = train::run_training(trained, options);
     } catch (const InputError& e) {
       if (!options.resume) throw;
-      std::cout << "cannot resume (" << e.what() << "): training from step 0\n";
+      std::cout << "cannot resume (" << e.what() << "): training from step 0 with " << threads << " OpenMP threads\n";
       for (const json& p : points) std::filesystem::remove_all(p.at("out_dir").get<std::string>());
       options.resume = false;
       r = train::run_training(trained, options);

@@ -19,18 +19,21 @@ struct GroupResult {
   std::string message;  // why it failed ("" when ok)
 };
 
-// The group file: {"threads": T, "resume": R, "points": [{"scenario": resolved, "source": S,
-// "out_dir": D}, ...]}; the first point trains, from its checkpoint when R (falling
-// back to step 0 when the checkpoint does not fit). Written atomically.
+// The group file: {"threads": T, "threads_forced": F, "resume": R, "points": [{"scenario":
+// resolved, "source": S, "out_dir": D}, ...]}; the first point trains with T OpenMP
+// threads, from its checkpoint when R (falling back to step 0 when the checkpoint
+// does not fit). A resumed training keeps the thread count its checkpoint records
+// unless F (the user gave --threads T): train::RunOptions::threads. Written atomically.
 void write_group_file(const std::string& path, const std::vector<const SweepPoint*>& points,
-                      const std::vector<std::string>& out_dirs, int threads, bool resume);
+                      const std::vector<std::string>& out_dirs, int threads, bool threads_forced, bool resume);
 
 // Where the worker writes its GroupResult: GROUP_FILE with ".result.json" for ".json".
 std::string result_path(const std::string& group_file);
 // The result the worker wrote; {false, why} when there is none.
 GroupResult read_group_result(const std::string& group_file);
 
-// The worker's body: sets the OpenMP thread count, trains, writes the result file.
+// The worker's body: trains with the group's OpenMP thread count (or, resuming, the
+// checkpoint's), writes the result file.
 // Returns the process exit status: 0 trained, 3 diverged or failed.
 int run_group_worker(const std::string& group_file);
 

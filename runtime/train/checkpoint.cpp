@@ -101,6 +101,7 @@ void write_checkpoint(const std::string& run_dir, const Checkpoint& c) {
     binary::write_string(payload, encode_totals(t.totals));
     binary::write_u64(payload, t.steps_jsonl_bytes);
   }
+  binary::write_i64(payload, c.omp_threads);
   const std::string body = payload.str();
   std::ostringstream file;
   file.write(kMagic, sizeof kMagic);
@@ -122,8 +123,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   std::memcpy(&version, bytes.data() + 8, 8);
   std::memcpy(&size, bytes.data() + 16, 8);
   std::memcpy(&sum, bytes.data() + 24, 8);
-  if (version != kCheckpointVersion)
-    throw InputError(path, "checkpoint format version " + std::to_string(version) + ", this lowband reads version " +
+  if (version < 1 || version > kCheckpointVersion)
+    throw InputError(path, "checkpoint format version " + std::to_string(version) + ", this lowband reads versions 1 to " +
                                std::to_string(kCheckpointVersion));
   const uint64_t have = bytes.size() - kHeaderBytes;
   if (have != size)
@@ -146,6 +147,7 @@ Checkpoint read_checkpoint(const std::string& path) {
       t.totals = decode_totals(binary::read_string(payload, "a target's totals"));
       t.steps_jsonl_bytes = binary::read_u64(payload, "a target's steps.jsonl length");
     }
+    if (version >= 2) c.omp_threads = read_int(payload, "the OpenMP thread count");
     if (payload.peek() != std::char_traits<char>::eof()) throw binary::BinaryFormatError("bytes after the targets");
     if (c.targets.empty()) throw binary::BinaryFormatError("no output target");
     return c;
@@ -214,6 +216,31 @@ std::vector<RetimeTarget> retime_targets_to_resume(const Checkpoint& c, const st
       throw InputError(path, "retime target " + std::to_string(i) + " differs from the recorded one: " + diff);
   }
   return given;
+}
+
+ResumeThreads resume_threads(int recorded, int wanted, bool forced) {
+  const auto threads = [](int n) { return std::to_string(n) + " OpenMP thread" + (n == 1 ? "" : "s"); };
+  const std::string why = "oneDNN's sgemm and the CPU kernels' sums depend on the thread count";
+  ResumeThreads r;
+  r.threads = wanted;
+  if (recorded <= 0) {
+    r.warning = true;
+    r.message = std::string(kCheckpointFile) + " does not record the OpenMP thread count the run was trained with "
+                "(an older lowband wrote it): continuing with " + threads(wanted) +
+                "; the continuation may not be bit-identical to the uninterrupted run unless that ran with " +
+                threads(wanted) + " too (" + why + ")";
+  } else if (recorded != wanted && forced) {
+    r.warning = true;
+    r.message = "continuing with " + threads(wanted) + " (--threads) although the run was trained with " +
+                threads(recorded) + " (" + kCheckpointFile + "): the continuation may not be bit-identical to the "
+                "uninterrupted run (" + why + ")";
+  } else if (recorded != wanted) {
+    r.threads = recorded;
+    r.message = "continuing with " + threads(recorded) + ", the count the run was trained with (" + kCheckpointFile +
+                "), not this process's " + std::to_string(wanted) +
+                ", so that it equals the uninterrupted run bit for bit (--threads forces another count)";
+  }
+  return r;
 }
 
 void restore_trainer(parallel::ContextTrainer& trainer, const Checkpoint& c, const std::string& run_dir) {

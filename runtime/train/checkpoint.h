@@ -13,10 +13,17 @@
 //            state (ContextTrainer::save_state) and, per output target, its
 //            RunTotals and the byte length of its steps.jsonl at the checkpoint
 //            (lines after it were written by a process that died before the next
-//            checkpoint: the resumed run drops them and computes them again).
+//            checkpoint: the resumed run drops them and computes them again);
+//            since version 2, last, the OpenMP thread count the training ran with.
 // It is written atomically (temporary file, then rename), so a kill at any moment
 // leaves the previous checkpoint or the new one, never half of one. The last one,
 // marked complete, keeps the totals but no trainer state (nothing is left to train).
+//
+// Why the thread count: oneDNN's sgemm (its AVX2 kernels at least) and the CPU
+// kernels' OpenMP sums split their work by thread, so the rounding, and from the
+// first step on the gradient norms, depend on it. A resumed run continues with the
+// recorded count (resume_threads) to equal the uninterrupted run bit for bit.
+// Version 1 files (no count) still resume: the count is then unknown (0).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,7 +36,7 @@
 namespace lowband::train {
 
 constexpr const char* kCheckpointFile = "checkpoint.bin";
-constexpr uint64_t kCheckpointVersion = 1;
+constexpr uint64_t kCheckpointVersion = 2;  // written; version 1 (no thread count) is read too
 
 // One output target's files at the checkpoint.
 struct TargetCheckpoint {
@@ -45,6 +52,7 @@ struct Checkpoint {
   bool complete = false;      // the run ended (all steps, or diverged): nothing to resume
   std::string trainer_state;  // ContextTrainer::save_state; empty when complete
   std::vector<TargetCheckpoint> targets;  // the trained run first, then RunOptions::also_timed_on
+  int omp_threads = 0;  // OpenMP threads the training ran with (omp_get_max_threads); 0: unknown (version 1)
 };
 
 std::string checkpoint_path(const std::string& run_dir);
@@ -71,6 +79,18 @@ std::optional<Checkpoint> checkpoint_to_resume(const std::string& run_dir, const
 // empty, else `given`, which must match them (count, scenarios; InputError otherwise).
 std::vector<RetimeTarget> retime_targets_to_resume(const Checkpoint& checkpoint, const std::vector<RetimeTarget>& given,
                                                    const std::string& run_dir);
+
+// How many OpenMP threads a resumed run trains with, and what to say about it.
+// recorded: Checkpoint::omp_threads (0: unknown); wanted: the count this process
+// would use otherwise (>= 1); forced: wanted was asked for explicitly (--threads).
+// The recorded count, unless forced to another or unknown: then wanted, with a
+// warning that the continuation may not be bit-identical to the uninterrupted run.
+struct ResumeThreads {
+  int threads = 1;
+  std::string message;   // "" or one line (no newline) for the log
+  bool warning = false;  // message warns that the numbers may differ from the uninterrupted run's
+};
+ResumeThreads resume_threads(int recorded, int wanted, bool forced);
 
 // Loads the checkpoint's trainer state; InputError naming the checkpoint when it does
 // not fit the trainer (another build or shape).

@@ -1,5 +1,7 @@
 #include "runtime/train/run.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -161,6 +163,18 @@ void check_retime_target(const Scenario& trained, const Scenario& target, size_t
                      "differs from the trained scenario in more than its network and projection: " + diff);
 }
 
+// Sets the OpenMP thread count for the training and restores the caller's on return.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int threads) : before_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~ThreadCount() { omp_set_num_threads(before_); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+
+ private:
+  int before_;
+};
+
 }  // namespace
 
 RunResult run_training(const Scenario& scenario, const RunOptions& options) {
@@ -181,6 +195,18 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
     for (const RetimeTarget& t : retimes) check_fresh_run_dir(t.out_dir);
   }
   if (resumed && resumed->complete) return completed_run_result(*resumed, options.out_dir);
+  if (options.threads < 0) throw InputError("--threads", "must be at least 1");
+  // Before any kernel runs: a resumed run takes the count its checkpoint records.
+  int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  std::string threads_message;
+  bool threads_warning = false;
+  if (resumed) {
+    const ResumeThreads r = resume_threads(resumed->omp_threads, threads, options.threads_forced);
+    threads = r.threads;
+    threads_message = r.message;
+    threads_warning = r.warning;
+  }
+  const ThreadCount thread_count(threads);
   const int start_step = resumed ? resumed->steps_done : 0;
   const parallel::ComputeTiming timing = compute_timing(scenario);
   auto codec = compress::make_kv_codec(scenario);
@@ -248,9 +274,14 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   RunResult result;
   result.run_dir = targets.front()->files.dir();
   result.resumed_at_step = start_step;
+  result.threads = threads;
   if (options.log && resumed)
     *options.log << "resuming " << result.run_dir << " at step " << start_step << "/" << steps << " (" << kCheckpointFile
-                 << ")\n";
+                 << ") with " << threads << " OpenMP thread" << (threads == 1 ? "" : "s") << "\n";
+  if (!threads_message.empty()) {
+    std::ostream* out = threads_warning && options.warnings ? options.warnings : options.log;
+    if (out) *out << (threads_warning ? "warning: " : "") << threads_message << "\n" << std::flush;
+  }
   const std::string scenario_json = to_json(scenario).dump();
   auto take_checkpoint = [&](bool complete) {  // right after a flush: nothing pending
     if (scenario.training.checkpoint_every <= 0) return;
@@ -258,6 +289,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
     c.scenario_json = scenario_json;
     c.steps_done = main_totals.steps_done;
     c.complete = complete;
+    c.omp_threads = threads;
     if (!complete) {
       std::ostringstream state;
       trainer.save_state(state);

@@ -24,7 +24,9 @@
 // trainer's whole state and every target's totals; RunOptions::resume continues
 // from it bit for bit (the same steps.jsonl, curve.csv and summary.json as a run
 // never stopped, but for wall-clock figures), dropping steps.jsonl lines written
-// after it.
+// after it. The checkpoint records the OpenMP thread count the training ran with,
+// and a resumed run continues with that count (RunOptions::threads), because on
+// some CPUs the numbers depend on it.
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -57,6 +59,14 @@ struct RunOptions {
   // defaults to the recorded run's; also_timed_on to the recorded targets (or
   // must match them). Nothing is written when the checkpoint says the run ended.
   bool resume = false;
+  // OpenMP threads to train with (omp_set_num_threads, restored on return); 0: the
+  // process's count (omp_get_max_threads()). A resumed run continues instead with
+  // the count its checkpoint records (resume_threads in checkpoint.h), saying so in
+  // the log when that differs, unless threads_forced: then with `threads`, warning
+  // that the numbers may not be bit-identical to the uninterrupted run's.
+  int threads = 0;
+  bool threads_forced = false;
+  std::ostream* warnings = nullptr;  // where such warnings go; null: log
   // For tests: stop once this many steps are done, after writing them but without
   // a checkpoint, as a kill would (lines past the last checkpoint stay). < 0: off.
   int stop_after_steps = -1;
@@ -75,6 +85,7 @@ struct RunResult {
   nlohmann::json summary;        // what summary.json holds
   int resumed_at_step = 0;       // steps restored from a checkpoint (0: trained from the start)
   bool already_complete = false; // resume of a run that had ended: nothing trained
+  int threads = 0;               // OpenMP threads this process trained with (0: nothing trained)
   // One per RunOptions::also_timed_on target, in order: its run directory, its
   // simulated seconds and its summary (losses equal the trained run's).
   struct Retimed {
