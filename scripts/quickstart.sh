@@ -34,8 +34,8 @@ s=scenarios/quickstart
 start=$(date +%s)
 # The decentralized run is the centralized training re-timed: it is redone with it.
 [ -f "$runs/centralized-100gbps/checkpoint.bin" ] || rm -rf "$runs/quickstart-decentralized-300mbps"
-train centralized-100gbps "$s/centralized-100gbps.json" --also-time-on "$s/decentralized-300mbps.json"
-train mos-300mbps "$s/mos-300mbps.json"
+train centralized-100gbps "$s/quickstart-centralized-100gbps.json" --also-time-on "$s/quickstart-decentralized-300mbps.json"
+train mos-300mbps "$s/quickstart-mos-300mbps.json"
 trained=$(( $(date +%s) - start ))
 
 dirs=("$runs/centralized-100gbps" "$runs/quickstart-decentralized-300mbps" "$runs/mos-300mbps")
