@@ -152,22 +152,23 @@ SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     if (!resume)
       for (const std::string& d : out_dirs) fs::remove_all(d);
     fs::remove(result_path(r.group_file));
+    // A resumed training's thread count is its checkpoint's (the worker decides the
+    // same way and says so in its log). Read before the worker starts and writes new
+    // checkpoints; one that cannot be read here is the worker's to report.
+    std::string threads_note;
+    if (resume && log) try {
+        const train::Checkpoint c = train::read_checkpoint(train::checkpoint_path(out_dirs.front()));
+        const train::ResumeThreads t = train::resume_threads(c.omp_threads, par.threads, threads_forced);
+        if (!c.complete && !t.message.empty()) threads_note = (t.warning ? "warning: " : "") + t.message;
+      } catch (const std::exception&) {
+      }
     write_group_file(r.group_file, points, out_dirs, par.threads, threads_forced, resume);
     r.pid = spawn_worker(options.worker_exe, r.group_file, r.log_file);
     if (log) {
       *log << "group " << g + 1 << "/" << plan.groups.size() << " started: " << points.front()->name;
       if (points.size() > 1) *log << " (also timed on " << points.size() - 1 << " more network(s))";
       *log << "\n";
-      // A resumed training's thread count is its checkpoint's (the worker decides
-      // the same way and says so in its log); a checkpoint that cannot be read here
-      // is the worker's to report.
-      if (resume) try {
-          const train::Checkpoint c = train::read_checkpoint(train::checkpoint_path(out_dirs.front()));
-          const train::ResumeThreads t = train::resume_threads(c.omp_threads, par.threads, threads_forced);
-          if (!c.complete && !t.message.empty())
-            *log << "group " << g + 1 << ": " << (t.warning ? "warning: " : "") << t.message << "\n";
-        } catch (const std::exception&) {
-        }
+      if (!threads_note.empty()) *log << "group " << g + 1 << ": " << threads_note << "\n";
       *log << std::flush;
     }
     return r;
