@@ -105,11 +105,13 @@ void bench_cpu(benchmark::State& state, GemmCase c, size_t offset_bytes) {
   run();  // oneDNN generates its kernel on the first call: keep that out of the timing
   const int threads = omp_get_max_threads();
   const double burst_peak = lowband::bench::measure_peak_fp32_gflops(threads);
-  // A short probe before every call, untimed: the clock the call runs at.
+  // A short probe before every call, untimed: the clock the call runs at. ~3 ms
+  // at the burst rate whatever the ISA (bench/peak.h: shorter trials read low).
+  const int64_t beside_iters = lowband::bench::probe_iterations(3e-3, burst_peak / threads);
   std::vector<double> beside;
   for (auto _ : state) {
     state.PauseTiming();
-    beside.push_back(lowband::bench::measure_fp32_gflops_once(threads, 250'000));
+    beside.push_back(lowband::bench::measure_fp32_gflops_once(threads, beside_iters));
     state.ResumeTiming();
     run();
     benchmark::DoNotOptimize(C.data);

@@ -83,8 +83,15 @@ inline constexpr double flops_per_chain(int64_t iters) {
 }
 }  // namespace detail
 
+// Iterations of one chain that last `seconds` at `gflops_per_thread`: trials
+// sized in time, not iterations, as the work per iteration differs by ISA.
+inline int64_t probe_iterations(double seconds, double gflops_per_thread) {
+  return std::max<int64_t>(1, int64_t(seconds * gflops_per_thread * 1e9 / detail::flops_per_chain(1)));
+}
+
 // One trial: `threads` OpenMP threads each run one chain of `iters` iterations.
-// 250,000 iterations take about 3 ms on one AVX-512 core here.
+// Keep it >= ~2 ms: waking sleeping OpenMP threads (lowband's passive wait
+// policy) is inside the timing, and 0.4-0.8 ms trials read 3-13 % low here.
 inline double measure_fp32_gflops_once(int threads, int64_t iters) {
   static volatile float sink = 0.0f;
   float partial = 0.0f;
@@ -97,10 +104,10 @@ inline double measure_fp32_gflops_once(int threads, int64_t iters) {
   return detail::flops_per_chain(iters) * threads / seconds * 1e-9;
 }
 
-// Best of several trials. About 0.2 s in all on this machine. The best trial
-// catches the highest clock of the moment (turbo); under sustained AVX-512 load
-// this 2-vCPU machine runs lower (probes run between GEMM calls read ~15 % less,
-// kernels/README.md), which is why bench_matmul also probes beside its calls.
+// Best of 5 trials of 2M iterations (~6 ms each with AVX-512 here, ~3 ms with
+// AVX2). The best trial catches the highest clock of the moment (turbo); where
+// the clock drops under sustained AVX-512 load (the Intel machine in
+// kernels/README.md), bench_matmul also probes beside its calls.
 inline double measure_peak_fp32_gflops(int threads) {
   double best_gflops = 0.0;
   for (int trial = 0; trial < 5; ++trial)
