@@ -3,7 +3,9 @@
 // per task, oneDNN runs single-threaded inside our OpenMP region), the exp in
 // AVX-512 (softmax_simd.h). Memory beyond the inputs and outputs: per-thread
 // tiles and per-head copies of K and V (forward), of Q, dO, K, Kᵀ and Vᵀ plus
-// one private dq per thread (backward) -- all linear in the sequence, never nq x nk.
+// up to kDqPartials partial dq (backward) -- all linear in the sequence, never nq x nk.
+// Every result is a fixed function of the inputs: no sum's grouping depends on
+// the thread count or on which thread ran which task.
 #include "kernels/attention.h"
 
 #include <omp.h>
@@ -29,6 +31,13 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Below this many multiply-adds a call runs on one thread: waking the OpenMP
 // team costs more than it saves (and much more on a loaded machine).
 constexpr double kMinParallelMacs = 1 << 20;
+// The backward sums dq over key tiles in this many partial copies, a number
+// that must not depend on the thread count (it fixes the rounding of dq; see
+// attention_backward). It also caps the backward's parallelism at
+// kDqPartials x kv_heads tasks. 2 = the old one copy per thread on this
+// 2-core machine; 4 was ~5-10 % slower here (one more |q| to allocate, fault
+// in and sum).
+constexpr int64_t kDqPartials = 2;
 
 // Keys of this block that query row `i` may attend, as a prefix [0, n).
 inline int64_t attended_keys(const AttentionShape& s, int64_t i) {
@@ -180,9 +189,16 @@ void attention_backward_delta(int64_t nq, int64_t heads, int64_t head_dim, const
   }
 }
 
-// Tasks are (kv head, key tile): a task owns its rows of dk and dv, so those
-// accumulate without races; dq is summed over key tiles in per-thread copies
-// (laid out per head). Q, dO, K (and Kᵀ, Vᵀ) are repacked per head first.
+// Tasks are (dq partial c, kv head hk). Key tiles are dealt to the C partials
+// in snake order -- tiles 0..C-1 to partials 0..C-1, tiles C..2C-1 to partials
+// C-1..0, and so on -- which evens out the causal cost (early key tiles see the
+// most queries). Task (c, hk) runs partial c's key tiles of kv head hk in
+// increasing order; it owns their rows of dk and dv and the rows of its query
+// heads in partial c, so nothing is shared. Each partial is thus a sum in
+// key-tile order, and dq adds the partials in order 0, 1, ..., C - 1. C depends
+// on the shape only, so dq, dk and dv are the same bit for bit whatever the
+// thread count or the timing (the earlier per-thread dq copies, filled by a
+// dynamic schedule, were not). Q, dO, K (and Kᵀ, Vᵀ) are repacked per head first.
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
                         const float* lse, const float* delta, const float* dout, float* dq,
                         float* dk, float* dv) {
@@ -190,14 +206,19 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
   const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
   const int64_t ldq = s.heads * hd;
   const int64_t k_tiles = (s.nk + kKeyTile - 1) / kKeyTile;
-  const int64_t tasks = k_tiles * s.kv_heads;
-  const int64_t dq_size = s.nq * ldq;
   const bool parallel = double(s.nq) * double(s.nk) * double(s.heads * hd) >= kMinParallelMacs;
-  const int threads =
-      parallel ? std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), tasks)) : 1;
-  // One (heads, nq, hd) dq per thread.
-  const detail::AlignedFloats dq_private = detail::aligned_floats(size_t(threads) * dq_size);
-  std::fill(dq_private.get(), dq_private.get() + size_t(threads) * dq_size, 0.0f);
+  const int64_t partials = parallel ? std::clamp<int64_t>(k_tiles, 1, kDqPartials) : 1;
+  const int64_t tasks = partials * s.kv_heads;
+  const int threads = parallel ? int(std::clamp<int64_t>(omp_get_max_threads(), 1, tasks)) : 1;
+  // First query row that attends key j0 (all later ones do too).
+  auto first_query = [&](int64_t j0) {
+    return s.causal ? std::clamp<int64_t>(s.k_offset + j0 - s.q_offset, 0, s.nq) : int64_t(0);
+  };
+  // Partial c, laid out (heads, nq, hd), holds rows from first_query(c · kKeyTile)
+  // on (its first key tile writes them, later ones accumulate); rows before that
+  // are never written nor read, so it needs no zero fill.
+  const int64_t dq_stride = detail::padded_ld(s.nq * ldq);  // the same alignment for all
+  const detail::AlignedFloats dq_partial = detail::aligned_floats(size_t(partials * dq_stride));
   const PerHead qp = pack_heads(s.nq, s.heads, hd, q, false, parallel);
   const PerHead gp = pack_heads(s.nq, s.heads, hd, dout, false, parallel);
   const PerHead kp = pack_heads(s.nk, s.kv_heads, hd, k, false, parallel);
@@ -206,68 +227,75 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
 
 #pragma omp parallel num_threads(threads)
   {
-    float* my_dq = dq_private.get() + size_t(omp_get_thread_num()) * dq_size;
     const detail::AlignedFloats P = detail::aligned_floats(kQueryTile * kKeyTile);
     const detail::AlignedFloats dS = detail::aligned_floats(kQueryTile * kKeyTile);
     const detail::AlignedFloats dk_tile = detail::aligned_floats(kKeyTile * hd);
     const detail::AlignedFloats dv_tile = detail::aligned_floats(kKeyTile * hd);
-    // Early key tiles see the most (causal) queries: hand them out first.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t key_tile = t / s.kv_heads, hk = t % s.kv_heads;
-      const int64_t j0 = key_tile * kKeyTile, bk = std::min(kKeyTile, s.nk - j0);
-      const int64_t lds = detail::padded_ld(bk);
-      std::fill(dk_tile.get(), dk_tile.get() + bk * hd, 0.0f);
-      std::fill(dv_tile.get(), dv_tile.get() + bk * hd, 0.0f);
-      // First query that attends key j0 (all later ones do too).
-      const int64_t i_start =
-          s.causal ? std::clamp<int64_t>(s.k_offset + j0 - s.q_offset, 0, s.nq) : 0;
-      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-        for (int64_t i0 = i_start; i0 < s.nq; i0 += kQueryTile) {
-          const int64_t bq = std::min(kQueryTile, s.nq - i0);
-          const float* qi = qp.head(h) + i0 * hd;
-          const float* gi = gp.head(h) + i0 * hd;
-          detail::tile_gemm(bq, bk, hd, s.scale, qi, hd, 1, kt.head(hk) + j0, kt.ld, false, P.get(),
-                            lds);
-          detail::tile_gemm(bq, bk, hd, 1.0f, gi, hd, 1, vt.head(hk) + j0, vt.ld, false, dS.get(),
-                            lds);
-          for (int64_t r = 0; r < bq; ++r) {  // P = exp(S − lse), dS = P ∘ (dP − D)
-            float* p = P.get() + r * lds;
-            float* ds = dS.get() + r * lds;
-            const float L = lse[h * s.nq + i0 + r], D = delta[h * s.nq + i0 + r];
-            const int64_t valid =
-                L == kNegInf ? 0 : std::clamp<int64_t>(attended_keys(s, i0 + r) - j0, 0, bk);
-            detail::exp_shift(p, valid, L);
-            std::fill(p + valid, p + bk, 0.0f);
+      const int64_t c = t / s.kv_heads, hk = t % s.kv_heads;
+      float* my_dq = dq_partial.get() + c * dq_stride;
+      for (int64_t round = 0; round * partials < k_tiles; ++round) {
+        const int64_t key_tile = round * partials + (round % 2 == 0 ? c : partials - 1 - c);
+        if (key_tile >= k_tiles) continue;
+        const bool first_tile = round == 0;  // writes (not adds to) the partial's rows
+        const int64_t j0 = key_tile * kKeyTile, bk = std::min(kKeyTile, s.nk - j0);
+        const int64_t lds = detail::padded_ld(bk);
+        std::fill(dk_tile.get(), dk_tile.get() + bk * hd, 0.0f);
+        std::fill(dv_tile.get(), dv_tile.get() + bk * hd, 0.0f);
+        const int64_t i_start = first_query(j0);
+        for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+          for (int64_t i0 = i_start; i0 < s.nq; i0 += kQueryTile) {
+            const int64_t bq = std::min(kQueryTile, s.nq - i0);
+            const float* qi = qp.head(h) + i0 * hd;
+            const float* gi = gp.head(h) + i0 * hd;
+            detail::tile_gemm(bq, bk, hd, s.scale, qi, hd, 1, kt.head(hk) + j0, kt.ld, false,
+                              P.get(), lds);
+            detail::tile_gemm(bq, bk, hd, 1.0f, gi, hd, 1, vt.head(hk) + j0, vt.ld, false, dS.get(),
+                              lds);
+            for (int64_t r = 0; r < bq; ++r) {  // P = exp(S − lse), dS = P ∘ (dP − D)
+              float* p = P.get() + r * lds;
+              float* ds = dS.get() + r * lds;
+              const float L = lse[h * s.nq + i0 + r], D = delta[h * s.nq + i0 + r];
+              const int64_t valid =
+                  L == kNegInf ? 0 : std::clamp<int64_t>(attended_keys(s, i0 + r) - j0, 0, bk);
+              detail::exp_shift(p, valid, L);
+              std::fill(p + valid, p + bk, 0.0f);
 #pragma omp simd
-            for (int64_t j = 0; j < bk; ++j) ds[j] = p[j] * (ds[j] - D);
+              for (int64_t j = 0; j < bk; ++j) ds[j] = p[j] * (ds[j] - D);
+            }
+            // dV += Pᵀ·dO, dK += scale·dSᵀ·Q, dQ += scale·dS·K.
+            detail::tile_gemm(bk, hd, bq, 1.0f, P.get(), 1, lds, gi, hd, true, dv_tile.get(), hd);
+            detail::tile_gemm(bk, hd, bq, s.scale, dS.get(), 1, lds, qi, hd, true, dk_tile.get(),
+                              hd);
+            detail::tile_gemm(bq, hd, bk, s.scale, dS.get(), lds, 1, kp.head(hk) + j0 * hd, hd,
+                              !first_tile, my_dq + (h * s.nq + i0) * hd, hd);
           }
-          // dV += Pᵀ·dO, dK += scale·dSᵀ·Q, dQ += scale·dS·K.
-          detail::tile_gemm(bk, hd, bq, 1.0f, P.get(), 1, lds, gi, hd, true, dv_tile.get(), hd);
-          detail::tile_gemm(bk, hd, bq, s.scale, dS.get(), 1, lds, qi, hd, true, dk_tile.get(), hd);
-          detail::tile_gemm(bq, hd, bk, s.scale, dS.get(), lds, 1, kp.head(hk) + j0 * hd, hd, true,
-                            my_dq + (h * s.nq + i0) * hd, hd);
         }
-      }
-      for (int64_t j = 0; j < bk; ++j) {
-        float* dkr = dk + ((j0 + j) * s.kv_heads + hk) * hd;
-        float* dvr = dv + ((j0 + j) * s.kv_heads + hk) * hd;
-        for (int64_t d = 0; d < hd; ++d) {
-          dkr[d] += dk_tile[size_t(j * hd + d)];
-          dvr[d] += dv_tile[size_t(j * hd + d)];
+        for (int64_t j = 0; j < bk; ++j) {
+          float* dkr = dk + ((j0 + j) * s.kv_heads + hk) * hd;
+          float* dvr = dv + ((j0 + j) * s.kv_heads + hk) * hd;
+          for (int64_t d = 0; d < hd; ++d) {
+            dkr[d] += dk_tile[size_t(j * hd + d)];
+            dvr[d] += dv_tile[size_t(j * hd + d)];
+          }
         }
       }
     }
-    // Sum the private copies into dq, each thread a slice of the query rows.
+    // Add the partials into dq in order 0, 1, ..., each thread a slice of the
+    // query rows. Partial c's first key tile is tile c, so it holds rows from
+    // first_query(c · kKeyTile) on, which grows with c.
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < s.nq; ++i)
-      for (int64_t h = 0; h < s.heads; ++h)
-        for (int t = 0; t < threads; ++t) {
-          const float* src = dq_private.get() + size_t(t) * dq_size + (h * s.nq + i) * hd;
-          float* dst = dq + i * ldq + h * hd;
+      for (int64_t h = 0; h < s.heads; ++h) {
+        float* dst = dq + i * ldq + h * hd;
+        for (int64_t c = 0; c < std::min(partials, k_tiles) && i >= first_query(c * kKeyTile);
+             ++c) {
+          const float* src = dq_partial.get() + c * dq_stride + (h * s.nq + i) * hd;
 #pragma omp simd
           for (int64_t d = 0; d < hd; ++d) dst[d] += src[d];
         }
+      }
   }
 }
 

@@ -1,9 +1,12 @@
 // Attention forward and merge against the float64 textbook softmax, and
 // blockwise attention + log-sum-exp merge against the whole sequence for the
-// block patterns a context-parallel rank meets.
+// block patterns a context-parallel rank meets; the backward bit-reproducible
+// across calls and thread counts.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -226,6 +229,65 @@ TEST(AttentionBlockwise, ZigzagChunksMergedEqualWholeSequence) {
     expect_blockwise_equals_whole(T, 2, 1, 24, {chunk(r), chunk(2 * P - 1 - r)}, k_blocks,
                                   seed + r);
   }
+}
+
+// Elements of a and b whose bit patterns differ.
+int64_t bitwise_mismatches(const std::vector<float>& a, const std::vector<float>& b) {
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return n;
+}
+
+TEST(AttentionBackward, BitIdenticalAcrossCallsAndThreadCounts) {
+  // Expectation: on shapes above the kernel's parallel threshold (nq·nk·heads·
+  // head_dim >= 2^20; several key tiles and kv heads, so the work is split
+  // among threads), causal and not, and one below it, attention_backward
+  // accumulates the same dq, dk, dv bit for bit on every call -- five calls at
+  // 2 threads -- and at 1 and 3 threads too.
+  const Case cases[] = {
+      {700, 700, 4, 2, 40, 0, 0, true},     // 3 key tiles, the last partial; GQA
+      {300, 900, 4, 4, 32, 0, 0, false},    // 4 key tiles
+      {500, 1300, 2, 1, 64, 800, 0, true},  // keys start before the queries; MQA
+      {120, 300, 2, 1, 16, 180, 0, true},   // below the threshold: one thread
+  };
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note(seed));
+  Rng rng(seed);
+  const int saved_threads = omp_get_max_threads();
+  for (const Case& c : cases) {
+    SCOPED_TRACE("nq " + std::to_string(c.nq) + " nk " + std::to_string(c.nk) +
+                 (c.causal ? " causal" : " not causal"));
+    const AttentionShape s = shape_of(c);
+    auto q = random_floats(rng, c.nq * c.heads * c.head_dim, -2, 2);
+    auto k = random_floats(rng, c.nk * c.kv_heads * c.head_dim, -2, 2);
+    auto v = random_floats(rng, c.nk * c.kv_heads * c.head_dim);
+    auto dout = random_floats(rng, q.size());
+    // Existing gradients to accumulate into (the kernel adds to dq, dk, dv).
+    const auto dq0 = random_floats(rng, q.size()), dk0 = random_floats(rng, k.size()),
+               dv0 = random_floats(rng, v.size());
+    std::vector<float> out(q.size()), lse(c.heads * c.nq), delta(c.heads * c.nq);
+    cpu::attention_forward(s, q.data(), k.data(), v.data(), out.data(), lse.data());
+    cpu::attention_backward_delta(c.nq, c.heads, c.head_dim, out.data(), dout.data(), delta.data());
+    auto backward = [&](int threads, std::vector<float>& dq, std::vector<float>& dk,
+                        std::vector<float>& dv) {
+      omp_set_num_threads(threads);
+      dq = dq0;
+      dk = dk0;
+      dv = dv0;
+      cpu::attention_backward(s, q.data(), k.data(), v.data(), lse.data(), delta.data(),
+                              dout.data(), dq.data(), dk.data(), dv.data());
+    };
+    std::vector<float> dq_ref, dk_ref, dv_ref, dq, dk, dv;
+    backward(2, dq_ref, dk_ref, dv_ref);
+    for (int threads : {2, 2, 2, 2, 1, 3}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads vs the first call at 2");
+      backward(threads, dq, dk, dv);
+      EXPECT_EQ(bitwise_mismatches(dq, dq_ref), 0);
+      EXPECT_EQ(bitwise_mismatches(dk, dk_ref), 0);
+      EXPECT_EQ(bitwise_mismatches(dv, dv_ref), 0);
+    }
+  }
+  omp_set_num_threads(saved_threads);
 }
 
 }  // namespace
