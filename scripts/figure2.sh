@@ -14,16 +14,7 @@ lowband=build/lowband
 runs=${FIGURE2_RUNS:-runs/figure2}
 mkdir -p "$runs"
 
-# train NAME SCENARIO [ARGS...]: trains into $runs/NAME; a run with a checkpoint is
-# resumed (a finished one says so and is left as it is).
-train() {
-  local dir="$runs/$1" scenario=$2; shift 2
-  if [ -f "$dir/checkpoint.bin" ]; then
-    "$lowband" run --resume "$dir"
-  else
-    "$lowband" run "$scenario" --out "$dir" "$@"
-  fi
-}
+. "$root/scripts/train-or-resume.sh"
 
 for corpus in book web; do
   s=scenarios/figure2/fig2-$corpus

@@ -18,17 +18,7 @@ lowband=build/lowband
 runs=${QUICKSTART_RUNS:-runs/quickstart}
 mkdir -p "$runs"
 
-# train NAME SCENARIO [ARGS...]: into $runs/NAME; a run with a checkpoint is resumed
-# (a finished one says so and is left as it is), one without starts again.
-train() {
-  local dir="$runs/$1" scenario=$2; shift 2
-  if [ -f "$dir/checkpoint.bin" ]; then
-    "$lowband" run --resume "$dir"
-  else
-    rm -rf "$dir"
-    "$lowband" run "$scenario" --out "$dir" "$@"
-  fi
-}
+. "$root/scripts/train-or-resume.sh"
 
 s=scenarios/quickstart
 start=$(date +%s)

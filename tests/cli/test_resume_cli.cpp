@@ -26,12 +26,7 @@ namespace {
 // 80 steps; replays every 20 steps and at each checkpoint (every 25): steps.jsonl
 // holds 45 lines from step 45 until the checkpoint at 50, and the run goes on to 80,
 // time enough to kill it there.
-const std::vector<std::string> kTiny = {
-    "--set", "model.layers=2",         "--set", "model.d_model=32",        "--set", "model.heads=4",
-    "--set", "model.kv_heads=2",       "--set", "model.ffn_hidden=64",     "--set", "model.seq_len=64",
-    "--set", "parallel.context=2",     "--set", "network.nodes=2",         "--set", "training.batch_size=2",
-    "--set", "training.steps=80",      "--set", "training.eval_every=10",  "--set", "training.eval_batches=2",
-    "--set", "training.checkpoint_every=25", "--set", "devices.timing=profile"};
+const std::vector<std::string> kTiny = tiny_run_args(80);
 
 class ResumeCli : public ::testing::Test {
  protected:

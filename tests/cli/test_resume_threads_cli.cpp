@@ -31,12 +31,7 @@ namespace {
 // 300 steps of ~2 ms, a checkpoint every 25: the first one is written at step 25,
 // and the test has the rest of the run to kill it (retrying in a fresh directory
 // when the run ended first).
-const std::vector<std::string> kTiny = {
-    "--set", "model.layers=2",         "--set", "model.d_model=32",        "--set", "model.heads=4",
-    "--set", "model.kv_heads=2",       "--set", "model.ffn_hidden=64",     "--set", "model.seq_len=64",
-    "--set", "parallel.context=2",     "--set", "network.nodes=2",         "--set", "training.batch_size=2",
-    "--set", "training.steps=300",     "--set", "training.eval_every=10",  "--set", "training.eval_batches=2",
-    "--set", "training.checkpoint_every=25", "--set", "devices.timing=profile"};
+const std::vector<std::string> kTiny = tiny_run_args(300);
 
 using Env = std::map<std::string, std::string>;
 

@@ -30,6 +30,23 @@ inline Scenario resume_tiny(std::vector<std::string> extra = {}) {
   return builtin_scenario("default", sets);
 }
 
+// The command-line tests' tiny run: `--set KEY=VALUE` pairs for 2 ranks, 2 layers,
+// d_model 32, seq 64, batch 2, `steps` steps, a checkpoint every 25, profile timing.
+inline std::vector<std::string> tiny_run_args(int steps) {
+  std::vector<std::string> args;
+  for (const std::string& set :
+       {std::string("model.layers=2"), std::string("model.d_model=32"), std::string("model.heads=4"),
+        std::string("model.kv_heads=2"), std::string("model.ffn_hidden=64"), std::string("model.seq_len=64"),
+        std::string("parallel.context=2"), std::string("network.nodes=2"), std::string("training.batch_size=2"),
+        "training.steps=" + std::to_string(steps), std::string("training.eval_every=10"),
+        std::string("training.eval_batches=2"), std::string("training.checkpoint_every=25"),
+        std::string("devices.timing=profile")}) {
+    args.push_back("--set");
+    args.push_back(set);
+  }
+  return args;
+}
+
 // Figures that depend on the wall clock or on where the run lives.
 inline nlohmann::json without_wall_figures(nlohmann::json j) {
   for (const char* key : {"wall_seconds", "record_wall_seconds", "replay_wall_seconds", "process_tokens_per_s",
