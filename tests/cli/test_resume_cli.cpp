@@ -37,18 +37,7 @@ class ResumeCli : public ::testing::Test {
 
   // Starts `lowband run ARGS...` with stdout and stderr to files; returns its pid.
   pid_t start(std::vector<std::string> args) {
-    args.insert(args.begin(), {LOWBAND_BINARY, "run"});
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) _exit(127);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      _exit(127);
-    }
-    return pid;
+    return start_lowband_run(std::move(args), {}, (dir_ / "stdout").string(), (dir_ / "stderr").string());
   }
   int finish(pid_t pid) {
     int status = 0;

@@ -23,8 +23,6 @@
 #include "runtime/train/checkpoint.h"
 #include "tests/runtime/test_resume_support.h"
 
-extern char** environ;
-
 namespace lowband::train::test {
 namespace {
 
@@ -46,26 +44,7 @@ class ResumeThreadsCli : public ::testing::Test {
   // Starts `lowband run ARGS...` with this environment plus `env`, stdout and
   // stderr to files; returns its pid. argv and envp are built before fork().
   pid_t start(std::vector<std::string> args, const Env& env) {
-    args.insert(args.begin(), {LOWBAND_BINARY, "run"});
-    std::vector<std::string> vars;
-    for (char** e = environ; *e; ++e) {
-      const std::string var = *e;
-      if (!env.count(var.substr(0, var.find('=')))) vars.push_back(var);
-    }
-    for (const auto& [name, value] : env) vars.push_back(name + "=" + value);
-    std::vector<char*> argv, envp;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& v : vars) envp.push_back(v.data());
-    envp.push_back(nullptr);
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) _exit(127);
-      ::execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    return pid;
+    return start_lowband_run(std::move(args), env, (dir_ / "stdout").string(), (dir_ / "stderr").string());
   }
   int finish(pid_t pid) {
     int status = 0;

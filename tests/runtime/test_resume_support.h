@@ -4,7 +4,11 @@
 // figures and the directory names).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,7 +19,34 @@
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_run_support.h"
 
+extern char** environ;
+
 namespace lowband::train::test {
+
+// Starts `lowband run ARGS...` with stdout and stderr to the files `out` and `err`, and
+// `env` set over this process's environment; returns its pid.
+inline pid_t start_lowband_run(std::vector<std::string> args, const std::map<std::string, std::string>& env,
+                               const std::string& out, const std::string& err) {
+  args.insert(args.begin(), {LOWBAND_BINARY, "run"});
+  std::vector<std::string> vars;
+  for (char** e = environ; *e; ++e) {
+    const std::string var = *e;
+    if (!env.count(var.substr(0, var.find('=')))) vars.push_back(var);
+  }
+  for (const auto& [name, value] : env) vars.push_back(name + "=" + value);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) _exit(127);
+    ::execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
 
 // P = 2 ranks, 2 layers, d_model 32, seq 64, batch 2; 10 steps, evaluation every 3,
 // a checkpoint every 4 steps, compute seconds from the device profile.
