@@ -1,0 +1,82 @@
+#pragma once
+// A communicator: the one seam between a rank's trainer and everything that
+// moves data between ranks. Implementations: in-process (threads and mailboxes,
+// comm/in_process.h), MPI (comm/mpi.h), and recording (comm/recording.h: wraps any
+// other and turns every call into step-graph transfers with their real bytes).
+//
+// Semantics every implementation keeps, so that a layout gives the same numbers
+// on each of them, bit for bit:
+// - send never waits for the receiver (the payload is copied or buffered before
+//   it returns); recv waits for the message with the same (source, tag). Messages
+//   from one source with one tag arrive in the order they were sent.
+// - Collectives are called by every rank of the communicator in the same order.
+//   Every reduction is the sum in rank order, ((x0 + x1) + x2) + ..., the same on
+//   every rank and in every implementation (MPI's own reductions promise no order,
+//   so the MPI communicator does not use them for floating point).
+// - `kind` names what a call carries ("kv", "dkv", "grad_sync", "loss", ...): the
+//   step graph's kind tag. Only the recording communicator looks at it.
+// Errors of use (sizes that do not match, a rank out of range) throw
+// std::logic_error; a failed transport throws std::runtime_error naming the call.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lowband::comm {
+
+enum class DType : uint8_t { f32, f64, i64, u8 };
+size_t dtype_bytes(DType type);
+
+template <class T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::f32; }
+template <> constexpr DType dtype_of<double>() { return DType::f64; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string describe() const = 0;
+
+  // Point to point; `tag` >= 0 tells concurrent streams between one pair apart.
+  virtual void send(int dst, int tag, const void* data, size_t bytes, const char* kind) = 0;
+  virtual void recv(int src, int tag, void* data, size_t bytes, const char* kind) = 0;
+
+  // data (count elements) <- the rank-order sum over the ranks.
+  virtual void all_reduce_sum(void* data, int64_t count, DType type, const char* kind) = 0;
+  // Rank r contributes counts[r] elements (in); out gets all of them in rank order.
+  virtual void all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
+                          const char* kind) = 0;
+  // in: sum(counts) elements on every rank; out (counts[rank] elements) <- the
+  // rank-order sum of segment `rank`.
+  virtual void reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
+                                  DType type, const char* kind) = 0;
+  // data (count elements) <- root's.
+  virtual void broadcast(void* data, int64_t count, DType type, int root, const char* kind) = 0;
+
+  // Every rank calls split together: ranks with the same color >= 0 form a new
+  // communicator, ranked in this one's rank order; color < 0 gets nullptr.
+  virtual std::unique_ptr<Communicator> split(int color) = 0;
+
+  // Typed conveniences.
+  template <class T> void all_reduce_sum(T* data, int64_t count, const char* kind) {
+    all_reduce_sum(static_cast<void*>(data), count, dtype_of<T>(), kind);
+  }
+  template <class T> void broadcast(T* data, int64_t count, int root, const char* kind) {
+    broadcast(static_cast<void*>(data), count, dtype_of<T>(), root, kind);
+  }
+};
+
+// The counts of `total` elements split over `ranks` as evenly as possible, the
+// first total % ranks ranks holding one more (reduce-scatter and all-gather of a
+// buffer that does not divide evenly).
+std::vector<int64_t> even_counts(int64_t total, int ranks);
+
+// out[i] = ((in[0][i] + in[1][i]) + ...) in rank order: the one reduction every
+// implementation uses.
+void sum_in_rank_order(const std::vector<const void*>& in, void* out, int64_t count, DType type);
+
+}  // namespace lowband::comm
