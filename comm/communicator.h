@@ -13,8 +13,10 @@
 //   Every reduction is the sum in rank order, ((x0 + x1) + x2) + ..., the same on
 //   every rank and in every implementation (MPI's own reductions promise no order,
 //   so the MPI communicator does not use them for floating point).
-// - `kind` names what a call carries ("kv", "dkv", "grad_sync", "loss", ...): the
-//   step graph's kind tag. Only the recording communicator looks at it.
+// - Every call carries a Wire label: what it carries ("kv", "dkv", "grad_sync",
+//   "loss", ...: the step graph's kind tag) and, where the modelled link carries
+//   another size than the buffer in memory, the bytes on the wire. Only the
+//   recording communicator looks at it.
 // Errors of use (sizes that do not match, a rank out of range) throw
 // std::logic_error; a failed transport throws std::runtime_error naming the call.
 #include <cstddef>
@@ -34,6 +36,18 @@ template <> constexpr DType dtype_of<double>() { return DType::f64; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 
+// What a call carries, for the step graph. `bytes` is the modelled size on the
+// wire when it differs from the buffer in memory (values held as float32 but sent
+// at the model's wire precision, a codec's message): for send, the message; for a
+// collective, the whole buffer of one rank (S in sim/collectives.h). < 0: the
+// buffer's own size.
+struct Wire {
+  const char* kind;
+  double bytes = -1;
+  Wire(const char* k) : kind(k) {}  // NOLINT(google-explicit-constructor): "kv" reads as a label
+  Wire(const char* k, double wire_bytes) : kind(k), bytes(wire_bytes) {}
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -42,31 +56,31 @@ class Communicator {
   virtual std::string describe() const = 0;
 
   // Point to point; `tag` >= 0 tells concurrent streams between one pair apart.
-  virtual void send(int dst, int tag, const void* data, size_t bytes, const char* kind) = 0;
-  virtual void recv(int src, int tag, void* data, size_t bytes, const char* kind) = 0;
+  virtual void send(int dst, int tag, const void* data, size_t bytes, const Wire& wire) = 0;
+  virtual void recv(int src, int tag, void* data, size_t bytes, const Wire& wire) = 0;
 
   // data (count elements) <- the rank-order sum over the ranks.
-  virtual void all_reduce_sum(void* data, int64_t count, DType type, const char* kind) = 0;
+  virtual void all_reduce_sum(void* data, int64_t count, DType type, const Wire& wire) = 0;
   // Rank r contributes counts[r] elements (in); out gets all of them in rank order.
   virtual void all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
-                          const char* kind) = 0;
+                          const Wire& wire) = 0;
   // in: sum(counts) elements on every rank; out (counts[rank] elements) <- the
   // rank-order sum of segment `rank`.
   virtual void reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
-                                  DType type, const char* kind) = 0;
+                                  DType type, const Wire& wire) = 0;
   // data (count elements) <- root's.
-  virtual void broadcast(void* data, int64_t count, DType type, int root, const char* kind) = 0;
+  virtual void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) = 0;
 
   // Every rank calls split together: ranks with the same color >= 0 form a new
   // communicator, ranked in this one's rank order; color < 0 gets nullptr.
   virtual std::unique_ptr<Communicator> split(int color) = 0;
 
   // Typed conveniences.
-  template <class T> void all_reduce_sum(T* data, int64_t count, const char* kind) {
-    all_reduce_sum(static_cast<void*>(data), count, dtype_of<T>(), kind);
+  template <class T> void all_reduce_sum(T* data, int64_t count, const Wire& wire) {
+    all_reduce_sum(static_cast<void*>(data), count, dtype_of<T>(), wire);
   }
-  template <class T> void broadcast(T* data, int64_t count, int root, const char* kind) {
-    broadcast(static_cast<void*>(data), count, dtype_of<T>(), root, kind);
+  template <class T> void broadcast(T* data, int64_t count, int root, const Wire& wire) {
+    broadcast(static_cast<void*>(data), count, dtype_of<T>(), root, wire);
   }
 };
 
