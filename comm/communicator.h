@@ -41,11 +41,16 @@ template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 // at the model's wire precision, a codec's message): for send, the message; for a
 // collective, the whole buffer of one rank (S in sim/collectives.h). < 0: the
 // buffer's own size.
+// `deferred` (collectives only): nothing the caller computes next needs the
+// result until its next call that is not deferred (a DDP gradient bucket: the
+// backward goes on while it travels). Transports still complete the call before
+// returning; the recorded step graph lets the rank's compute overlap it.
 struct Wire {
   const char* kind;
   double bytes = -1;
+  bool deferred = false;
   Wire(const char* k) : kind(k) {}  // NOLINT(google-explicit-constructor): "kv" reads as a label
-  Wire(const char* k, double wire_bytes) : kind(k), bytes(wire_bytes) {}
+  Wire(const char* k, double wire_bytes, bool defer = false) : kind(k), bytes(wire_bytes), deferred(defer) {}
 };
 
 class Communicator {
@@ -58,6 +63,9 @@ class Communicator {
   // Point to point; `tag` >= 0 tells concurrent streams between one pair apart.
   virtual void send(int dst, int tag, const void* data, size_t bytes, const Wire& wire) = 0;
   virtual void recv(int src, int tag, void* data, size_t bytes, const Wire& wire) = 0;
+  // A message whose size the receiver does not know (a codec's packed K/V
+  // blocks): `out` is resized to it (MPI: MPI_Probe, then MPI_Get_count).
+  virtual void recv_message(int src, int tag, std::vector<uint8_t>& out, const Wire& wire) = 0;
 
   // data (count elements) <- the rank-order sum over the ranks.
   virtual void all_reduce_sum(void* data, int64_t count, DType type, const Wire& wire) = 0;
