@@ -1,0 +1,60 @@
+#include "comm/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace lowband::comm {
+
+size_t dtype_bytes(DType type) {
+  switch (type) {
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+    case DType::i64: return 8;
+    case DType::u8: return 1;
+  }
+  throw std::logic_error("comm: unknown DType " + std::to_string(static_cast<int>(type)));
+}
+
+std::vector<int64_t> even_counts(int64_t total, int ranks) {
+  if (ranks <= 0) throw std::logic_error("comm::even_counts: ranks must be >= 1, got " + std::to_string(ranks));
+  if (total < 0) throw std::logic_error("comm::even_counts: total must be >= 0, got " + std::to_string(total));
+  std::vector<int64_t> counts(static_cast<size_t>(ranks), total / ranks);
+  for (int64_t r = 0; r < total % ranks; ++r) ++counts[static_cast<size_t>(r)];
+  return counts;
+}
+
+namespace {
+// Blocks of kBlock elements: the accumulator stays in L1 and the inner loops
+// vectorise (elementwise, so the order over ranks is untouched). Writing `out`
+// only after a block is summed lets out alias any of the inputs.
+template <class T> void sum_typed(const std::vector<const void*>& in, void* out_v, int64_t count) {
+  constexpr int64_t kBlock = 1024;
+  T acc[kBlock];
+  T* out = static_cast<T*>(out_v);
+  for (int64_t begin = 0; begin < count; begin += kBlock) {
+    const int64_t n = std::min(kBlock, count - begin);
+    const T* first = static_cast<const T*>(in[0]) + begin;
+    for (int64_t i = 0; i < n; ++i) acc[i] = first[i];
+    for (size_t r = 1; r < in.size(); ++r) {
+      const T* x = static_cast<const T*>(in[r]) + begin;
+      for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+    }
+    std::memcpy(out + begin, acc, static_cast<size_t>(n) * sizeof(T));
+  }
+}
+}  // namespace
+
+void sum_in_rank_order(const std::vector<const void*>& in, void* out, int64_t count, DType type) {
+  if (in.empty()) throw std::logic_error("comm::sum_in_rank_order: no inputs");
+  if (count < 0) throw std::logic_error("comm::sum_in_rank_order: negative count " + std::to_string(count));
+  switch (type) {
+    case DType::f32: return sum_typed<float>(in, out, count);
+    case DType::f64: return sum_typed<double>(in, out, count);
+    case DType::i64: return sum_typed<int64_t>(in, out, count);
+    case DType::u8: break;
+  }
+  throw std::logic_error("comm::sum_in_rank_order: no sum of u8 (bytes are for gathers and broadcasts)");
+}
+
+}  // namespace lowband::comm
