@@ -11,6 +11,7 @@ packages=(
   ocl-icd-opencl-dev      # oneDNN's CMake package config requires OpenCL (only a Recommends of libdnnl-dev)
   libomp-dev              # one OpenMP runtime for our loops and oneDNN's
   libgtest-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin  # comm/mpi.h: one rank per process under mpirun
   gnuplot-nox             # plots
 )
 missing=()

@@ -1,0 +1,71 @@
+#pragma once
+// The MPI communicator: one rank per process, started by `mpirun -np P lowband ...`
+// (Debian's Open MPI). Keeps communicator.h's semantics over MPI:
+// - send copies the payload into a buffer of its own and starts MPI_Isend; the
+//   send completes lazily (tested on later calls, waited for by flush() and the
+//   destructor), so send never waits for the receiver.
+// - recv probes first (MPI_Mprobe) so a message of another size is an error of use
+//   (std::logic_error), not a truncation.
+// - Sums are never MPI's own reductions (they promise no order): all_reduce_sum is
+//   a reduce-scatter (MPI_Alltoallv brings segment r of every rank to rank r,
+//   which sums them with sum_in_rank_order) followed by MPI_Allgatherv, so every
+//   rank gets the rank-order sum, bit for bit the in-process one.
+// - Counts beyond what one MPI call takes (int counts and displacements) are
+//   moved in several calls.
+// Every MPI call is checked (MPI_ERRORS_RETURN): a failure throws
+// std::runtime_error naming the call and MPI's error string.
+#include <cstdint>
+#include <memory>
+
+#include "comm/communicator.h"
+
+namespace lowband::comm {
+
+// MPI_Init_thread (MPI_THREAD_SERIALIZED: one thread at a time calls MPI) on
+// construction, MPI_Finalize on destruction. One per process.
+class MpiSession {
+ public:
+  explicit MpiSession(int* argc = nullptr, char*** argv = nullptr);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+// Whether this process was started by mpirun/mpiexec (Open MPI's
+// OMPI_COMM_WORLD_SIZE or a PMI launcher's PMI_SIZE in the environment).
+bool launched_by_mpirun();
+
+class MpiCommunicator final : public Communicator {
+ public:
+  struct Impl;  // comm/mpi.cpp: the MPI_Comm and the sends in flight
+  explicit MpiCommunicator(std::unique_ptr<Impl> impl);
+  ~MpiCommunicator() override;  // flush(), then MPI_Comm_free
+
+  // Waits until every send of this communicator has completed.
+  void flush();
+
+  int rank() const override;
+  int size() const override;
+  std::string describe() const override;
+  void send(int dst, int tag, const void* data, size_t bytes, const Wire& wire) override;
+  void recv(int src, int tag, void* data, size_t bytes, const Wire& wire) override;
+  void recv_message(int src, int tag, std::vector<uint8_t>& out, const Wire& wire) override;
+  void all_reduce_sum(void* data, int64_t count, DType type, const Wire& wire) override;
+  void all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
+                  const Wire& wire) override;
+  void reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
+                          const Wire& wire) override;
+  void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) override;
+  std::unique_ptr<Communicator> split(int color) override;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A communicator over all of mpirun's processes (a duplicate of MPI_COMM_WORLD);
+// needs an MpiSession. max_elements_per_call: the most elements one MPI call
+// moves (<= 0: what an int count holds); small values only exercise the
+// several-calls path in tests.
+std::unique_ptr<MpiCommunicator> mpi_world(int64_t max_elements_per_call = 0);
+
+}  // namespace lowband::comm

@@ -1,0 +1,165 @@
+// The collective checks of test_in_process.cpp, across processes: run by ctest as
+// `mpirun -np P test_comm_mpi` for a few P. Prints one nccl-tests-like row per
+// check (rank 0) and exits 1 when any element is wrong (#wrong > 0) or a call
+// throws. The count of wrong elements is summed with MPI_Allreduce on integers,
+// not with the communicator under test.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/bench.h"
+#include "comm/mpi.h"
+
+namespace lowband::comm {
+namespace {
+
+int64_t total_wrong = 0;
+
+// Sums this rank's wrong count over the processes; rank 0 prints the row.
+void report(Communicator& comm, const std::string& what, int64_t count, const char* type, int64_t wrong) {
+  long long mine = wrong, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  total_wrong += all;
+  if (comm.rank() == 0) std::printf("  %10lld  %6s  %-36s  %6lld\n", static_cast<long long>(count), type, what.c_str(), all);
+}
+
+void exact_collectives(Communicator& comm, const std::string& label, int64_t largest) {
+  for (int64_t count : {0, 1, 7, 1000, 4099, 1 << 18})
+    if (count <= largest)
+    for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
+                         Collective::broadcast})
+      for (DType type : {DType::f32, DType::f64, DType::i64})
+        report(comm, label + to_string(c), count, to_string(type), run_checked(comm, c, count, type, 0));
+  for (int root = 0; root < comm.size(); ++root)
+    report(comm, label + "broadcast root " + std::to_string(root), 333, "uint8",
+           run_checked(comm, Collective::broadcast, 333, DType::u8, root));
+  report(comm, label + "all_gather", 1001, "uint8", run_checked(comm, Collective::all_gather, 1001, DType::u8));
+}
+
+// Floats whose sum depends on the order: the rank-order sum, bit for bit.
+void float_sums(Communicator& comm) {
+  const int p = comm.size();
+  const int64_t count = 3001;
+  std::vector<std::vector<float>> inputs(static_cast<size_t>(p), std::vector<float>(count));
+  for (int r = 0; r < p; ++r) {  // every process makes every rank's input
+    std::mt19937 rng(static_cast<unsigned>(17 + r));
+    std::uniform_real_distribution<float> dist(-1e4f, 1e4f);
+    for (float& x : inputs[static_cast<size_t>(r)]) x = dist(rng) * (r % 2 ? 1e-3f : 1.0f);
+  }
+  std::vector<const void*> pointers;
+  for (const auto& in : inputs) pointers.push_back(in.data());
+  std::vector<float> expected(count);
+  sum_in_rank_order(pointers, expected.data(), count, DType::f32);
+  const size_t me = static_cast<size_t>(comm.rank());
+  std::vector<float> data = inputs[me];
+  comm.all_reduce_sum(data.data(), count, "test");
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < count; ++i) wrong += std::memcmp(&data[i], &expected[i], sizeof(float)) != 0;
+  report(comm, "all_reduce bitwise rank-order sum", count, "float", wrong);
+
+  const std::vector<int64_t> counts = even_counts(count, p);
+  int64_t offset = 0;
+  for (size_t r = 0; r < me; ++r) offset += counts[r];
+  std::vector<float> mine(static_cast<size_t>(counts[me]));
+  comm.reduce_scatter_sum(inputs[me].data(), mine.data(), counts, DType::f32, "test");
+  wrong = 0;
+  for (size_t i = 0; i < mine.size(); ++i)
+    wrong += std::memcmp(&mine[i], &expected[static_cast<size_t>(offset) + i], sizeof(float)) != 0;
+  report(comm, "reduce_scatter bitwise rank-order sum", counts[me], "float", wrong);
+}
+
+void split_and_messages(Communicator& comm) {
+  const int me = comm.rank(), p = comm.size();
+  // Split: even and odd ranks; the last rank (when P > 2) stays out.
+  const int color = (p > 2 && me == p - 1) ? -1 : me % 2;
+  auto sub = comm.split(color);
+  int64_t wrong = 0;
+  if (color < 0) {
+    wrong += sub != nullptr;
+  } else {
+    int64_t expected = 0, members = 0;
+    for (int r = 0; r < p; ++r)
+      if (!(p > 2 && r == p - 1) && r % 2 == color) expected += r, ++members;
+    wrong += sub->size() != members;
+    wrong += sub->rank() != me / 2;
+    int64_t sum = me;
+    sub->all_reduce_sum(&sum, 1, "test");
+    wrong += sum != expected;
+    wrong += run_checked(*sub, Collective::all_reduce, 1001, DType::f32);
+  }
+  report(comm, "split by parity: sizes, ranks, sums", 1, "int64", wrong);
+
+  // A ring, two tags sent in one order and received in the other; then sizes
+  // unknown to the receiver.
+  wrong = 0;
+  const int next = (me + 1) % p, prev = (me + p - 1) % p;
+  for (int i = 0; i < 20; ++i) {
+    const int a = 100 * me + i, b = -(100 * me + i);
+    comm.send(next, 1, &a, sizeof a, "test");
+    comm.send(next, 2, &b, sizeof b, "test");
+  }
+  for (int i = 0; i < 20; ++i) {
+    int b = 0;
+    comm.recv(prev, 2, &b, sizeof b, "test");
+    wrong += b != -(100 * prev + i);
+  }
+  for (int i = 0; i < 20; ++i) {
+    int a = 0;
+    comm.recv(prev, 1, &a, sizeof a, "test");
+    wrong += a != 100 * prev + i;
+  }
+  std::vector<uint8_t> payload(static_cast<size_t>(me) + 3, static_cast<uint8_t>(me)), got;
+  comm.send(next, 3, payload.data(), payload.size(), "test");
+  comm.recv_message(prev, 3, got, "test");
+  wrong += got != std::vector<uint8_t>(static_cast<size_t>(prev) + 3, static_cast<uint8_t>(prev));
+  // A recv of the wrong size is an error of use.
+  const int64_t x = 5;
+  comm.send(next, 4, &x, sizeof x, "test");
+  int32_t small = 0;
+  bool threw = false;
+  try {
+    comm.recv(prev, 4, &small, sizeof small, "test");
+  } catch (const std::logic_error&) {
+    threw = true;
+  }
+  wrong += !threw;
+  report(comm, "send/recv order per tag, recv_message", 20, "int32", wrong);
+}
+
+}  // namespace
+}  // namespace lowband::comm
+
+int main(int argc, char** argv) {
+  using namespace lowband::comm;
+  try {
+    MpiSession session(&argc, &argv);
+    {
+      auto world = mpi_world();
+      if (world->rank() == 0) {
+        std::printf("# %s, %d processes\n", world->describe().c_str(), world->size());
+        std::printf("# %10s  %6s  %-36s  %6s\n", "count", "type", "check", "#wrong");
+      }
+      exact_collectives(*world, "", 1 << 18);
+      float_sums(*world);
+      split_and_messages(*world);
+      world->flush();
+      // The same through the several-calls path: at most 37 elements per MPI call.
+      auto chunked = mpi_world(37);
+      exact_collectives(*chunked, "37/call ", 4099);
+      if (world->rank() == 0) std::printf("# #wrong in all: %lld\n", static_cast<long long>(total_wrong));
+    }
+    return total_wrong == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mpi_collectives: %s\n", e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+  }
+}
