@@ -146,4 +146,33 @@ TEST_F(Cli, BenchCommBadSizeNamesFlag) {
   EXPECT_NE(r.err.find("--sizes"), std::string::npos) << r.err;
 }
 
+// --transport in-process times lowband's own communicator: nccl-tests' columns,
+// every result checked (#wrong), all four collectives at each size.
+TEST_F(Cli, BenchCommInProcessTimesAndChecksEveryCollective) {
+  const auto r = run("bench-comm --transport in-process --ranks 3 --sizes 1KB,100KB --iters 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# #wrong in all: 0\n"), std::string::npos) << r.out;
+  int rows = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ++rows;
+    EXPECT_EQ(line.substr(line.find_last_not_of(' ')), "0") << line;  // #wrong
+  }
+  EXPECT_EQ(rows, 2 * 4) << r.out;
+}
+
+TEST_F(Cli, BenchCommRealTransportsNameTheirFlags) {
+  auto r = run("bench-comm --transport mpi");  // not under mpirun
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--transport"), std::string::npos) << r.err;
+  r = run("bench-comm --transport in-process --collectives p2p");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--collectives"), std::string::npos) << r.err;
+  r = run("bench-comm --transport carrier-pigeon");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--transport"), std::string::npos) << r.err;
+}
+
 }  // namespace
