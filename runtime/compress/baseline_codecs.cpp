@@ -18,30 +18,9 @@ void check_shape(int kv_heads, int head_dim, int bytes_per_element) {
 
 }  // namespace
 
-void ErrorSums::add(const KvBlockId& id, int64_t count, const float* z, const float* z_hat) {
-  const size_t i = size_t(id.layer) * 2 + size_t(id.tensor);
-  if (err_sq_.size() <= i) err_sq_.resize(size_t(id.layer + 1) * 2, 0.0), norm_sq_.resize(err_sq_.size(), 0.0);
-  double err_sq = 0, norm_sq = 0;
-  for (int64_t j = 0; j < count; ++j) {
-    const double e = double(z[j]) - double(z_hat[j]);
-    err_sq += e * e;
-    norm_sq += double(z[j]) * double(z[j]);
-  }
-  err_sq_[i] += err_sq;
-  norm_sq_[i] += norm_sq;
-}
-
-std::vector<double> ErrorSums::relative(KvTensor t) const {
-  std::vector<double> out(err_sq_.size() / 2, 0.0);
-  for (size_t l = 0; l < out.size(); ++l) {
-    const size_t i = l * 2 + size_t(t);
-    if (norm_sq_[i] > 0) out[l] = std::sqrt(err_sq_[i] / norm_sq_[i]);
-  }
-  return out;
-}
-
-TopkCodec::TopkCodec(int kv_heads, int head_dim, int bytes_per_element, double fraction)
-    : kv_heads_(kv_heads), head_dim_(head_dim), bytes_per_element_(bytes_per_element), fraction_(fraction) {
+TopkCodec::TopkCodec(int kv_heads, int head_dim, int bytes_per_element, double fraction, int layers)
+    : kv_heads_(kv_heads), head_dim_(head_dim), bytes_per_element_(bytes_per_element), fraction_(fraction),
+      errors_(layers) {
   check_shape(kv_heads, head_dim, bytes_per_element);
   if (!(fraction > 0 && fraction <= 1))
     throw InputError("compression.topk_fraction", "expected a number in (0, 1], got " + std::to_string(fraction));
@@ -51,7 +30,7 @@ std::string TopkCodec::describe() const {
   return "topk (keep " + std::to_string(fraction_) + " of each K/V block's entries)";
 }
 
-void TopkCodec::begin_step(int) { indices_.clear(), errors_.clear(); }
+void TopkCodec::begin_step(int) { sent_.clear(), received_.clear(), errors_.clear(); }
 
 int64_t TopkCodec::kept(int64_t n) const {
   const int64_t count = n * kv_heads_ * head_dim_;
@@ -59,30 +38,53 @@ int64_t TopkCodec::kept(int64_t n) const {
   return std::clamp<int64_t>(std::llround(fraction_ * double(count)), 1, count);
 }
 
-double TopkCodec::forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) {
-  const int64_t count = n * kv_heads_ * head_dim_, k = kept(n);
-  auto& idx = indices_[BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence}];
-  idx.assign(k, 0);
-  std::vector<float> values(k);
-  if (k > 0) {
-    kernels::cpu::topk_compress(count, k, z, values.data(), idx.data());
-    kernels::cpu::topk_decompress(count, k, values.data(), idx.data(), z_hat);
-  }
-  errors_.add(id, count, z, z_hat);
-  return message_bytes(id.tensor, n);
-}
-
-double TopkCodec::backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) {
-  const auto it = indices_.find(BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence});
-  if (it == indices_.end() || int64_t(it->second.size()) != kept(n))
-    throw std::logic_error("TopkCodec::backward: no forward of this block with " + std::to_string(n) +
+const std::vector<int32_t>& TopkCodec::kept_indices(const Indices& from, const KvBlockId& id, int64_t n,
+                                                     const char* where) const {
+  const auto it = from.find(BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence});
+  if (it == from.end() || int64_t(it->second.size()) != kept(n))
+    throw std::logic_error(std::string(where) + ": no message of this block with " + std::to_string(n) +
                            " rows this step");
-  for (int32_t i : it->second) dz[i] += dz_hat[i];
-  return gradient_message_bytes(id.tensor, n);
+  return it->second;
 }
 
-QuantizeCodec::QuantizeCodec(int kv_heads, int head_dim, int bytes_per_element, int bits, int block)
-    : kv_heads_(kv_heads), head_dim_(head_dim), bytes_per_element_(bytes_per_element), bits_(bits), block_(block) {
+void TopkCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) {
+  const int64_t count = n * kv_heads_ * head_dim_, k = kept(n);
+  out.values.assign(k, 0.0f);
+  out.indices.assign(k, 0);
+  out.codes.clear();
+  std::vector<float> z_hat(count, 0.0f);  // what receivers will see, for the error figure
+  if (k > 0) {
+    kernels::cpu::topk_compress(count, k, z, out.values.data(), out.indices.data());
+    kernels::cpu::topk_decompress(count, k, out.values.data(), out.indices.data(), z_hat.data());
+  }
+  sent_[BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence}] = out.indices;
+  errors_.add(id, count, z, z_hat.data());
+  out.wire_bytes = message_bytes(id.tensor, n);
+}
+
+void TopkCodec::decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) {
+  check_layout(in.layout(), message_layout(id.tensor, n), "TopkCodec::decode");
+  const int64_t count = n * kv_heads_ * head_dim_, k = kept(n);
+  if (k > 0) kernels::cpu::topk_decompress(count, k, in.values.data(), in.indices.data(), z_hat);
+  received_[BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence}] = in.indices;
+}
+
+void TopkCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) {
+  const auto& idx = kept_indices(received_, id, n, "TopkCodec::encode_gradient");
+  out.values.resize(idx.size());
+  for (size_t j = 0; j < idx.size(); ++j) out.values[j] = dz_hat[idx[j]];
+  out.wire_bytes = gradient_message_bytes(id.tensor, n);
+}
+
+void TopkCodec::decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) {
+  const auto& idx = kept_indices(sent_, id, n, "TopkCodec::decode_gradient");
+  check_gradient(summed, int64_t(idx.size()), "TopkCodec::decode_gradient");
+  for (size_t j = 0; j < idx.size(); ++j) dz[idx[j]] += summed.values[j];
+}
+
+QuantizeCodec::QuantizeCodec(int kv_heads, int head_dim, int bytes_per_element, int bits, int block, int layers)
+    : kv_heads_(kv_heads), head_dim_(head_dim), bytes_per_element_(bytes_per_element), bits_(bits), block_(block),
+      errors_(layers) {
   check_shape(kv_heads, head_dim, bytes_per_element);
   if (bits != 4 && bits != 8) throw InputError("compression.bits", "expected 4 or 8, got " + std::to_string(bits));
   if (block < 1) throw InputError("compression.block", "expected an integer >= 1, got " + std::to_string(block));
@@ -96,22 +98,40 @@ double QuantizeCodec::message_bytes(KvTensor, int64_t n) const {
   return double(kernels::quantized_message_bytes(count(n), bits_, block_));
 }
 
-double QuantizeCodec::forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) {
+KvLayout QuantizeCodec::message_layout(KvTensor, int64_t n) const {
   const int64_t c = count(n);
-  std::vector<uint8_t> codes(kernels::quantized_code_bytes(c, bits_));
-  std::vector<float> scales(kernels::quantized_scale_count(c, block_));
-  if (c > 0) {
-    kernels::cpu::quantize_blockwise(c, bits_, block_, z, codes.data(), scales.data());
-    kernels::cpu::dequantize_blockwise(c, bits_, block_, codes.data(), scales.data(), z_hat);
-  }
-  errors_.add(id, c, z, z_hat);
-  return message_bytes(id.tensor, n);
+  return {int64_t(kernels::quantized_scale_count(c, block_)), 0, int64_t(kernels::quantized_code_bytes(c, bits_))};
 }
 
-double QuantizeCodec::backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) {
+void QuantizeCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) {
   const int64_t c = count(n);
-  for (int64_t i = 0; i < c; ++i) dz[i] += dz_hat[i];
-  return gradient_message_bytes(id.tensor, n);
+  const KvLayout l = message_layout(id.tensor, n);
+  out.values.assign(l.values, 0.0f);  // the scales
+  out.indices.clear();
+  out.codes.assign(l.codes, 0);
+  std::vector<float> z_hat(c, 0.0f);  // what receivers will see, for the error figure
+  if (c > 0) {
+    kernels::cpu::quantize_blockwise(c, bits_, block_, z, out.codes.data(), out.values.data());
+    kernels::cpu::dequantize_blockwise(c, bits_, block_, out.codes.data(), out.values.data(), z_hat.data());
+  }
+  errors_.add(id, c, z, z_hat.data());
+  out.wire_bytes = message_bytes(id.tensor, n);
+}
+
+void QuantizeCodec::decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) {
+  check_layout(in.layout(), message_layout(id.tensor, n), "QuantizeCodec::decode");
+  const int64_t c = count(n);
+  if (c > 0) kernels::cpu::dequantize_blockwise(c, bits_, block_, in.codes.data(), in.values.data(), z_hat);
+}
+
+void QuantizeCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) {
+  out.values.assign(dz_hat, dz_hat + count(n));  // straight-through: not quantised
+  out.wire_bytes = gradient_message_bytes(id.tensor, n);
+}
+
+void QuantizeCodec::decode_gradient(const KvBlockId&, int64_t n, const KvGradient& summed, float* dz) {
+  check_gradient(summed, count(n), "QuantizeCodec::decode_gradient");
+  for (size_t i = 0; i < summed.values.size(); ++i) dz[i] += summed.values[i];
 }
 
 }  // namespace lowband::compress

@@ -12,15 +12,20 @@ class IdentityCodec final : public KvCodec {
  public:
   IdentityCodec(int kv_heads, int head_dim, int bytes_per_element);
   std::string describe() const override;
-  // z_hat = z; returns n · kv_heads · head_dim · bytes_per_element.
-  double forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) override;
-  // dz += dz_hat; returns the same bytes as forward.
-  double backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) override;
+  // The message is z itself, n · kv_heads · head_dim · bytes_per_element wire bytes;
+  // the gradient message dz_hat, the same size. decode_gradient: dz += summed.
+  void encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) override;
+  void decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) override;
+  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) override;
+  void decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) override;
+  KvLayout message_layout(KvTensor, int64_t n) const override { return {count(n), 0, 0}; }
+  int64_t gradient_floats(KvTensor, int64_t n) const override { return count(n); }
 
   double message_bytes(KvTensor, int64_t n) const override;
   double gradient_message_bytes(KvTensor t, int64_t n) const override { return message_bytes(t, n); }
 
  private:
+  int64_t count(int64_t n) const { return n * kv_heads_ * head_dim_; }
   int kv_heads_, head_dim_, bytes_per_element_;
 };
 

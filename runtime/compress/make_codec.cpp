@@ -16,10 +16,10 @@ std::unique_ptr<KvCodec> make_kv_codec(const Scenario& scenario) {
     case CompressionMethod::mos:
       return std::make_unique<MosCodec>(mos_options_from(scenario));
     case CompressionMethod::topk:
-      return std::make_unique<TopkCodec>(m.kv_heads, m.head_dim(), m.bytes_per_element, c.topk_fraction);
+      return std::make_unique<TopkCodec>(m.kv_heads, m.head_dim(), m.bytes_per_element, c.topk_fraction, m.layers);
     case CompressionMethod::quantize:
       return std::make_unique<QuantizeCodec>(m.kv_heads, m.head_dim(), m.bytes_per_element, c.quantize_bits,
-                                             c.quantize_block);
+                                             c.quantize_block, m.layers);
   }
   throw InputError("compression.method", "unknown method");
 }

@@ -7,16 +7,25 @@
 //   Ẑ = C·U(θ)ᵀ              what remote receivers attend to
 // The message is C at the model's wire precision plus θ as float32:
 // n·r·bytes_per_element + 4 bytes per head; the gradient message back is dC plus
-// dθ, the same size. Note U(θ)ᵀU(θ) = I + ¼θ⁴·U₀ᵀA⁴U₀: the second-order rotation is
+// dθ, the same size.
+//
+// Split across ranks (kv_codec.h): the owner computes θ and C and sends them
+// (KvMessage::values: C of each head, heads one after another, then θ per head
+// unless rotation is fixed); the receiver reconstructs Ẑ from them, so it needs
+// U₀ and A (the same on every rank) but not ψ. Backward, the receiver sends
+// dC = dẐ·U(θ) per head and, where θ is learned, the part of dθ through the
+// reconstruction, ⟨dẐᵀ·C, dU/dθ⟩; both are linear in dẐ, so receivers' messages
+// sum. The owner adds the part of dθ through the projection, ⟨Zᵀ·dC, dU/dθ⟩,
+// then dψ, db and dZ (the rows' dC·U(θ)ᵀ plus dθ·ψ/n). Note U(θ)ᵀU(θ) = I + ¼θ⁴·U₀ᵀA⁴U₀: the second-order rotation is
 // orthonormal only to O(θ⁴), so with r = d the codec is the identity exactly at
 // θ = 0 and within ¼θ⁴‖A‖⁴ otherwise.
 //
 // Life cycle: steps < warmup_steps are uncompressed (Ẑ = Z, identity bytes) and
-// the last of them accumulates each key's Gram matrix ZᵀZ over all its blocks
-// (d² floats per key, whatever the sequence length); begin_step(warmup_steps)
-// sets U₀ to its top-r eigenvectors (kernels::detail::top_eigenvectors). Keys
-// with no observed rows (warmup_steps = 0) get a random orthonormal U₀, as with
-// warm_start = false.
+// in the last of them each owner accumulates each key's Gram matrix ZᵀZ over the
+// blocks it encodes (d² floats per key, whatever the sequence length; gram_sums()
+// for the trainer to all-reduce); begin_step(warmup_steps) sets U₀ to its top-r
+// eigenvectors (kernels::detail::top_eigenvectors). Keys with no observed rows
+// (warmup_steps = 0) get a random orthonormal U₀, as with warm_start = false.
 //
 // A = (G − Gᵀ)/√(8d) with G iid N(0, 1) drawn from the seed per key: its entries
 // have variance 1/(4d), so ‖A‖₂ ≈ 1 (the spectral edge of a random skew matrix is
@@ -32,14 +41,15 @@
 // uniform in [−kRandomThetaMax, kRandomThetaMax] per (step, block, head) from a
 // hash of the seed (sent, not learned); warm_start false: random U₀ from step 0.
 //
-// Not thread-safe: one trainer thread calls it. forward() keeps a copy of each
-// block for backward() until the next begin_step().
+// Not thread-safe: one trainer thread calls it. encode() keeps a copy of each
+// block, decode() its C and θ, for the backward until the next begin_step().
 #include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "runtime/compress/error_sums.h"
 #include "runtime/compress/kv_codec.h"
 #include "runtime/scenario/scenario.h"
 
@@ -70,8 +80,14 @@ class MosCodec final : public KvCodec {
   explicit MosCodec(const MosOptions& options);  // InputError on bad sizes
   std::string describe() const override;
   void begin_step(int step) override;
-  double forward(const KvBlockId& id, int64_t n, const float* z, float* z_hat) override;
-  double backward(const KvBlockId& id, int64_t n, const float* dz_hat, float* dz) override;
+  void encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) override;
+  void decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) override;
+  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) override;
+  void decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) override;
+  KvLayout message_layout(KvTensor t, int64_t n) const override;
+  int64_t gradient_floats(KvTensor t, int64_t n) const override;
+  GramSums gram_sums() override;
+  ErrorSums* error_sums() override { return &errors_; }
 
   // ψ (head_dim floats) then b, per (layer, tensor, head), in that nesting order;
   // empty unless rotation is learned.
@@ -89,21 +105,21 @@ class MosCodec final : public KvCodec {
   const std::vector<float>& u0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].u0; }
   const std::vector<float>& au0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].au0; }
   const std::vector<float>& a2u0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].a2u0; }
-  // θ of `head` in the last forward of block `id` this step (throws if none).
+  // θ of `head` in the last encode of block `id` this step (throws if none).
   float theta(const KvBlockId& id, int head) const;
   // Closed-form message sizes while compressing: forward (C, θ) and backward (dC, dθ).
   double message_bytes(KvTensor t, int64_t n) const override;
   double gradient_message_bytes(KvTensor t, int64_t n) const override;
-  // ‖Z − Ẑ‖_F / ‖Z‖_F over every block of (layer, t) forwarded since begin_step
+  // ‖Z − Ẑ‖_F / ‖Z‖_F over every block of (layer, t) encoded since begin_step
   // (0 while uncompressed and before any block).
   double reconstruction_error(int layer, KvTensor t) const;
   // reconstruction_error of every layer, once compressing(); empty before, and
-  // when no block was forwarded this step.
+  // when no block was encoded this step.
   std::vector<double> reconstruction_errors(KvTensor t) const override;
 
   // The step, U₀ (with A·U₀, A²·U₀) per key, the warm-up's Gram sums when taken
   // between the last warm-up step and the fit, ψ and their gradients
-  // (mos_codec_state.cpp). Blocks saved for backward are per step: not kept.
+  // (mos_codec_state.cpp). Blocks kept for the backward are per step: not saved.
   void save_state(std::ostream& out) const override;
   void load_state(std::istream& in) override;
 
@@ -111,12 +127,17 @@ class MosCodec final : public KvCodec {
   struct Basis {
     std::vector<float> u0, au0, a2u0;  // (d, r) each
   };
-  struct Saved {  // one block's forward, for its backward
+  struct Sent {  // one block the owner encoded, for its decode_gradient
     int64_t n = 0;
-    std::vector<float> z;      // (n, kv_heads, d)
-    std::vector<float> c;      // per head (n, r), heads one after another
+    std::vector<float> z;      // (n, kv_heads, d), in the frame compressed
     std::vector<float> theta;  // per head
     std::vector<float> mean;   // per head (d)
+    std::vector<int64_t> positions;  // (n) when un-rotated (K, pre_rope)
+  };
+  struct Received {  // one block a receiver decoded, for its encode_gradient
+    int64_t n = 0;
+    std::vector<float> c;      // per head (n, r), heads one after another
+    std::vector<float> theta;  // per head
     std::vector<int64_t> positions;  // (n) when un-rotated (K, pre_rope)
   };
   using BlockKey = std::tuple<int, int, int, int, int>;
@@ -125,7 +146,10 @@ class MosCodec final : public KvCodec {
     return (layer * 2 + static_cast<int>(t)) * opt_.kv_heads + head;
   }
   void check_id(const KvBlockId& id, int64_t n, const char* where) const;
-  void fit(const std::vector<std::vector<float>>& grams, const std::vector<int64_t>& rows);
+  void fit(const std::vector<float>& grams, const std::vector<int64_t>& rows);
+  void check_positions(const KvBlockId& id, int64_t n, const char* where) const;
+  int theta_count() const { return opt_.rotation == MosRotation::fixed ? 0 : opt_.kv_heads; }
+  void accumulate_grams(const KvBlockId& id, int64_t n, const float* src);
   float theta_for(const KvBlockId& id, int head, const float* mean) const;
   double identity_bytes(int64_t n) const;
   bool unrotates(const KvBlockId& id) const { return id.tensor == KvTensor::k && opt_.k_frame == KFrame::pre_rope; }
@@ -134,11 +158,12 @@ class MosCodec final : public KvCodec {
   int step_ = -1;
   bool fitted_ = false;
   std::vector<Basis> bases_;                 // per key
-  std::vector<std::vector<float>> grams_;    // per key (d, d); only during the last warm-up step
+  std::vector<float> grams_;                 // (d, d) per key; only during the last warm-up step
   std::vector<int64_t> gram_rows_;           // rows accumulated per key
   std::vector<float> params_, grads_;
-  std::map<BlockKey, Saved> saved_;
-  std::vector<double> err_sq_, norm_sq_;     // per (layer, tensor), this step
+  std::map<BlockKey, Sent> sent_;
+  std::map<BlockKey, Received> received_;
+  ErrorSums errors_;                         // of the blocks encoded this step
 };
 
 }  // namespace lowband::compress

@@ -4,6 +4,7 @@
 #include <istream>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "common/binary_io.h"
 #include "runtime/compress/mos_codec.h"
@@ -31,8 +32,11 @@ void MosCodec::save_state(std::ostream& out) const {
     binary::write_vector(out, b.au0);
     binary::write_vector(out, b.a2u0);
   }
-  binary::write_u64(out, grams_.size());
-  for (const auto& g : grams_) binary::write_vector(out, g);
+  // Per key, one (d, d) vector each (the format predates the flat buffer).
+  const size_t d2 = size_t(opt_.head_dim) * size_t(opt_.head_dim);
+  binary::write_u64(out, grams_.size() / d2);
+  for (size_t k = 0; k < grams_.size() / d2; ++k)
+    binary::write_vector(out, std::vector<float>(grams_.begin() + k * d2, grams_.begin() + (k + 1) * d2));
   binary::write_vector(out, gram_rows_);
   binary::write_vector(out, params_);
   binary::write_vector(out, grads_);
@@ -58,14 +62,17 @@ void MosCodec::load_state(std::istream& in) {
         check_size(b.au0.size(), want, "A·U0");
         check_size(b.a2u0.size(), want, "A²·U0");
       }
-  std::vector<std::vector<float>> grams(size_t(binary::read_length(in, "the MoS Gram sums")));
-  if (!grams.empty()) check_size(grams.size(), bases_.size(), "Gram sums");
-  for (auto& g : grams) {
-    g = binary::read_vector<float>(in, "a MoS Gram sum");
+  const size_t gram_keys = size_t(binary::read_length(in, "the MoS Gram sums"));
+  if (gram_keys != 0) check_size(gram_keys, bases_.size(), "Gram sums");
+  std::vector<float> grams;
+  grams.reserve(gram_keys * d * d);
+  for (size_t k = 0; k < gram_keys; ++k) {
+    const auto g = binary::read_vector<float>(in, "a MoS Gram sum");
     check_size(g.size(), d * d, "Gram sum");
+    grams.insert(grams.end(), g.begin(), g.end());
   }
   std::vector<int64_t> gram_rows = binary::read_vector<int64_t>(in, "the MoS Gram rows");
-  check_size(gram_rows.size(), grams.size(), "Gram rows");
+  check_size(gram_rows.size(), gram_keys, "Gram rows");
   std::vector<float> params = binary::read_vector<float>(in, "the MoS parameters");
   std::vector<float> grads = binary::read_vector<float>(in, "the MoS gradients");
   check_size(params.size(), params_.size(), "parameters");
@@ -78,9 +85,9 @@ void MosCodec::load_state(std::istream& in) {
   gram_rows_ = std::move(gram_rows);
   params_ = std::move(params);
   grads_ = std::move(grads);
-  saved_.clear();
-  std::fill(err_sq_.begin(), err_sq_.end(), 0.0);
-  std::fill(norm_sq_.begin(), norm_sq_.end(), 0.0);
+  sent_.clear();
+  received_.clear();
+  errors_.clear();
 }
 
 }  // namespace lowband::compress

@@ -1,5 +1,7 @@
 // The MoS codec's backward (dz, dψ, db) against central finite differences of
-// a float64 reimplementation of its forward, L = Σ w ⊙ Ẑ.
+// a float64 reimplementation of its forward, L = Σ w ⊙ Ẑ: through one codec's
+// forward/backward, and split as across ranks (an owner's codec and two
+// receivers' codecs, each receiver sending the gradient of its own part of w).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@ struct Case {
   int rank;
   int64_t n;
   KFrame frame;  // pre_rope: Ẑ = RoPE(map(RoPE⁻¹(Z))) for K
+  bool split;    // owner + receivers (encode/decode...) rather than forward/backward
 };
 
 class MosGradcheck : public ::testing::TestWithParam<Case> {};
@@ -46,9 +49,36 @@ TEST_P(MosGradcheck, BackwardMatchesFiniteDifferencesOfFloat64Reference) {
   KvBlockId id{layer, c.tensor, 1, 0, 0};
   id.positions = positions.data();
   std::vector<float> z_hat(z.size()), dz(z.size(), 0.5f);
-  codec.forward(id, n, z.data(), z_hat.data());
-  codec.zero_grads();
-  codec.backward(id, n, w.data(), dz.data());
+  if (!c.split) {
+    codec.forward(id, n, z.data(), z_hat.data());
+    codec.zero_grads();
+    codec.backward(id, n, w.data(), dz.data());
+  } else {
+    // `codec` owns the block; two receivers built from the same options, with a
+    // different ψ (θ comes in the message), each hold part of w = w1 + w2.
+    MosCodec r1(o), r2(o);
+    KvMessage message;
+    codec.encode(id, n, z.data(), message);
+    std::vector<float> z_hat2(z.size());
+    KvGradient summed;
+    for (MosCodec* r : {&r1, &r2}) {
+      r->begin_step(0);
+      const auto q = test::gaussian(r->param_count(), 77, 0.3);
+      std::copy(q.begin(), q.end(), r->params());
+      r->decode(id, n, message, r == &r1 ? z_hat.data() : z_hat2.data());
+    }
+    EXPECT_EQ(z_hat, z_hat2);
+    const auto w1 = test::gaussian(n * H * d, 24);
+    std::vector<float> w2(w.size());
+    for (size_t i = 0; i < w.size(); ++i) w2[i] = w[i] - w1[i];
+    KvGradient g1, g2;
+    r1.encode_gradient(id, n, w1.data(), g1);
+    r2.encode_gradient(id, n, w2.data(), g2);
+    summed.add(g1);
+    summed.add(g2);
+    codec.zero_grads();
+    codec.decode_gradient(id, n, summed, dz.data());
+  }
 
   std::vector<test::HeadBasis> bases;
   std::vector<double> psi_b;
@@ -105,10 +135,13 @@ TEST_P(MosGradcheck, BackwardMatchesFiniteDifferencesOfFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KAndV, MosGradcheck,
-                         ::testing::Values(Case{KvTensor::k, 3, 5, KFrame::post_rope},
-                                           Case{KvTensor::k, 3, 5, KFrame::pre_rope},
-                                           Case{KvTensor::v, 5, 4, KFrame::pre_rope},
-                                           Case{KvTensor::k, 8, 3, KFrame::pre_rope}));
+                         ::testing::Values(Case{KvTensor::k, 3, 5, KFrame::post_rope, false},
+                                           Case{KvTensor::k, 3, 5, KFrame::pre_rope, false},
+                                           Case{KvTensor::v, 5, 4, KFrame::pre_rope, false},
+                                           Case{KvTensor::k, 8, 3, KFrame::pre_rope, false},
+                                           Case{KvTensor::k, 3, 5, KFrame::post_rope, true},
+                                           Case{KvTensor::k, 3, 5, KFrame::pre_rope, true},
+                                           Case{KvTensor::v, 5, 4, KFrame::pre_rope, true}));
 
 }  // namespace
 }  // namespace lowband::compress
