@@ -65,6 +65,10 @@ void TopkCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMessage
 void TopkCodec::decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) {
   check_layout(in.layout(), message_layout(id.tensor, n), "TopkCodec::decode");
   const int64_t count = n * kv_heads_ * head_dim_, k = kept(n);
+  for (int32_t i : in.indices)  // the message came from another process: never scatter outside the block
+    if (i < 0 || i >= count)
+      throw std::logic_error("TopkCodec::decode: index " + std::to_string(i) + " outside a block of " +
+                             std::to_string(count));
   if (k > 0) kernels::cpu::topk_decompress(count, k, in.values.data(), in.indices.data(), z_hat);
   received_[BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence}] = in.indices;
 }

@@ -192,6 +192,18 @@ TEST(KvMessage, PackUnpackRoundTripsEveryField) {
   EXPECT_EQ(g.wire_bytes, 8.0);
 }
 
+TEST(CodecSplit, TopkDecodeRefusesAnIndexOutsideTheBlock) {
+  TopkCodec owner(kHeads, kDim, 2, 0.2), receiver(kHeads, kDim, 2, 0.2);
+  const int64_t n = 3;
+  const auto z = gaussian(size_t(n * kHeads * kDim), 8);
+  KvMessage m;
+  owner.encode({0, KvTensor::v, 0, 0, 0}, n, z.data(), m);
+  std::vector<float> z_hat(z.size());
+  receiver.decode({0, KvTensor::v, 0, 0, 0}, n, m, z_hat.data());  // a good message decodes
+  m.indices.back() = int32_t(n * kHeads * kDim);  // one past the end
+  EXPECT_THROW(receiver.decode({0, KvTensor::v, 0, 0, 0}, n, m, z_hat.data()), std::logic_error);
+}
+
 TEST(KvGradient, AddSumsInOrderAndKeepsOneMessageSize) {
   KvGradient acc;
   acc.add({{1.0f, 1e8f}, 12.0});  // an empty accumulator takes the first
