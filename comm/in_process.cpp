@@ -23,7 +23,7 @@ struct Instance {
   int ranks = 0;
   std::vector<const void*> in;
   std::vector<int> colors;
-  std::vector<uint8_t> scratch;  // all_reduce: the result, one segment summed by each rank
+  uint8_t* scratch = nullptr;  // all_reduce: the result (the group's scratch), one segment summed by each rank
   std::map<int, std::shared_ptr<Group>> groups;  // split: color -> the new communicator
   bool groups_made = false;
   int arrived = 0, done = 0, left = 0;
@@ -34,6 +34,10 @@ struct Group {
   uint64_t id = 0;
   std::vector<int> world_ranks;
   std::map<uint64_t, std::shared_ptr<Instance>> calls;  // by the call's sequence number
+  // all_reduce's result buffer, reused: collective k+1 only writes it once every
+  // rank has arrived there, so after every rank has copied collective k's result out.
+  std::unique_ptr<uint8_t[]> scratch;
+  size_t scratch_bytes = 0;
 };
 
 struct Waiter {
@@ -182,9 +186,9 @@ class InProcessComm final : public Communicator {
     for (int r = 0; r < rank_; ++r) offset += counts[static_cast<size_t>(r)];
     std::vector<const void*> in(call->in.size());
     for (size_t r = 0; r < in.size(); ++r) in[r] = static_cast<const uint8_t*>(call->in[r]) + offset * esize;
-    sum_in_rank_order(in, call->scratch.data() + offset * esize, counts[static_cast<size_t>(rank_)], type);
+    sum_in_rank_order(in, call->scratch + offset * esize, counts[static_cast<size_t>(rank_)], type);
     all_done(call, "all_reduce_sum");
-    if (count > 0) std::memcpy(data, call->scratch.data(), static_cast<size_t>(count) * esize);
+    if (count > 0) std::memcpy(data, call->scratch, static_cast<size_t>(count) * esize);
     leave(call);
   }
 
@@ -322,7 +326,6 @@ class InProcessComm final : public Communicator {
       slot->in.assign(static_cast<size_t>(size()), nullptr);
       slot->colors.assign(static_cast<size_t>(size()), -1);
       slot->seq = seq;
-      slot->scratch.resize(scratch_bytes);
     } else if (slot->signature != signature) {
       throw std::logic_error("in-process comm: collective #" + std::to_string(seq) + " on communicator " +
                              std::to_string(group_->id) + ": rank " + std::to_string(rank_) + " called " +
@@ -331,7 +334,14 @@ class InProcessComm final : public Communicator {
     std::shared_ptr<Instance> call = slot;
     call->in[static_cast<size_t>(rank_)] = in;
     call->colors[static_cast<size_t>(rank_)] = color;
-    ++call->arrived;
+    if (++call->arrived == call->ranks && scratch_bytes > 0) {
+      // The last to arrive: every rank has left the previous collective.
+      if (group_->scratch_bytes < scratch_bytes) {
+        group_->scratch.reset(new uint8_t[scratch_bytes]);  // uninitialised: every byte gets summed into
+        group_->scratch_bytes = scratch_bytes;
+      }
+      call->scratch = group_->scratch.get();
+    }
     state_->changed.notify_all();
     state_->wait(lock, world_rank(), [call] { return call->arrived == call->ranks; },
                  signature + " #" + std::to_string(seq) + " on communicator " + std::to_string(group_->id));

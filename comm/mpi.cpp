@@ -216,9 +216,8 @@ void MpiCommunicator::all_reduce_sum(void* data, int64_t count, DType type, cons
     const std::vector<int64_t> counts = even_counts(n, impl_->size);
     const std::vector<int64_t> offsets = offsets_of(counts);
     uint8_t* piece = bytes + begin * esize;
-    std::vector<uint8_t> mine(static_cast<size_t>(counts[static_cast<size_t>(impl_->rank)]) * esize);
-    impl_->reduce_scatter_piece(piece, mine.data(), counts, type);
-    if (!mine.empty()) std::memcpy(piece + offsets[static_cast<size_t>(impl_->rank)] * esize, mine.data(), mine.size());
+    // The sum lands in this rank's own segment: the Alltoallv has already sent it.
+    impl_->reduce_scatter_piece(piece, piece + offsets[static_cast<size_t>(impl_->rank)] * esize, counts, type);
     const std::vector<int> rc = ints(counts), rd = ints(std::vector<int64_t>(offsets.begin(), offsets.end() - 1));
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, mpi_type(type), piece, rc.data(), rd.data(), mpi_type(type), impl_->comm),
           "MPI_Allgatherv (all-reduce)");
