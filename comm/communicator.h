@@ -41,10 +41,10 @@ template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 // at the model's wire precision, a codec's message): for send, the message; for a
 // collective, the whole buffer of one rank (S in sim/collectives.h). < 0: the
 // buffer's own size.
-// `deferred` (collectives only): nothing the caller computes next needs the
-// result until its next call that is not deferred (a DDP gradient bucket: the
-// backward goes on while it travels). Transports still complete the call before
-// returning; the recorded step graph lets the rank's compute overlap it.
+// `deferred` (collectives only): nothing the caller does next needs the result
+// until it says so (comm::RankLog::join_deferred; a DDP gradient bucket: the
+// backward and its exchanges go on while it travels). Transports still complete
+// the call before returning; the recorded step graph lets the rank overlap it.
 struct Wire {
   const char* kind;
   double bytes = -1;

@@ -8,24 +8,11 @@
 #include "runtime/compress/identity_codec.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/cost_model.h"
+#include "runtime/model/param_layout.h"
+#include "runtime/parallel/weight_sync.h"
 #include "sim/collectives.h"
 
 namespace lowband::parallel {
-
-std::vector<TokenRange> rank_token_ranges(int64_t seq_len, int ranks, CpSplit split, int rank) {
-  if (split == CpSplit::contiguous)
-    return {{rank * seq_len / ranks, (rank + 1) * seq_len / ranks}};
-  const int64_t chunks = 2LL * ranks;
-  auto chunk = [&](int64_t c) { return TokenRange{c * seq_len / chunks, (c + 1) * seq_len / chunks}; };
-  return {chunk(rank), chunk(chunks - 1 - rank)};
-}
-
-double causal_pairs(const std::vector<TokenRange>& queries, const std::vector<TokenRange>& keys) {
-  double pairs = 0;
-  for (const auto& q : queries)
-    for (const auto& k : keys) pairs += cost::causal_pairs(q.first, q.second, k.first, k.second);
-  return pairs;
-}
 
 namespace {
 
@@ -58,108 +45,78 @@ void validate(const Scenario& s) {
 class Builder {
  public:
   Builder(const Scenario& s, const ContextScheduleOptions& opt)
-      : s_(s), m_(s.model), opt_(opt), P_(s.parallel.context), batch_(s.training.batch_size),
-        elem_(cost::dtype_bytes(s.devices.dtype)), out_{sim::StepGraph(P_)},
-        last_(P_, kNone) {
+      : s_(s), m_(s.model), opt_(opt), costs_(s), P_(s.parallel.context), batch_(s.training.batch_size),
+        out_{sim::StepGraph(P_)}, last_(P_, kNone) {
     out_.tokens = batch_ * static_cast<double>(m_.seq_len);
-    const bool mos = s.compression.method == CompressionMethod::mos;
-    k_rank_ = mos ? s.compression.k_rank(m_.head_dim()) : 0;
-    v_rank_ = mos ? s.compression.v_rank(m_.head_dim()) : 0;
     // Message sizes come from the codec the trainer uses, one message per chunk.
     const auto codec = compress::make_kv_codec(s);
+    codec_grad_bytes_ = double(codec->param_count()) * sizeof(float);
+    if (codec->error_sums()) codec_error_bytes_ = double(m_.layers) * 4 * sizeof(double);
     const compress::IdentityCodec plain(m_.kv_heads, m_.head_dim(), m_.bytes_per_element);
     for (int r = 0; r < P_; ++r) {
-      ranges_.push_back(rank_token_ranges(m_.seq_len, P_, s.parallel.split, r));
-      double n = 0, fwd = 0, bwd = 0, uncompressed = 0;
-      for (const auto& rg : ranges_.back()) {
+      double fwd = 0, bwd = 0, uncompressed = 0;
+      for (const auto& rg : costs_.ranges(r)) {
         const int64_t chunk = rg.second - rg.first;
-        n += static_cast<double>(chunk);
         for (auto t : {compress::KvTensor::k, compress::KvTensor::v}) {
           fwd += codec->message_bytes(t, chunk);
           bwd += codec->gradient_message_bytes(t, chunk);
           uncompressed += plain.message_bytes(t, chunk);
         }
       }
-      tokens_.push_back(n * batch_);
       wire_bytes_.push_back(batch_ * fwd);
       grad_wire_bytes_.push_back(batch_ * bwd);
       plain_bytes_.push_back(batch_ * uncompressed);
     }
-    pairs_.assign(P_, std::vector<double>(P_));
-    for (int q = 0; q < P_; ++q)
-      for (int k = 0; k < P_; ++k) pairs_[q][k] = batch_ * causal_pairs(ranges_[q], ranges_[k]);
   }
 
   ContextStep build() {
-    for (int r = 0; r < P_; ++r) compute(r, cost::embedding_forward(m_, tokens_[r], elem_), {}, "embed");
-    for (int l = 0; l < m_.layers; ++l) {
-      layer_ = l;
-      layer_forward();
-    }
-    layer_ = -1;
+    for (int r = 0; r < P_; ++r) compute(r, costs_.embed(r), {}, "embed");
+    for (int l = 0; l < m_.layers; ++l) layer_forward();
     for (int r = 0; r < P_; ++r) {
-      const cost::Cost head = cost::rmsnorm_forward(m_, tokens_[r], elem_) + cost::lm_head_forward(m_, tokens_[r], elem_);
+      const cost::Cost head = costs_.head(r);
       forward_model_flops_ += head.flops;
       compute(r, head, {}, "lm_head");
-      compute(r, cost::dense_backward(head), {}, "lm_head_bwd");
     }
+    all_reduce(sizeof(double), "loss");  // the mean loss, for reporting: nothing waits for it
+    for (int r = 0; r < P_; ++r) compute(r, cost::dense_backward(costs_.head(r)), {}, "lm_head_bwd");
     grad_sync(cost::head_parameters(m_));
-    for (int l = 0; l < m_.layers; ++l) {
-      layer_ = m_.layers - 1 - l;  // the backward runs from the last layer down
+    for (int l = 0; l < m_.layers; ++l) {  // from the last layer down
       layer_backward();
       grad_sync(cost::layer_parameters(m_));
     }
-    layer_ = -1;
     for (int r = 0; r < P_; ++r)
-      compute(r, cost::dense_backward(cost::embedding_forward(m_, tokens_[r], elem_)), {}, "embed_bwd");
+      compute(r, cost::dense_backward(costs_.embed(r)), {}, "embed_bwd");
     grad_sync(cost::embedding_parameters(m_));
+    if (codec_error_bytes_ > 0) all_reduce(codec_error_bytes_, "codec_error");
     if (opt_.include_optimizer)
-      for (int r = 0; r < P_; ++r) compute(r, cost::adamw_step(m_.parameters()), sync_done_[r], "optimizer");
+      for (int r = 0; r < P_; ++r) compute(r, costs_.optimizer(), sync_done_[r], "optimizer");
+    if (sparse_ && opt_.include_weight_sync)  // a random slice of the weights, averaged
+      all_reduce(double(sparse_sync_elements(model::ParamLayout(m_), s_.compression.sync_fraction)) *
+                     m_.bytes_per_element, "grad_sync");
+    if (codec_grad_bytes_ > 0) all_reduce(codec_grad_bytes_, "codec_grad");
     out_.model_flops = 3.0 * forward_model_flops_;
     return std::move(out_);
   }
 
  private:
   // A compute task on `rank`, after the rank's previous compute task.
-  TaskId compute(int rank, const cost::Cost& c, std::vector<TaskId> deps, const char* tag,
-                 int kv_owner = -1) {
+  TaskId compute(int rank, const cost::Cost& c, std::vector<TaskId> deps, const char* tag) {
     if (last_[rank] != kNone) deps.push_back(last_[rank]);
-    const sim::DeviceProfile& device = s_.devices.for_node(rank);
-    const double measured =
-        opt_.figures ? opt_.figures->compute_seconds(rank, tag, layer_, kv_owner) : -1.0;
-    const double sec = measured >= 0 ? measured : cost::seconds(device, c, s_.devices.dtype);
-    if (!std::isfinite(sec) || sec < 0)
-      throw InputError("devices", "profile '" + device.name + "' of node " + std::to_string(rank) +
-                                      " gives no finite time for '" + tag +
-                                      "' (zero peak FLOP/s, memory bandwidth or efficiency?)");
+    const double sec = costs_.seconds(rank, c, tag);
     return last_[rank] = out_.graph.add_compute(rank, sec, std::move(deps), tag);
   }
 
   TaskId transfer(int src, int dst, int owner, std::vector<TaskId> deps, const char* tag) {
     out_.uncompressed_kv_bytes += plain_bytes_[owner];
-    const double bytes = opt_.figures ? opt_.figures->kv_message_bytes(layer_, owner, tag[0] == 'd')
-                                      : (tag[0] == 'd' ? grad_wire_bytes_ : wire_bytes_)[owner];
+    const double bytes = (tag[0] == 'd' ? grad_wire_bytes_ : wire_bytes_)[owner];
     return out_.graph.add_transfer(src, dst, bytes, std::move(deps), tag);
   }
 
-  cost::Cost mos_project(int owner) const {
-    return k_rank_ + v_rank_ > 0 ? cost::mos_project(m_, k_rank_, v_rank_, tokens_[owner], elem_) : cost::Cost{};
-  }
-  cost::Cost mos_reconstruct(int owner) const {
-    return k_rank_ + v_rank_ > 0 ? cost::mos_reconstruct(m_, k_rank_, v_rank_, tokens_[owner], elem_)
-                                 : cost::Cost{};
-  }
-  cost::Cost attention(int q, int k, bool backward) const {
-    return backward ? cost::attention_backward(m_, pairs_[q][k], tokens_[q], tokens_[k], elem_)
-                    : cost::attention_forward(m_, pairs_[q][k], tokens_[q], tokens_[k], elem_);
-  }
-  cost::Cost pre_attention(int r) const {  // norm + QKV
-    return cost::rmsnorm_forward(m_, tokens_[r], elem_) + cost::qkv_forward(m_, tokens_[r], elem_);
-  }
-  cost::Cost post_attention(int r) const {  // out proj + norm + MLP
-    return cost::out_proj_forward(m_, tokens_[r], elem_) + cost::rmsnorm_forward(m_, tokens_[r], elem_) +
-           cost::mlp_forward(m_, tokens_[r], elem_);
-  }
+  cost::Cost mos_project(int owner) const { return costs_.mos_project(owner); }
+  cost::Cost mos_reconstruct(int owner) const { return costs_.mos_reconstruct(owner); }
+  cost::Cost attention(int q, int k, bool backward) const { return costs_.attention(q, k, backward); }
+  cost::Cost pre_attention(int r) const { return costs_.pre_attention(r); }
+  cost::Cost post_attention(int r) const { return costs_.post_attention(r); }
 
   // The rank whose block reaches `r` in exchange round k (1..P-1): r - k.
   int owner_at(int r, int k) const { return ((r - k) % P_ + P_) % P_; }
@@ -186,12 +143,12 @@ class Builder {
     for (int r = 0; r < P_; ++r) {
       std::vector<TaskId> wait_all = s_.parallel.overlap ? std::vector<TaskId>{} : arrival[r];
       forward_model_flops_ += attention(r, r, false).flops;
-      compute(r, attention(r, r, false), wait_all, "attention", r);
+      compute(r, attention(r, r, false), wait_all, "attention");
       for (int k = 1; k < P_; ++k) {
         const int o = owner_at(r, k);
-        if (pairs_[r][o] <= 0) continue;  // fully masked block: nothing to compute
+        if (costs_.pairs(r, o) <= 0) continue;  // fully masked block: nothing to compute
         forward_model_flops_ += attention(r, o, false).flops;
-        compute(r, attention(r, o, false) + mos_reconstruct(o), {arrival[r][k - 1]}, "attention", o);
+        compute(r, attention(r, o, false) + mos_reconstruct(o), {arrival[r][k - 1]}, "attention");
       }
       forward_model_flops_ += post_attention(r).flops;
       compute(r, post_attention(r), {}, "mlp");
@@ -201,7 +158,7 @@ class Builder {
   void layer_backward() {
     for (int r = 0; r < P_; ++r) {
       compute(r, cost::dense_backward(post_attention(r)), {}, "mlp_bwd");
-      compute(r, attention(r, r, true), {}, "attention_bwd", r);
+      compute(r, attention(r, r, true), {}, "attention_bwd");
     }
     // incoming[r]: the dK/dV transfers r must have before its QKV backward.
     std::vector<std::vector<TaskId>> incoming(P_);
@@ -214,8 +171,8 @@ class Builder {
         const int o = owner_at(r, k);
         // dK/dV of o's block, projected onto o's subspace before it is sent; a
         // fully masked block adds nothing (the ring just passes its accumulator on).
-        done[r][k - 1] = pairs_[r][o] <= 0 ? last_[r]
-                         : compute(r, attention(r, o, true) + mos_project(o), {}, "attention_bwd", o);
+        done[r][k - 1] = costs_.pairs(r, o) <= 0 ? last_[r]
+                         : compute(r, attention(r, o, true) + mos_project(o), {}, "attention_bwd");
       }
     std::vector<TaskId> acc_in(P_, kNone);  // ring: the accumulator that arrived last round
     for (int k = 1; k < P_; ++k) {
@@ -244,33 +201,35 @@ class Builder {
   // Keeps `params` parameters' gradients equal across ranks, from each rank's
   // latest compute task on (bucketed like DDP: overlaps the rest of the backward).
   void grad_sync(double params) {
-    if (P_ < 2 || !opt_.include_weight_sync) return;
-    const auto& c = s_.compression;
-    const double fraction = c.weight_sync == WeightSync::sparse ? c.sync_fraction : 1.0;
-    const double bytes = params * fraction * m_.bytes_per_element;
+    if (sparse_ || !opt_.include_weight_sync) return;
+    const std::vector<TaskId> finished = all_reduce(params * m_.bytes_per_element, "grad_sync");
+    for (int r = 0; r < P_ && !finished.empty(); ++r) sync_done_[r].push_back(finished[r]);
+  }
+
+  // A ring all-reduce of `bytes` per rank from each rank's latest compute task on;
+  // no compute task waits for it unless the caller makes one.
+  std::vector<TaskId> all_reduce(double bytes, const char* kind) {
+    if (P_ < 2) return {};
     std::vector<int> ranks(P_);
     sim::RankDeps after(P_);
     for (int r = 0; r < P_; ++r) ranks[r] = r, after[r] = {last_[r]};
-    const std::vector<TaskId> finished = sim::ring_all_reduce(out_.graph, ranks, bytes, after, "grad_sync");
-    for (int r = 0; r < P_; ++r) sync_done_[r].push_back(finished[r]);
+    return sim::ring_all_reduce(out_.graph, ranks, bytes, after, kind);
   }
 
   const Scenario& s_;
   const ModelConfig& m_;
   ContextScheduleOptions opt_;
+  ContextCosts costs_;
   int P_;
   double batch_;
-  double elem_;
   ContextStep out_;
   std::vector<TaskId> last_;               // each rank's latest compute task
   std::vector<std::vector<TaskId>> sync_done_ = std::vector<std::vector<TaskId>>(P_);
-  std::vector<std::vector<TokenRange>> ranges_;
-  std::vector<double> tokens_;             // per rank, whole batch
   std::vector<double> wire_bytes_, grad_wire_bytes_, plain_bytes_;  // per owner's K/V (dK/dV), whole batch
-  std::vector<std::vector<double>> pairs_;  // [query rank][key rank], whole batch
-  int k_rank_ = 0, v_rank_ = 0;
+  bool sparse_ = s_.compression.weight_sync == WeightSync::sparse;
+  double codec_grad_bytes_ = 0;   // the codec's parameter gradients (MoS heads), float32
+  double codec_error_bytes_ = 0;  // its reconstruction-error sums, float64
   double forward_model_flops_ = 0;
-  int layer_ = -1;  // the layer being built (-1 outside), for opt_.figures
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/data/batch.h"
+#include "runtime/parallel/context_schedule.h"
 #include "runtime/data/dataset.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
@@ -209,9 +210,8 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   const ThreadCount thread_count(threads);
   const int start_step = resumed ? resumed->steps_done : 0;
   const parallel::ComputeTiming timing = compute_timing(scenario);
-  auto codec = compress::make_kv_codec(scenario);
-  const std::string codec_name = codec->describe();
-  parallel::ContextTrainer trainer(scenario, std::move(codec), timing);
+  const std::string codec_name = compress::make_kv_codec(scenario)->describe();
+  parallel::ContextTrainer trainer(scenario, timing);
   if (resumed) restore_trainer(trainer, *resumed, options.out_dir);
 
   const data::Dataset dataset = data::load_training_dataset(scenario);

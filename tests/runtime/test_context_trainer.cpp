@@ -71,7 +71,7 @@ class EqualsSingleDevice : public ::testing::TestWithParam<Case> {};
 TEST_P(EqualsSingleDevice, LossGradientsAndParametersOverSteps) {
   const Case c = GetParam();
   const Scenario s = tiny(c.P, c.split, c.exchange);
-  ContextTrainer cp(s, compress::make_kv_codec(s));
+  ContextTrainer cp(s);
   model::Model ref(s.model, s.training.seed);
   model::LocalAttention local;
   optim::AdamW ref_opt(ref.layout(), optim::optimizer_config_from(s.training));

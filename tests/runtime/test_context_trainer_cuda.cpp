@@ -59,7 +59,7 @@ TEST_P(TrainerCudaVsCpu, StepsAgree) {
   if (!kernels::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const Case& c = GetParam();
   const Scenario sc = small("cpu", c.sets), sg = small("cuda", c.sets);
-  ContextTrainer cpu(sc, compress::make_kv_codec(sc)), gpu(sg, compress::make_kv_codec(sg));
+  ContextTrainer cpu(sc), gpu(sg);
   ASSERT_EQ(gpu.backend().device, kernels::Device::cuda);
   for (int step = 0; step < sc.training.steps; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
@@ -117,14 +117,14 @@ TEST(TrainerCudaResume, RestoredGpuTrainerContinuesTheRun) {
       if (losses) losses->push_back(loss);
     }
   };
-  ContextTrainer straight(s, compress::make_kv_codec(s));
+  ContextTrainer straight(s);
   std::vector<double> expected;
   run(straight, 0, 6, &expected);
-  ContextTrainer first(s, compress::make_kv_codec(s));
+  ContextTrainer first(s);
   run(first, 0, 3, nullptr);
   std::stringstream state;
   first.save_state(state);
-  ContextTrainer resumed(s, compress::make_kv_codec(s));
+  ContextTrainer resumed(s);
   resumed.load_state(state);
   EXPECT_EQ(state.peek(), std::char_traits<char>::eof()) << "load_state left bytes unread";
   std::vector<double> got;
@@ -143,7 +143,7 @@ TEST(TrainerBackend, CudaWithoutAGpuNamesTheKey) {
   if (kernels::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
   const Scenario s = small("cuda", {"parallel.context=2"});
   try {
-    ContextTrainer t(s, compress::make_kv_codec(s));
+    ContextTrainer t(s);
     FAIL() << "a cuda trainer was built without a GPU";
   } catch (const InputError& e) {
     EXPECT_EQ(e.place(), "training.backend") << e.what();

@@ -1,9 +1,11 @@
-// The step graph a real context-parallel step records must be the one
-// `estimate` builds from the shapes (build_context_parallel_step): the same
-// multiset of (source, destination, bytes, kind) transfers — bytes here come
-// from the codec's real messages — and the same tasks and dependencies. With
-// measured timing every compute task carries a measured (positive) time; with
-// profile timing the device profile's.
+// Two independent graphs of one context-parallel step: the one assembled from
+// what the ranks of a real step did (their messages and collectives, recorded
+// by comm::RecordingCommunicator) and the one `estimate` builds from the shapes
+// (build_context_parallel_step). They must hold the same multiset of
+// (source, destination, bytes, kind) transfers — bytes in the first come from
+// the codecs' real messages. With measured timing every compute task carries a
+// measured (positive) time; with profile timing each rank's compute adds up to
+// the device profile's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "runtime/compress/make_codec.h"
+#include "runtime/parallel/context_schedule.h"
 #include "runtime/parallel/context_trainer.h"
 #include "runtime/scenario/load.h"
 
@@ -46,26 +49,22 @@ class RecordedGraph : public ::testing::TestWithParam<std::vector<std::string>> 
 
 TEST_P(RecordedGraph, MatchesTheScheduleTransferForTransfer) {
   const Scenario s = small(GetParam());
-  ContextTrainer cp(s, compress::make_kv_codec(s));
+  ContextTrainer cp(s);
   const std::vector<int32_t> in = tokens(s);
   for (int step = 0; step < 2; ++step) {  // with a sparse sync every 2 steps: one without, one with
     const StepRecord rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size);
     const sim::StepGraph expected = build_context_parallel_step(s, rec.weight_sync);
     // Expected: identical transfers (bytes of K/V equal uncompressed n·2·d_kv·2
     // per message for the identity codec, and the same codec's message_bytes for
-    // MoS), identical task list and dependencies.
-    EXPECT_EQ(transfers(rec.graph), transfers(expected));
-    ASSERT_EQ(rec.graph.tasks().size(), expected.tasks().size());
-    for (size_t i = 0; i < expected.tasks().size(); ++i) {
-      const sim::Task &a = rec.graph.tasks()[i], &b = expected.tasks()[i];
-      EXPECT_EQ(a.kind, b.kind) << i;
-      EXPECT_EQ(a.rank, b.rank) << i;
-      EXPECT_EQ(a.peer, b.peer) << i;
-      EXPECT_EQ(a.kind_tag, b.kind_tag) << i;
-      EXPECT_EQ(a.deps, b.deps) << i;
-      // (the ring all-reduce's own "grad_sync" compute tasks are zero-time joins)
-      if (a.kind == sim::TaskKind::compute && a.kind_tag != "grad_sync") {
-        EXPECT_GT(a.seconds, 0.0) << "unmeasured task " << i << " " << a.kind_tag;
+    // MoS; the loss, gradient buckets and codec sums as ring all-reduces).
+    const auto got = transfers(rec.graph), want = transfers(expected);
+    EXPECT_EQ(got.size(), want.size()) << "step " << step;
+    EXPECT_EQ(got, want) << "step " << step;
+    for (const sim::Task& a : rec.graph.tasks()) {
+      // (collectives' own compute tasks are zero-time joins)
+      static const std::vector<std::string> joins = {"grad_sync", "loss", "codec_grad", "codec_error"};
+      if (a.kind == sim::TaskKind::compute && std::find(joins.begin(), joins.end(), a.kind_tag) == joins.end()) {
+        EXPECT_GT(a.seconds, 0.0) << "unmeasured task " << a.kind_tag;
       }
     }
   }
@@ -88,13 +87,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(RecordedGraph, ProfileTimingTakesTheDeviceProfilesSeconds) {
   const Scenario s = small({"parallel.context=4"});
-  ContextTrainer cp(s, compress::make_kv_codec(s), ComputeTiming::profile);
+  ContextTrainer cp(s, ComputeTiming::profile);
   const std::vector<int32_t> in = tokens(s);
   const StepRecord rec = cp.train_step(0, in.data(), in.data(), s.training.batch_size);
   const sim::StepGraph expected = build_context_parallel_step(s, true);
-  ASSERT_EQ(rec.graph.tasks().size(), expected.tasks().size());
-  for (size_t i = 0; i < expected.tasks().size(); ++i)
-    EXPECT_EQ(rec.graph.tasks()[i].seconds, expected.tasks()[i].seconds) << i;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_GT(expected.compute_seconds(r), 0.0);
+    EXPECT_NEAR(rec.graph.compute_seconds(r), expected.compute_seconds(r), 1e-12 * expected.compute_seconds(r)) << r;
+  }
 }
 
 // Sparse sync with fraction 1 every 2 steps: after step 0 (no sync) the replicas
@@ -103,7 +103,7 @@ TEST(RecordedGraph, ProfileTimingTakesTheDeviceProfilesSeconds) {
 TEST(SparseSync, FullFractionMakesReplicasEqualOnSyncSteps) {
   const Scenario s = small({"parallel.context=4", "compression.weight_sync=sparse", "compression.sync_every=2",
                             "compression.sync_fraction=1"});
-  ContextTrainer cp(s, compress::make_kv_codec(s));
+  ContextTrainer cp(s);
   const std::vector<int32_t> in = tokens(s);
   const size_t bytes = size_t(cp.replica(0).param_count()) * sizeof(float);
   cp.train_step(0, in.data(), in.data(), s.training.batch_size, false);

@@ -33,7 +33,7 @@ std::vector<int32_t> tokens(const Scenario& s, int step) {
 }
 
 std::vector<float> losses(const Scenario& s, int steps) {
-  parallel::ContextTrainer cp(s, make_kv_codec(s));
+  parallel::ContextTrainer cp(s);
   std::vector<float> out;
   for (int step = 0; step < steps; ++step) {
     const auto in = tokens(s, step);

@@ -66,14 +66,14 @@ TEST_P(TrainerState, RestoredTrainerContinuesBitForBit) {
   const Case c = GetParam();
   const Scenario s = tiny(c.sets);
   const int steps = 7;
-  ContextTrainer straight(s, compress::make_kv_codec(s), ComputeTiming::profile);
+  ContextTrainer straight(s, ComputeTiming::profile);
   std::vector<StepFigures> expected;
   for (int k = 0; k < steps; ++k) expected.push_back(step(straight, s, k));
 
-  ContextTrainer first(s, compress::make_kv_codec(s), ComputeTiming::profile);
+  ContextTrainer first(s, ComputeTiming::profile);
   for (int k = 0; k < c.checkpoint_after; ++k) step(first, s, k);
   std::istringstream state(saved(first));
-  ContextTrainer resumed(s, compress::make_kv_codec(s), ComputeTiming::profile);
+  ContextTrainer resumed(s, ComputeTiming::profile);
   resumed.load_state(state);
   EXPECT_EQ(state.peek(), std::char_traits<char>::eof()) << "load_state left bytes unread";
   for (int k = c.checkpoint_after; k < steps; ++k) {
@@ -123,14 +123,14 @@ TEST(TrainerStateErrors, SparseReplicasAreSavedApartEqualOnesOnce) {
   // optimisers differ: the state carries each (4 x params, m, v). Under all-reduce
   // they are equal: rank 0's once, the others as references.
   const Scenario sparse = tiny({"parallel.context=4", "compression.weight_sync=sparse", "compression.sync_every=2"});
-  ContextTrainer t(sparse, compress::make_kv_codec(sparse), ComputeTiming::profile);
+  ContextTrainer t(sparse, ComputeTiming::profile);
   step(t, sparse, 0);
   const size_t bytes = size_t(t.replica(0).param_count()) * sizeof(float);
   ASSERT_NE(std::memcmp(t.replica(1).params(), t.replica(0).params(), bytes), 0);
   EXPECT_GT(saved(t).size(), 12 * bytes);
 
   const Scenario dense = tiny({"parallel.context=4"});
-  ContextTrainer all_reduce(dense, compress::make_kv_codec(dense), ComputeTiming::profile);
+  ContextTrainer all_reduce(dense, ComputeTiming::profile);
   step(all_reduce, dense, 0);
   EXPECT_GT(saved(all_reduce).size(), 3 * bytes);
   EXPECT_LT(saved(all_reduce).size(), 4 * bytes);
@@ -138,21 +138,21 @@ TEST(TrainerStateErrors, SparseReplicasAreSavedApartEqualOnesOnce) {
 
 TEST(TrainerStateErrors, AnotherShapeOrATruncatedStateIsRefused) {
   const Scenario s = tiny({});
-  ContextTrainer t(s, compress::make_kv_codec(s), ComputeTiming::profile);
+  ContextTrainer t(s, ComputeTiming::profile);
   step(t, s, 0);
   const std::string state = saved(t);
 
   const Scenario wider = tiny({"model.ffn_hidden=96"});
-  ContextTrainer other(wider, compress::make_kv_codec(wider), ComputeTiming::profile);
+  ContextTrainer other(wider, ComputeTiming::profile);
   std::istringstream in(state);
   EXPECT_THROW(other.load_state(in), binary::BinaryFormatError);
 
   const Scenario mos = tiny({"compression.method=mos", "compression.k_rank=2", "compression.v_rank=4"});
-  ContextTrainer with_mos(mos, compress::make_kv_codec(mos), ComputeTiming::profile);
+  ContextTrainer with_mos(mos, ComputeTiming::profile);
   std::istringstream in_mos(state);
   EXPECT_THROW(with_mos.load_state(in_mos), binary::BinaryFormatError);  // another codec
 
-  ContextTrainer same(s, compress::make_kv_codec(s), ComputeTiming::profile);
+  ContextTrainer same(s, ComputeTiming::profile);
   std::istringstream cut(state.substr(0, state.size() / 2));
   EXPECT_THROW(same.load_state(cut), binary::BinaryFormatError);
 }

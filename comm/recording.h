@@ -1,0 +1,103 @@
+#pragma once
+// Recording: what the ranks actually did in one step, turned into the step graph
+// that sim::replay times on a modelled network.
+//
+// Each rank keeps a RankLog. Its RecordingCommunicator wraps the real transport
+// (in-process or MPI), forwards every call to it and appends one event per call;
+// the trainer appends the compute between calls (RankLog::compute, measured
+// seconds or the device profile's). assemble_step_graph then replays the logs in
+// program order:
+// - a compute task depends on everything the rank waited for since its previous
+//   compute task (its cursor), so one rank's tasks run one after another;
+// - a send becomes a transfer that depends on the sender's cursor and does not
+//   hold the sender back; the matching recv (same source, destination, tag and
+//   communicator, in order) adds the transfer to the receiver's cursor;
+// - a collective becomes the schedule sim/collectives.h builds for it (ring
+//   all-reduce, all-gather, reduce-scatter; a broadcast is direct sends from the
+//   root), starting from each member's cursor; its end joins each member's cursor
+//   (a deferred one's only at the member's next RankLog::join_deferred: a DDP
+//   bucket travels while the backward and its exchanges go on).
+// Bytes are the Wire label's modelled bytes where given, else the buffer's.
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "sim/step_graph.h"
+
+namespace lowband::comm {
+
+enum class EventType : uint8_t { compute, join, send, recv, all_reduce, all_gather, reduce_scatter, broadcast };
+
+struct Event {
+  EventType type = EventType::compute;
+  std::string kind;        // the step graph's kind tag
+  double seconds = 0;      // compute
+  double bytes = 0;        // send: the message; collectives: one rank's whole buffer
+  int peer = -1;           // send: destination, recv: source (world ranks); broadcast: root
+  int tag = 0;             // send/recv
+  int comm_id = 0;         // which communicator (0: the world; each split numbers the next)
+  bool deferred = false;   // collectives
+  std::vector<int> members;  // collectives: the communicator's world ranks, in its rank order
+};
+
+class RankLog {
+ public:
+  void compute(double seconds, const char* kind);
+  // What the rank computes next waits for its deferred collectives (the optimiser
+  // after the gradient buckets).
+  void join_deferred() { add(Event{EventType::join}); }
+  void add(Event event) { events_.push_back(std::move(event)); }
+  void clear() { events_.clear(); }
+  const std::vector<Event>& events() const { return events_; }
+  // For gathering the logs of processes (MPI) onto one rank.
+  std::string serialize() const;
+  static RankLog deserialize(const std::string& bytes);  // std::runtime_error if damaged
+
+ private:
+  std::vector<Event> events_;
+};
+
+class RecordingCommunicator final : public Communicator {
+ public:
+  // The world: inner's rank r is world rank r.
+  RecordingCommunicator(Communicator& inner, RankLog& log);
+
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string describe() const override { return "recording " + inner_->describe(); }
+  void send(int dst, int tag, const void* data, size_t bytes, const Wire& wire) override;
+  void recv(int src, int tag, void* data, size_t bytes, const Wire& wire) override;
+  void recv_message(int src, int tag, std::vector<uint8_t>& out, const Wire& wire) override;
+  void all_reduce_sum(void* data, int64_t count, DType type, const Wire& wire) override;
+  void all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
+                  const Wire& wire) override;
+  void reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
+                          const Wire& wire) override;
+  void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) override;
+  std::unique_ptr<Communicator> split(int color) override;
+
+  using Communicator::all_reduce_sum;
+  using Communicator::broadcast;
+
+ private:
+  RecordingCommunicator(std::unique_ptr<Communicator> inner, RankLog& log, std::vector<int> members,
+                        int comm_id, std::shared_ptr<int> next_comm_id);
+  void collective(EventType type, double buffer_bytes, const Wire& wire, int root = -1);
+
+  std::unique_ptr<Communicator> owned_;
+  Communicator* inner_;
+  RankLog& log_;
+  std::vector<int> members_;  // world rank of each rank of this communicator
+  int comm_id_ = 0;
+  std::shared_ptr<int> next_comm_id_;  // shared by a rank's communicators: splits stay numbered alike
+};
+
+// The step graph of one step from every rank's log (logs[r]: world rank r).
+// std::logic_error when the logs do not match (a recv with no send, a
+// collective some member never reached).
+sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs);
+
+}  // namespace lowband::comm

@@ -1,0 +1,85 @@
+#include "runtime/parallel/context_costs.h"
+
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+
+namespace lowband::parallel {
+
+std::vector<TokenRange> rank_token_ranges(int64_t seq_len, int ranks, CpSplit split, int rank) {
+  if (split == CpSplit::contiguous)
+    return {{rank * seq_len / ranks, (rank + 1) * seq_len / ranks}};
+  const int64_t chunks = 2LL * ranks;
+  auto chunk = [&](int64_t c) { return TokenRange{c * seq_len / chunks, (c + 1) * seq_len / chunks}; };
+  return {chunk(rank), chunk(chunks - 1 - rank)};
+}
+
+double causal_pairs(const std::vector<TokenRange>& queries, const std::vector<TokenRange>& keys) {
+  double pairs = 0;
+  for (const auto& q : queries)
+    for (const auto& k : keys) pairs += cost::causal_pairs(q.first, q.second, k.first, k.second);
+  return pairs;
+}
+
+ContextCosts::ContextCosts(const Scenario& s)
+    : s_(s), P_(s.parallel.context), elem_(cost::dtype_bytes(s.devices.dtype)) {
+  const auto& m = s.model;
+  if (s.compression.method == CompressionMethod::mos) {
+    k_rank_ = s.compression.k_rank(m.head_dim());
+    v_rank_ = s.compression.v_rank(m.head_dim());
+  }
+  const double batch = s.training.batch_size;
+  for (int r = 0; r < P_; ++r) {
+    ranges_.push_back(rank_token_ranges(m.seq_len, P_, s.parallel.split, r));
+    double n = 0;
+    for (const auto& rg : ranges_.back()) n += double(rg.second - rg.first);
+    tokens_.push_back(n * batch);
+  }
+  pairs_.assign(size_t(P_), std::vector<double>(size_t(P_)));
+  for (int q = 0; q < P_; ++q)
+    for (int k = 0; k < P_; ++k) pairs_[size_t(q)][size_t(k)] = batch * causal_pairs(ranges_[size_t(q)], ranges_[size_t(k)]);
+}
+
+cost::Cost ContextCosts::embed(int r) const { return cost::embedding_forward(s_.model, tokens(r), elem_); }
+
+cost::Cost ContextCosts::pre_attention(int r) const {
+  return cost::rmsnorm_forward(s_.model, tokens(r), elem_) + cost::qkv_forward(s_.model, tokens(r), elem_);
+}
+
+cost::Cost ContextCosts::post_attention(int r) const {
+  return cost::out_proj_forward(s_.model, tokens(r), elem_) + cost::rmsnorm_forward(s_.model, tokens(r), elem_) +
+         cost::mlp_forward(s_.model, tokens(r), elem_);
+}
+
+cost::Cost ContextCosts::head(int r) const {
+  return cost::rmsnorm_forward(s_.model, tokens(r), elem_) + cost::lm_head_forward(s_.model, tokens(r), elem_);
+}
+
+cost::Cost ContextCosts::attention(int q, int k, bool backward) const {
+  return backward ? cost::attention_backward(s_.model, pairs(q, k), tokens(q), tokens(k), elem_)
+                  : cost::attention_forward(s_.model, pairs(q, k), tokens(q), tokens(k), elem_);
+}
+
+cost::Cost ContextCosts::mos_project(int owner) const {
+  return k_rank_ + v_rank_ > 0 ? cost::mos_project(s_.model, k_rank_, v_rank_, tokens(owner), elem_) : cost::Cost{};
+}
+
+cost::Cost ContextCosts::mos_reconstruct(int owner) const {
+  return k_rank_ + v_rank_ > 0 ? cost::mos_reconstruct(s_.model, k_rank_, v_rank_, tokens(owner), elem_)
+                               : cost::Cost{};
+}
+
+cost::Cost ContextCosts::optimizer() const { return cost::adamw_step(s_.model.parameters()); }
+
+double ContextCosts::seconds(int rank, const cost::Cost& c, const char* tag) const {
+  const sim::DeviceProfile& device = s_.devices.for_node(rank);
+  const double sec = cost::seconds(device, c, s_.devices.dtype);
+  if (!std::isfinite(sec) || sec < 0)
+    throw InputError("devices", "profile '" + device.name + "' of node " + std::to_string(rank) +
+                                    " gives no finite time for '" + tag +
+                                    "' (zero peak FLOP/s, memory bandwidth or efficiency?)");
+  return sec;
+}
+
+}  // namespace lowband::parallel

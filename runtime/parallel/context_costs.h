@@ -1,0 +1,56 @@
+#pragma once
+// The cost (FLOPs, memory bytes) of each compute task of one context-parallel
+// step, from the model's shapes, and its seconds on a node's device profile. The
+// one source for both graphs: `estimate`'s shape-built step (context_schedule.cpp)
+// and a real run timed from the device profile (context_rank.cpp).
+#include <vector>
+
+#include "runtime/cost_model.h"
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::parallel {
+
+using TokenRange = std::pair<int64_t, int64_t>;  // [begin, end) global token offsets
+
+// The token ranges a rank holds of a seq_len-token sequence split over P ranks:
+// contiguous: [r·T/P, (r+1)·T/P); zigzag: chunks r and 2P-1-r of T/(2P) tokens.
+// Boundaries round down, so uneven lengths still cover [0, T) exactly once.
+std::vector<TokenRange> rank_token_ranges(int64_t seq_len, int ranks, CpSplit split, int rank);
+
+// Causal (query, key) pairs between the queries of one set of ranges and the keys
+// of another (one sequence).
+double causal_pairs(const std::vector<TokenRange>& queries, const std::vector<TokenRange>& keys);
+
+class ContextCosts {
+ public:
+  explicit ContextCosts(const Scenario& scenario);
+
+  int ranks() const { return P_; }
+  const std::vector<TokenRange>& ranges(int rank) const { return ranges_[size_t(rank)]; }
+  double tokens(int rank) const { return tokens_[size_t(rank)]; }       // whole batch
+  double pairs(int q_rank, int k_rank) const { return pairs_[size_t(q_rank)][size_t(k_rank)]; }
+
+  cost::Cost embed(int r) const;
+  cost::Cost pre_attention(int r) const;   // norm + QKV
+  cost::Cost post_attention(int r) const;  // out proj + norm + MLP
+  cost::Cost head(int r) const;            // final norm + LM head
+  cost::Cost attention(int q, int k, bool backward) const;
+  cost::Cost mos_project(int owner) const;      // zero unless compression.method = mos
+  cost::Cost mos_reconstruct(int owner) const;
+  cost::Cost optimizer() const;
+
+  // Seconds of `c` on `rank`'s node; InputError("devices") when the profile gives
+  // no finite time (`tag` names the task).
+  double seconds(int rank, const cost::Cost& c, const char* tag) const;
+
+ private:
+  const Scenario& s_;
+  int P_;
+  double elem_;
+  int k_rank_ = 0, v_rank_ = 0;
+  std::vector<std::vector<TokenRange>> ranges_;
+  std::vector<double> tokens_;
+  std::vector<std::vector<double>> pairs_;
+};
+
+}  // namespace lowband::parallel

@@ -1,0 +1,89 @@
+#include "runtime/parallel/weight_sync.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lowband::parallel {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::vector<GradBucket> gradient_buckets(const model::ParamLayout& layout) {
+  const int L = layout.config().layers;
+  std::vector<GradBucket> out;
+  out.push_back({layout.final_norm(), layout.count(), -1});
+  for (int l = L - 1; l >= 0; --l) {
+    const int64_t end = l + 1 < L ? layout.layer(l + 1).attn_norm : layout.final_norm();
+    out.push_back({layout.layer(l).attn_norm, end, l});
+  }
+  out.push_back({layout.embedding(), layout.layer(0).attn_norm, -1});
+  return out;
+}
+
+int64_t sparse_sync_elements(const model::ParamLayout& layout, double fraction) {
+  int64_t n = 0;
+  for (const auto& t : layout.tensors())
+    n += std::min(t.count(), std::max<int64_t>(1, int64_t(std::llround(fraction * double(t.count())))));
+  return n;
+}
+
+ReplicaSync::ReplicaSync(const Scenario& s, const kernels::Backend& k)
+    : s_(s), k_(k), sparse_(s.compression.weight_sync == lowband::WeightSync::sparse),
+      wire_bytes_per_element_(s.model.bytes_per_element) {}
+
+bool ReplicaSync::syncs_at(int step) const {
+  if (!sparse_) return true;
+  return (step + 1) % std::max(1, s_.compression.sync_every) == 0;
+}
+
+void ReplicaSync::all_reduce_bucket(comm::Communicator& comm, model::Model& model, const GradBucket& b) const {
+  const int64_t count = b.end - b.begin;
+  if (count <= 0 || comm.size() < 2) return;
+  const comm::Wire wire("grad_sync", double(count) * wire_bytes_per_element_, /*deferred=*/true);
+  float* g = model.grads() + b.begin;
+  if (k_.device == kernels::Device::cpu) {
+    comm.all_reduce_sum(g, count, wire);
+    return;
+  }
+  std::vector<float> host(static_cast<size_t>(count));  // transports move host memory
+  k_.download(host.data(), g, size_t(count) * sizeof(float));
+  comm.all_reduce_sum(host.data(), count, wire);
+  k_.upload(g, host.data(), size_t(count) * sizeof(float));
+}
+
+void ReplicaSync::sparse_average(comm::Communicator& comm, model::Model& model, int step) const {
+  const int P = comm.size();
+  if (P < 2) return;
+  const auto& tensors = model.layout().tensors();
+  const bool on_host = k_.device == kernels::Device::cpu;
+  std::vector<float> staged = on_host ? std::vector<float>{} : model.params_to_host();
+  float* params = on_host ? model.params() : staged.data();
+  // The same draws on every rank (seed, step, tensor): the slice is never sent.
+  const double fraction = s_.compression.sync_fraction;
+  std::vector<int64_t> index;
+  for (size_t ti = 0; ti < tensors.size(); ++ti) {
+    const int64_t count = tensors[ti].count();
+    const int64_t picks = std::max<int64_t>(1, int64_t(std::llround(fraction * double(count))));
+    uint64_t state = splitmix64(s_.training.seed ^ (uint64_t(step) << 20) ^ ti);
+    const bool all = picks >= count;  // fraction 1: every element, no draws
+    for (int64_t j = 0; j < (all ? count : picks); ++j) {
+      state = splitmix64(state);
+      index.push_back(tensors[ti].offset + (all ? j : int64_t(state % uint64_t(count))));
+    }
+  }
+  std::vector<double> sum(index.size());
+  for (size_t j = 0; j < index.size(); ++j) sum[j] = params[index[j]];
+  comm.all_reduce_sum(sum.data(), int64_t(sum.size()),
+                      comm::Wire("grad_sync", double(sum.size()) * wire_bytes_per_element_));
+  for (size_t j = 0; j < index.size(); ++j) params[index[j]] = float(sum[j] / P);
+  if (!on_host) k_.upload(model.params(), staged.data(), staged.size() * sizeof(float));
+}
+
+}  // namespace lowband::parallel
