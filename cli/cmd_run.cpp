@@ -1,6 +1,7 @@
 // `lowband run [SCENARIO] [--set k=v]... [--out RUN_DIR] [--steps N]`: train with
 // context parallelism over simulated ranks and write a run directory
-// (runtime/train/run.h). Exit status 3 when the loss diverges.
+// (runtime/train/run.h). Exit status 3 when the loss diverges. Under mpirun
+// (`mpirun -np P lowband run ...`) each process is one rank and rank 0 writes.
 // `lowband run --resume RUN_DIR [SCENARIO | --builtin NAME] [--set k=v]...`:
 // continue that run from its checkpoint.bin (runtime/train/checkpoint.h); a scenario
 // given must equal RUN_DIR/scenario.json, and the training continues with the
@@ -9,9 +10,12 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <vector>
 
 #include "cli/commands.h"
+#include "comm/mpi.h"
 #include "common/error.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
@@ -98,20 +102,33 @@ void add_run_command(CLI::App& app) {
     if (resume && !args->also_time_on.empty())
       throw InputError("--also-time-on", "not with --resume: the checkpoint remembers the run's timing targets");
     options.also_timed_on = retime_targets(*args);
-    std::cout << "scenario " << scenario.name << " (" << scenario.source << "): " << scenario.model.layers
-              << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len << ", P = "
-              << scenario.parallel.context << ", backend " << scenario.training.backend << "\n";
+    // Under mpirun: one context-parallel rank per process; rank 0 writes and prints.
+    std::optional<comm::MpiSession> mpi;
+    std::unique_ptr<comm::MpiCommunicator> world;
+    if (comm::launched_by_mpirun()) {
+      mpi.emplace();
+      world = comm::mpi_world();
+      options.comm = world.get();
+    }
+    const bool quiet = world && world->rank() != 0;
+    if (quiet) options.log = nullptr, options.warnings = nullptr;
+    std::ostringstream discard;
+    std::ostream& out = quiet ? discard : std::cout;
+    out << "scenario " << scenario.name << " (" << scenario.source << "): " << scenario.model.layers
+        << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len << ", P = "
+        << scenario.parallel.context << ", backend " << scenario.training.backend
+        << (world ? " (one rank per MPI process)" : "") << "\n";
     const train::RunResult r = train::run_training(scenario, options);
-    std::cout << "run directory: " << r.run_dir << "\n";
-    for (const auto& t : r.retimed) std::cout << "also timed in: " << t.run_dir << " (simulated " << t.sim_total_seconds << " s)\n";
+    out << "run directory: " << r.run_dir << "\n";
+    for (const auto& t : r.retimed) out << "also timed in: " << t.run_dir << " (simulated " << t.sim_total_seconds << " s)\n";
     if (r.already_complete)
-      std::cout << "the run had already ended (" << r.steps_done << " steps" << (r.diverged ? ", diverged" : "")
-                << "): nothing to resume\n";
+      out << "the run had already ended (" << r.steps_done << " steps" << (r.diverged ? ", diverged" : "")
+          << "): nothing to resume\n";
     if (r.diverged)
       throw CommandFailed(r.message + " (run directory " + r.run_dir + " is complete up to it)", 3);
-    std::cout << "final train loss " << r.final_train_loss;
-    if (r.final_val_loss) std::cout << ", validation loss " << *r.final_val_loss;
-    std::cout << "; simulated " << r.sim_total_seconds << " s; harness overhead "
+    out << "final train loss " << r.final_train_loss;
+    if (r.final_val_loss) out << ", validation loss " << *r.final_val_loss;
+    out << "; simulated " << r.sim_total_seconds << " s; harness overhead "
               << 100.0 * r.harness_overhead_fraction << " % of step time\n";
   });
 }

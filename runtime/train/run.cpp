@@ -129,8 +129,9 @@ bool compressed(const parallel::StepRecord& record, double uncompressed_kv_bytes
 // One network the training is timed on: its run directory, running totals and
 // replays — or, with Scenario::projection, the projected scenario's step times.
 struct Target {
-  Target(const Scenario& s, const std::string& out_dir, bool cache_replays)
-      : scenario(s), files(out_dir.empty() ? default_run_dir(s.name) : out_dir), replayer(scenario.network, cache_replays) {
+  Target(const Scenario& s, const std::string& out_dir, bool cache_replays, bool writer)
+      : scenario(s), files(out_dir.empty() ? default_run_dir(s.name) : out_dir, writer),
+        replayer(scenario.network, cache_replays) {
     if (scenario.projection.scenario) projection.emplace(*scenario.projection.scenario);
   }
   Scenario scenario;
@@ -191,7 +192,8 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   const std::vector<RetimeTarget> retimes =
       resumed ? retime_targets_to_resume(*resumed, options.also_timed_on, options.out_dir) : options.also_timed_on;
   for (size_t i = 0; i < retimes.size(); ++i) check_retime_target(scenario, retimes[i].scenario, i);
-  if (!resumed) {
+  const bool writer = !options.comm || options.comm->rank() == 0;  // MPI: rank 0 alone writes
+  if (!resumed && writer) {
     check_fresh_run_dir(options.out_dir);
     for (const RetimeTarget& t : retimes) check_fresh_run_dir(t.out_dir);
   }
@@ -211,14 +213,18 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   const int start_step = resumed ? resumed->steps_done : 0;
   const parallel::ComputeTiming timing = compute_timing(scenario);
   const std::string codec_name = compress::make_kv_codec(scenario)->describe();
-  parallel::ContextTrainer trainer(scenario, timing);
+  std::unique_ptr<parallel::ContextTrainer> trainer_owned =
+      options.comm ? std::make_unique<parallel::ContextTrainer>(scenario, timing, *options.comm)
+                   : std::make_unique<parallel::ContextTrainer>(scenario, timing);
+  parallel::ContextTrainer& trainer = *trainer_owned;
+  std::ostream* const log = writer ? options.log : nullptr;
   if (resumed) restore_trainer(trainer, *resumed, options.out_dir);
 
   const data::Dataset dataset = data::load_training_dataset(scenario);
   if (dataset.vocab_size > scenario.model.vocab)
     throw InputError("model.vocab", "the " + dataset.tokenizer + " tokenizer needs vocab >= " +
                                         std::to_string(dataset.vocab_size));
-  if (options.log) *options.log << dataset.describe() << "\n";
+  if (log) *log << dataset.describe() << "\n";
   const data::SplitTokens split = data::split_tokens(dataset.tokens, scenario.training.validation_fraction);
   const data::BatchShape shape{scenario.model.seq_len, scenario.training.batch_size};
   std::vector<data::Batch> val_batches;
@@ -230,10 +236,10 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   // graphs repeat, so each target replays every distinct graph once.
   const bool cache_replays = timing == parallel::ComputeTiming::profile;
   std::vector<std::unique_ptr<Target>> targets;
-  targets.push_back(std::make_unique<Target>(scenario, options.out_dir, cache_replays));
+  targets.push_back(std::make_unique<Target>(scenario, options.out_dir, cache_replays, writer));
   for (const RetimeTarget& t : retimes)
-    targets.push_back(std::make_unique<Target>(t.scenario, t.out_dir, cache_replays));
-  if (resumed) {
+    targets.push_back(std::make_unique<Target>(t.scenario, t.out_dir, cache_replays, writer));
+  if (resumed && writer) {
     std::vector<std::string> dirs;
     for (const auto& t : targets) dirs.push_back(t->files.dir());
     truncate_steps_files(dirs, *resumed);  // lines after the checkpoint are trained again
@@ -275,11 +281,11 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   result.run_dir = targets.front()->files.dir();
   result.resumed_at_step = start_step;
   result.threads = threads;
-  if (options.log && resumed)
-    *options.log << "resuming " << result.run_dir << " at step " << start_step << "/" << steps << " (" << kCheckpointFile
+  if (log && resumed)
+    *log << "resuming " << result.run_dir << " at step " << start_step << "/" << steps << " (" << kCheckpointFile
                  << ") with " << threads << " OpenMP thread" << (threads == 1 ? "" : "s") << "\n";
   if (!threads_message.empty()) {
-    std::ostream* out = threads_warning && options.warnings ? options.warnings : options.log;
+    std::ostream* out = !writer ? nullptr : threads_warning && options.warnings ? options.warnings : log;
     if (out) *out << (threads_warning ? "warning: " : "") << threads_message << "\n" << std::flush;
   }
   const std::string scenario_json = to_json(scenario).dump();
@@ -298,7 +304,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
     for (const auto& t : targets)
       c.targets.push_back({std::filesystem::absolute(t->files.dir()).string(), to_json(t->scenario).dump(), t->totals,
                            steps_file_bytes(t->files.dir())});
-    write_checkpoint(targets.front()->files.dir(), c);
+    if (writer) write_checkpoint(targets.front()->files.dir(), c);
   };
 
   auto evaluate = [&]() -> std::optional<double> {
@@ -313,6 +319,11 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   };
 
   auto flush = [&](bool last) {
+    if (!writer) {  // another process replays and writes
+      for (const auto& p : pending) main_totals.last_train_loss = p.record.loss, ++main_totals.steps_done;
+      pending.clear();
+      return;
+    }
     std::vector<const sim::StepGraph*> graphs;
     for (const auto& p : pending) graphs.push_back(&p.record.graph);
     for (auto& t : targets) {
@@ -329,11 +340,11 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
     }
     pending.clear();
     last_flush = Clock::now();
-    if (options.log && main_totals.steps_done > start_step) {
+    if (log && main_totals.steps_done > start_step) {
       const double elapsed = since(t_start);
       const int done_here = main_totals.steps_done - start_step;  // this process's steps
       const double left = elapsed / done_here * (steps - main_totals.steps_done);
-      *options.log << "step " << main_totals.steps_done << "/" << steps << "  loss " << std::fixed
+      *log << "step " << main_totals.steps_done << "/" << steps << "  loss " << std::fixed
                    << std::setprecision(4) << main_totals.last_train_loss << std::setprecision(0) << "  "
                    << double(shape.batch_size) * double(shape.seq_len) * done_here / std::max(elapsed, 1e-9)
                    << " tok/s  sim " << hms(main_totals.sim_total_seconds) << "  left "

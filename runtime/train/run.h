@@ -31,6 +31,8 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+
+#include "comm/communicator.h"
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +72,10 @@ struct RunOptions {
   // For tests: stop once this many steps are done, after writing them but without
   // a checkpoint, as a kill would (lines past the last checkpoint stay). < 0: off.
   int stop_after_steps = -1;
+  // One rank per process (MPI: `mpirun -np P lowband run`): every process calls
+  // run_training with its rank's communicator, the same scenario and options;
+  // rank 0 alone writes the run directory and the log. null: all ranks in-process.
+  comm::Communicator* comm = nullptr;
 };
 
 struct RunResult {

@@ -34,20 +34,27 @@ std::string csv_number(double x) {
 
 }  // namespace
 
-RunFiles::RunFiles(std::string dir) : dir_(std::move(dir)) {
+RunFiles::RunFiles(std::string dir, bool writes) : dir_(std::move(dir)), writes_(writes) {
+  if (!writes_) return;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec || !std::filesystem::is_directory(dir_))
     throw InputError("--out", "cannot create the run directory " + dir_ + ": " + ec.message());
 }
 
-void RunFiles::write_scenario(const std::string& json) const { write_file_atomically(dir_ + "/scenario.json", json); }
-void RunFiles::write_curve(const std::string& csv) const { write_file_atomically(dir_ + "/curve.csv", csv); }
+void RunFiles::write_scenario(const std::string& json) const {
+  if (writes_) write_file_atomically(dir_ + "/scenario.json", json);
+}
+void RunFiles::write_curve(const std::string& csv) const {
+  if (writes_) write_file_atomically(dir_ + "/curve.csv", csv);
+}
 void RunFiles::write_summary(const nlohmann::json& s) const {
+  if (!writes_) return;
   write_file_atomically(dir_ + "/summary.json", s.dump(2) + "\n");
 }
 
 void RunFiles::append_step(const nlohmann::json& line) const {
+  if (!writes_) return;
   // One write of a whole line: a reader sees complete lines only.
   const std::string text = line.dump() + "\n";
   std::ofstream out(dir_ + "/steps.jsonl", std::ios::app | std::ios::binary);

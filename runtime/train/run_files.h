@@ -16,7 +16,10 @@ namespace lowband::train {
 class RunFiles {
  public:
   // Creates the directory (and parents); InputError("--out") when it cannot.
-  explicit RunFiles(std::string dir);
+  // writes false: a process that is not the run's writer (MPI ranks but 0):
+  // nothing is created or written.
+  explicit RunFiles(std::string dir, bool writes = true);
+  bool writes() const { return writes_; }
   const std::string& dir() const { return dir_; }
   void write_scenario(const std::string& json) const;  // atomically
   void append_step(const nlohmann::json& line) const;  // one whole line, flushed
@@ -25,6 +28,7 @@ class RunFiles {
 
  private:
   std::string dir_;
+  bool writes_ = true;
 };
 
 // A trained step waiting for its replay.
