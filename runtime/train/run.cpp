@@ -335,7 +335,6 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
         t->totals.add(pending[i],
                       t->projection ? t->projection->step(compressed(pending[i].record, uncompressed_kv_bytes)) : replays[i],
                       t->files);
-      t->files.write_curve(t->totals.curve_csv);
       t->files.write_summary(t->totals.summary_json());
     }
     pending.clear();

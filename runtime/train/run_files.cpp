@@ -53,15 +53,17 @@ void RunFiles::write_summary(const nlohmann::json& s) const {
   write_file_atomically(dir_ + "/summary.json", s.dump(2) + "\n");
 }
 
-void RunFiles::append_step(const nlohmann::json& line) const {
+void RunFiles::append(const char* file, const std::string& lines) const {
   if (!writes_) return;
-  // One write of a whole line: a reader sees complete lines only.
-  const std::string text = line.dump() + "\n";
-  std::ofstream out(dir_ + "/steps.jsonl", std::ios::app | std::ios::binary);
-  out.write(text.data(), std::streamsize(text.size()));
+  // One write of whole lines: a reader sees complete lines only.
+  std::ofstream out(dir_ + "/" + file, std::ios::app | std::ios::binary);
+  out.write(lines.data(), std::streamsize(lines.size()));
   out.flush();
-  if (!out) throw std::runtime_error("cannot append to " + dir_ + "/steps.jsonl");
+  if (!out) throw std::runtime_error("cannot append to " + dir_ + "/" + file);
 }
+
+void RunFiles::append_step(const nlohmann::json& line) const { append("steps.jsonl", line.dump() + "\n"); }
+void RunFiles::append_curve_row(const std::string& row) const { append("curve.csv", row); }
 
 void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const RunFiles& files) {
   const parallel::StepRecord& rec = p.record;
@@ -103,10 +105,12 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
   if (!rec.kv_reconstruction_error_k.empty() || !rec.kv_reconstruction_error_v.empty())
     line["kv_reconstruction_error"] = kv_errors_json(rec.kv_reconstruction_error_k, rec.kv_reconstruction_error_v);
   files.append_step(line);
-  curve_csv += std::to_string(steps_done) + "," + csv_number(sim_total_seconds) + "," +
-               csv_number(sim_total_seconds / 3600.0) + "," + csv_number(step_wall_seconds) + "," +
-               csv_number(rec.loss) + "," + (p.val_loss ? csv_number(*p.val_loss) : "") + "," +
-               csv_number(rec.lr) + "," + csv_number(bytes["total"].get<double>()) + "\n";
+  const std::string row = std::to_string(steps_done) + "," + csv_number(sim_total_seconds) + "," +
+                          csv_number(sim_total_seconds / 3600.0) + "," + csv_number(step_wall_seconds) + "," +
+                          csv_number(rec.loss) + "," + (p.val_loss ? csv_number(*p.val_loss) : "") + "," +
+                          csv_number(rec.lr) + "," + csv_number(bytes["total"].get<double>()) + "\n";
+  curve_csv += row;  // kept whole for checkpoints, which rewrite the file on resume
+  files.append_curve_row(row);
 }
 
 nlohmann::json RunTotals::summary_json() const {

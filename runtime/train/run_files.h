@@ -23,10 +23,12 @@ class RunFiles {
   const std::string& dir() const { return dir_; }
   void write_scenario(const std::string& json) const;  // atomically
   void append_step(const nlohmann::json& line) const;  // one whole line, flushed
-  void write_curve(const std::string& csv) const;      // atomically
+  void write_curve(const std::string& csv) const;      // atomically (a fresh or resumed run)
+  void append_curve_row(const std::string& row) const;  // one whole line, flushed
   void write_summary(const nlohmann::json& summary) const;  // atomically
 
  private:
+  void append(const char* file, const std::string& lines) const;
   std::string dir_;
   bool writes_ = true;
 };
