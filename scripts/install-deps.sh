@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin  # comm/mpi.h: one rank per process under mpirun
   gnuplot-nox             # plots
+  libnetfilter-queue-dev iptables iputils-ping  # the network testbed (scripts/testbed/)
 )
 missing=()
 for p in "${packages[@]}"; do
