@@ -1,5 +1,7 @@
+#include <cmath>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/bench_comm_transport.h"
 #include "cli/commands.h"
@@ -15,16 +17,42 @@ struct BenchCommArgs {
   std::vector<std::string> sizes = {"1KB", "64KB", "1MB", "16MB", "256MB", "1GB"};
   std::vector<std::string> collectives = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"};
   int ranks = 0;
+  std::vector<int> pair;
+  bool json = false;
   std::string transport = "simulated";
   int iters = 0;
 };
 
+constexpr sim::Collective kCollectives[] = {sim::Collective::all_gather, sim::Collective::reduce_scatter,
+                                            sim::Collective::all_reduce, sim::Collective::all_to_all,
+                                            sim::Collective::p2p,        sim::Collective::incast};
+
 sim::Collective parse_collective(const std::string& name) {
-  for (auto c : {sim::Collective::all_gather, sim::Collective::reduce_scatter, sim::Collective::all_reduce,
-                 sim::Collective::all_to_all, sim::Collective::p2p})
+  for (auto c : kCollectives)
     if (name == sim::to_string(c)) return c;
   throw InputError("--collectives", "unknown collective \"" + name +
-                                        "\" (expected all_reduce, all_gather, reduce_scatter, all_to_all, p2p)");
+                                        "\" (expected all_reduce, all_gather, reduce_scatter, all_to_all, p2p, incast)");
+}
+
+nlohmann::json rows_json(const Scenario& scenario, const std::vector<sim::CommBenchRow>& rows) {
+  nlohmann::json out = {{"scenario", scenario.name},
+                        {"source", scenario.source},
+                        {"network", sim::describe(scenario.network)},
+                        {"model", sim::to_string(scenario.network.model)},
+                        {"rows", nlohmann::json::array()}};
+  for (const auto& r : rows) {
+    nlohmann::json j = {{"collective", sim::to_string(r.collective)},
+                        {"ranks", r.ranks},
+                        {"size_bytes", r.size_bytes},
+                        {"time_seconds", r.time_seconds},
+                        {"algbw_bytes_per_s", r.algbw_bytes_per_s},
+                        {"busbw_bytes_per_s", r.busbw_bytes_per_s}};
+    // No closed form: null (JSON has no NaN).
+    j["expected_seconds"] = std::isfinite(r.expected_seconds) ? nlohmann::json(r.expected_seconds) : nullptr;
+    j["deviation"] = std::isfinite(r.deviation) ? nlohmann::json(r.deviation) : nullptr;
+    out["rows"].push_back(j);
+  }
+  return out;
 }
 }  // namespace
 
@@ -34,10 +62,21 @@ void add_bench_comm_command(CLI::App& app) {
       "bench-comm", "nccl-tests-style table of each collective's time and bandwidth on a scenario's network");
   add_scenario_options(cmd, args->source);
   CLI::Option* sizes_option =
-      cmd->add_option("--sizes", args->sizes, "buffer sizes S with units (e.g. 1MB,1GiB)")->delimiter(',');
+      cmd->add_option("--sizes", args->sizes,
+                      "buffer sizes S with units (1MB = 1e6 B, 1MiB = 2^20 B). S is what each rank holds: an "
+                      "all-gather's S is the whole gathered buffer (each rank owns S/p); p2p and incast send S "
+                      "per sender")
+          ->delimiter(',');
   CLI::Option* collectives_option =
-      cmd->add_option("--collectives", args->collectives, "which collectives")->delimiter(',');
+      cmd->add_option("--collectives", args->collectives,
+                      "which collectives: all_reduce, all_gather, reduce_scatter, all_to_all, p2p, incast (simulated: "
+                      "ranks 1..p-1 each send S to rank 0 at once)")
+          ->delimiter(',');
   cmd->add_option("--ranks", args->ranks, "participants 0..N-1 (default: the scenario's ranks)");
+  cmd->add_option("--pair", args->pair, "simulated p2p from node A to node B (default: 0,1)")
+      ->delimiter(',')
+      ->expected(2);
+  cmd->add_flag("--json", args->json, "simulated: print the rows as one JSON object instead of the table");
   cmd->add_option("--transport", args->transport,
                   "simulated (the scenario's network), in-process (threads) or mpi (under mpirun -np P): "
                   "the last two time lowband's own communicators on this machine")
@@ -52,15 +91,29 @@ void add_bench_comm_command(CLI::App& app) {
     const Scenario scenario = load_scenario(args->source);
     std::vector<double> sizes_bytes;
     for (const auto& s : args->sizes) sizes_bytes.push_back(units::parse_bytes(s, "--sizes"));
-    std::vector<sim::Collective> collectives;
-    for (const auto& c : args->collectives) collectives.push_back(parse_collective(c));
+    std::vector<sim::Collective> collectives, p2p;
+    for (const auto& c : args->collectives) {
+      const sim::Collective collective = parse_collective(c);
+      (collective == sim::Collective::p2p && !args->pair.empty() ? p2p : collectives).push_back(collective);
+    }
     const int p = args->ranks > 0 ? args->ranks : scenario.parallel.ranks();
     if (p < 2 || p > scenario.network.nodes)
       throw InputError("--ranks", "need 2.." + std::to_string(scenario.network.nodes) +
                                       " ranks on this network, got " + std::to_string(p));
+    for (int node : args->pair)
+      if (node < 0 || node >= scenario.network.nodes || args->pair[0] == args->pair[1])
+        throw InputError("--pair", "need two different nodes in 0.." + std::to_string(scenario.network.nodes - 1));
     std::vector<int> ranks(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) ranks[static_cast<size_t>(i)] = i;
-    const auto rows = sim::run_comm_bench(scenario.network, ranks, sizes_bytes, collectives);
+    auto rows = sim::run_comm_bench(scenario.network, ranks, sizes_bytes, collectives);
+    if (!p2p.empty()) {
+      const auto pair_rows = sim::run_comm_bench(scenario.network, args->pair, sizes_bytes, p2p);
+      rows.insert(rows.end(), pair_rows.begin(), pair_rows.end());
+    }
+    if (args->json) {
+      std::cout << rows_json(scenario, rows).dump(1) << "\n";
+      return;
+    }
     std::cout << "# scenario " << scenario.name << " (" << scenario.source << "), " << p << " ranks\n";
     sim::print_comm_bench(std::cout, scenario.network, rows);
   });

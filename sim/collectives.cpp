@@ -1,9 +1,13 @@
 #include "sim/collectives.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <set>
 #include <stdexcept>
+
+#include "sim/tcp_model.h"
 
 namespace lowband::sim {
 
@@ -14,6 +18,7 @@ const char* to_string(Collective collective) {
     case Collective::all_reduce: return "all_reduce";
     case Collective::all_to_all: return "all_to_all";
     case Collective::p2p: return "p2p";
+    case Collective::incast: return "incast";
   }
   return "?";
 }
@@ -108,6 +113,22 @@ std::vector<TaskId> point_to_point(StepGraph& graph, const std::vector<int>& ran
   return {graph.add_compute(ranks[0], 0, {t}, kind_tag), graph.add_compute(ranks[1], 0, dst_deps, kind_tag)};
 }
 
+std::vector<TaskId> incast(StepGraph& graph, const std::vector<int>& ranks, double total_bytes, const RankDeps& after,
+                           const std::string& kind_tag) {
+  check_args("incast", ranks, total_bytes, after);
+  const size_t p = ranks.size();
+  std::vector<std::vector<TaskId>> done(p);
+  for (size_t i = 1; i < p; ++i) {
+    const TaskId t = graph.add_transfer(ranks[i], ranks[0], total_bytes, deps_of(after, i), kind_tag);
+    done[0].push_back(t);
+    done[i].push_back(t);
+  }
+  std::vector<TaskId> joins(p);
+  for (size_t i = 0; i < p; ++i)
+    joins[i] = graph.add_compute(ranks[i], 0, p == 1 ? deps_of(after, i) : done[i], kind_tag);
+  return joins;
+}
+
 std::vector<TaskId> append_collective(StepGraph& graph, Collective collective, const std::vector<int>& ranks,
                                       double total_bytes, const RankDeps& after, const std::string& kind_tag) {
   switch (collective) {
@@ -116,6 +137,7 @@ std::vector<TaskId> append_collective(StepGraph& graph, Collective collective, c
     case Collective::all_reduce: return ring_all_reduce(graph, ranks, total_bytes, after, kind_tag);
     case Collective::all_to_all: return all_to_all(graph, ranks, total_bytes, after, kind_tag);
     case Collective::p2p: return point_to_point(graph, ranks, total_bytes, after, kind_tag);
+    case Collective::incast: return incast(graph, ranks, total_bytes, after, kind_tag);
   }
   throw std::invalid_argument("sim::append_collective: unknown collective");
 }
@@ -142,9 +164,40 @@ double point_to_point_seconds(double total_bytes, double bandwidth_bytes_per_s, 
   return latency_s + total_bytes / bandwidth_bytes_per_s;
 }
 
+namespace {
+
+// The tcp model's closed forms (sim/tcp_model.h) on a path of bandwidth B, latency L.
+double tcp_expected_seconds(Collective collective, const NetworkSpec& network, int p, double total_bytes, double B,
+                            double L, int flows_per_link) {
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  const TcpSettings& tcp = network.tcp;
+  TcpConnection conn = tcp_initial_connection(tcp.connections);
+  // Every rank's connection to its successor goes through the same rounds at once.
+  const auto rounds = [&](int n, double bytes) {
+    double t = 0;
+    for (int k = 0; k < n; ++k) t += tcp_message_seconds(bytes, B, L, tcp, conn);
+    return t;
+  };
+  switch (collective) {
+    case Collective::p2p: return tcp_message_seconds(total_bytes, B, L, tcp, conn);
+    case Collective::all_gather:
+    case Collective::reduce_scatter: return rounds(p - 1, total_bytes / p);
+    case Collective::all_reduce: return rounds(2 * (p - 1), total_bytes / p);
+    case Collective::incast: {
+      if (tcp.connections != ConnectionState::warm) return none;
+      if (p < 2) return 0;
+      const double share = B * kTcpPayloadPerFrame / flows_per_link;
+      return L + total_bytes / std::min(share, tcp_rate_bytes_per_s(B, 2 * L, tcp));
+    }
+    case Collective::all_to_all: return none;
+  }
+  return none;
+}
+
+}  // namespace
+
 double expected_seconds(Collective collective, const NetworkSpec& network, int p, double total_bytes) {
   const double none = std::numeric_limits<double>::quiet_NaN();
-  if (network.model != NetworkModel::ideal) return none;
   bool star = false;
   if (network.topology == Topology::star && network.node_links.empty())
     star = true;
@@ -152,12 +205,15 @@ double expected_seconds(Collective collective, const NetworkSpec& network, int p
     return none;
   const double B = network.link.bandwidth_bytes_per_s;
   const double L = star ? 2 * network.link.latency_s : network.link.latency_s;
+  const int flows = star ? p - 1 : 1;
+  if (network.model == NetworkModel::tcp) return tcp_expected_seconds(collective, network, p, total_bytes, B, L, flows);
   switch (collective) {
     case Collective::all_gather: return ring_all_gather_seconds(p, total_bytes, B, L);
     case Collective::reduce_scatter: return ring_reduce_scatter_seconds(p, total_bytes, B, L);
     case Collective::all_reduce: return ring_all_reduce_seconds(p, total_bytes, B, L);
-    case Collective::all_to_all: return all_to_all_seconds(p, total_bytes, B, L, star ? p - 1 : 1);
+    case Collective::all_to_all: return all_to_all_seconds(p, total_bytes, B, L, flows);
     case Collective::p2p: return point_to_point_seconds(total_bytes, B, L);
+    case Collective::incast: return p < 2 ? 0 : L + flows * total_bytes / B;
   }
   return none;
 }
@@ -169,6 +225,7 @@ double bus_bandwidth_factor(Collective collective, int p) {
     case Collective::reduce_scatter:
     case Collective::all_to_all: return static_cast<double>(p - 1) / p;
     case Collective::p2p: return 1;
+    case Collective::incast: return p - 1;
   }
   return 1;
 }

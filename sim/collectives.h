@@ -10,6 +10,7 @@
 //  all-to-all:      each rank holds S in p blocks of S/p; block j goes to rank j
 //                   (direct: all p-1 sends start at once).
 //  point-to-point:  ranks[0] sends S to ranks[1].
+//  incast:          ranks[1..p-1] each send S to ranks[0], all at once (many-to-one).
 // Rings go ranks[0] -> ranks[1] -> ... -> ranks[p-1] -> ranks[0]; in round k each
 // rank sends one S/p chunk to its successor once it has received the previous
 // round's chunk and its own previous send is done (one message in flight per rank).
@@ -26,7 +27,7 @@
 
 namespace lowband::sim {
 
-enum class Collective { all_gather, reduce_scatter, all_reduce, all_to_all, p2p };
+enum class Collective { all_gather, reduce_scatter, all_reduce, all_to_all, p2p, incast };
 const char* to_string(Collective collective);
 using RankDeps = std::vector<std::vector<TaskId>>;
 
@@ -41,6 +42,8 @@ std::vector<TaskId> all_to_all(StepGraph& graph, const std::vector<int>& ranks, 
 // ranks must hold exactly two ranks: the source, then the destination.
 std::vector<TaskId> point_to_point(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
                                    const RankDeps& after, const std::string& kind_tag);
+std::vector<TaskId> incast(StepGraph& graph, const std::vector<int>& ranks, double total_bytes, const RankDeps& after,
+                           const std::string& kind_tag);
 // Dispatches on `collective` to one of the above.
 std::vector<TaskId> append_collective(StepGraph& graph, Collective collective, const std::vector<int>& ranks,
                                       double total_bytes, const RankDeps& after, const std::string& kind_tag);
@@ -51,6 +54,7 @@ std::vector<TaskId> append_collective(StepGraph& graph, Collective collective, c
 //   ring all-reduce:                       2 (p-1) * (S/(p*B) + L)
 //   all-to-all, flows_per_link flows sharing each link:  L + flows_per_link * S/(p*B)
 //   point-to-point:                        L + S/B
+//   incast, flows_per_link senders sharing the receiver's link:  L + flows_per_link * S/B
 double ring_all_gather_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s);
 double ring_reduce_scatter_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s);
 double ring_all_reduce_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s);
@@ -59,13 +63,17 @@ double all_to_all_seconds(int p, double total_bytes, double bandwidth_bytes_per_
 double point_to_point_seconds(double total_bytes, double bandwidth_bytes_per_s, double latency_s);
 
 // The closed-form time of `collective` over p ranks on `network` where one exists:
-// model ideal, star or full_mesh without overrides (a star path crosses two access
-// links: latency 2L, bandwidth B; an all-to-all on a star puts p-1 flows on each
-// access link). NaN otherwise.
+// star or full_mesh without overrides (a star path crosses two access links: latency
+// 2L, bandwidth B; an all-to-all or incast on a star puts p-1 flows on a link).
+// Model ideal: the forms above. Model tcp (sim/tcp_model.h): point-to-point and ring
+// rounds as tcp_message_seconds on each rank's connection (fresh connections pay
+// their startup in the first rounds), incast with warm connections as
+// L + S / min(B * 1448/1514 / flows, window / 2L). NaN otherwise.
 double expected_seconds(Collective collective, const NetworkSpec& network, int p, double total_bytes);
 
 // nccl-tests' bus bandwidth factor: all-reduce 2(p-1)/p; all-gather, reduce-scatter
-// and all-to-all (p-1)/p; point-to-point 1.
+// and all-to-all (p-1)/p; point-to-point 1; incast p-1 (the receiver's link carries
+// (p-1) S).
 double bus_bandwidth_factor(Collective collective, int p);
 
 }  // namespace lowband::sim

@@ -23,6 +23,12 @@ const char* to_string(Topology topology) {
   return "?";
 }
 
+const char* to_string(CongestionControl cc) { return cc == CongestionControl::cubic ? "cubic" : "bbr"; }
+
+const char* to_string(ConnectionState connections) {
+  return connections == ConnectionState::warm ? "warm" : "fresh";
+}
+
 namespace {
 
 // Bandwidth in bits per second, as network people write it ("300 Mbps").
@@ -65,11 +71,12 @@ std::string describe(const NetworkSpec& network) {
   std::string out = std::string(to_string(network.topology)) + ", " + plural(network.nodes, "node");
   switch (network.topology) {
     case Topology::star:
-      out += ", " + format_link(network.link) + " access links";
+      out += ", " + format_link(network.link) + " per access link (path latency " +
+             format_latency(2 * network.link.latency_s) + ")";
       if (!network.node_links.empty()) out += ", " + plural(network.node_links.size(), "node override");
       break;
     case Topology::full_mesh:
-      out += ", " + format_link(network.link) + " per pair link";
+      out += ", " + format_link(network.link) + " per pair link (= path)";
       if (!network.pair_links.empty()) out += ", " + plural(network.pair_links.size(), "pair override");
       break;
     case Topology::clusters: {
@@ -78,17 +85,24 @@ std::string describe(const NetworkSpec& network) {
         if (c) out += "; ";
         out += std::to_string(network.clusters[c].nodes) + " x " + format_link(network.clusters[c].access);
       }
-      out += "), WAN " + format_link(network.wan);
+      out += " per access link), WAN " + format_link(network.wan) + " per link; a path adds its links' latencies";
       if (!network.node_links.empty()) out += ", " + plural(network.node_links.size(), "node override");
       if (!network.wan_links.empty()) out += ", " + plural(network.wan_links.size(), "WAN override");
       break;
     }
     case Topology::explicit_links:
-      out += ", " + plural(network.pair_links.size(), "link");
+      out += ", " + plural(network.pair_links.size(), "link") + " (latency per link; a path adds its links')";
       break;
   }
   out += ", model ";
   out += to_string(network.model);
+  if (network.model == NetworkModel::tcp) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " (%s, send buffer %g MiB, %s connections)",
+                  to_string(network.tcp.congestion_control), network.tcp.send_buffer_bytes / 1048576.0,
+                  to_string(network.tcp.connections));
+    out += buf;
+  }
   return out;
 }
 

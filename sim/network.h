@@ -9,8 +9,21 @@ namespace lowband::sim {
 
 // Which SimGrid network model times the transfers. Echoed in every output.
 //  ideal: CM02, no ACK cross-traffic, no TCP window cap: alpha-beta times exactly.
-//  tcp:   LV08 (SimGrid's default) with its latency/bandwidth factors and TCP window.
+//  tcp:   CM02 with lowband's TCP model (sim/tcp_model.h): header overhead, a window
+//         cap from the send buffer, per-connection handshake and slow start; fitted
+//         to real Linux TCP (analysis/network-fidelity/).
 enum class NetworkModel { ideal, tcp };
+
+enum class CongestionControl { cubic, bbr };
+// How each directed pair's connection starts a replay: warm (open, window open: the
+// steady state of a training run) or fresh (opened by its first message there).
+enum class ConnectionState { warm, fresh };
+
+struct TcpSettings {  // network.tcp; only the tcp model reads it
+  double send_buffer_bytes = 4194304;  // net.ipv4.tcp_wmem's maximum (Linux's default, 4 MiB)
+  CongestionControl congestion_control = CongestionControl::cubic;
+  ConnectionState connections = ConnectionState::warm;
+};
 
 struct Link {
   double bandwidth_bytes_per_s = 0;
@@ -52,11 +65,16 @@ struct NetworkSpec {
   std::vector<Cluster> clusters;     // clusters: nodes are numbered cluster by cluster
   Link wan;                          // clusters: link between each pair of clusters
   std::vector<PairLink> wan_links;   // clusters: per cluster-pair overrides
+
+  TcpSettings tcp;
 };
 
 const char* to_string(NetworkModel model);
 const char* to_string(Topology topology);
-// One line for humans, e.g. "star, 8 nodes, 300 Mbps / 1 ms access links, model ideal".
+const char* to_string(CongestionControl cc);
+const char* to_string(ConnectionState connections);
+// One line for humans, e.g. "star, 8 nodes, 300 Mbps / 1 ms per access link (path
+// latency 2 ms), model ideal"; latencies say whether they are per link or per path.
 std::string describe(const NetworkSpec& network);
 
 }  // namespace lowband::sim

@@ -1,16 +1,19 @@
 #include "sim/platform.h"
 
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "common/error.h"
+#include "sim/tcp_model.h"
 
 namespace lowband::sim {
 
@@ -188,7 +191,48 @@ void build_explicit(const NetworkSpec& net, std::vector<sg4::Host*>& hosts) {
   zone->seal();
 }
 
+// The tcp model's per-connection state, one connection per directed host pair, read
+// and advanced by SimGrid's latency-factor callback as each message starts. One
+// platform per process (SimGrid's engine is a singleton), hence one table.
+struct TcpConnections {
+  TcpSettings settings;
+  std::map<std::pair<const sg4::Host*, const sg4::Host*>, TcpConnection> by_pair;
+};
+TcpConnections& tcp_connections() {
+  static TcpConnections table;
+  return table;
+}
+
+// Latency factor of one message: (L + startup) / L, startup as sim/tcp_model.h says.
+double tcp_latency_factor(double bytes, const sg4::Host* src, const sg4::Host* dst,
+                          const std::vector<sg4::Link*>& links) {
+  double latency = 0, bottleneck = -1;
+  for (const sg4::Link* l : links) {
+    latency += l->get_latency();
+    if (bottleneck < 0 || l->get_bandwidth() < bottleneck) bottleneck = l->get_bandwidth();
+  }
+  if (!(latency > 0) || !(bottleneck > 0)) return 1;
+  TcpConnections& table = tcp_connections();
+  auto [it, added] = table.by_pair.try_emplace({src, dst}, tcp_initial_connection(table.settings.connections));
+  const double rtt = 2 * latency;
+  const double rate = tcp_rate_bytes_per_s(bottleneck, rtt, table.settings);
+  return 1 + tcp_startup_seconds(bytes, rate, rtt, table.settings.congestion_control, it->second) / latency;
+}
+
+void install_tcp_model(const TcpSettings& tcp) {
+  tcp_connections() = {tcp, {}};
+  auto* model = sg4::Engine::get_instance()->get_netzone_root()->get_network_model();
+  model->set_bw_factor_cb([](double, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+                             const std::unordered_set<sg4::NetZone*>&) { return kTcpPayloadPerFrame; });
+  model->set_lat_factor_cb([](double bytes, const sg4::Host* src, const sg4::Host* dst,
+                              const std::vector<sg4::Link*>& links, const std::unordered_set<sg4::NetZone*>&) {
+    return tcp_latency_factor(bytes, src, dst, links);
+  });
+}
+
 }  // namespace
+
+void reset_tcp_connections() { tcp_connections().by_pair.clear(); }
 
 void validate_network(const NetworkSpec& net) {
   if (net.nodes < 1)
@@ -231,8 +275,8 @@ void validate_network(const NetworkSpec& net) {
   }
 }
 
-void configure_network_model(NetworkModel model) {
-  switch (model) {
+void configure_network_model(const NetworkSpec& net) {
+  switch (net.model) {
     case NetworkModel::ideal:
       // Plain alpha-beta: no latency/bandwidth correction, no ACK traffic, no TCP window.
       sg4::Engine::set_config("network/model:CM02");
@@ -242,14 +286,21 @@ void configure_network_model(NetworkModel model) {
       sg4::Engine::set_config("network/bandwidth-factor:1");
       break;
     case NetworkModel::tcp:
-      sg4::Engine::set_config("network/model:LV08");  // SimGrid's defaults
+      // Header overhead and startup come from callbacks (install_tcp_model); the
+      // window cap is SimGrid's TCP-gamma: each flow's link share is bounded by
+      // gamma / (2 * route latency), and its goodput is that times the bandwidth
+      // factor, hence the division. No ACK cross-traffic: the testbed's shared
+      // downlinks and rings measured none beyond the header overhead.
+      sg4::Engine::set_config("network/model:CM02");
+      sg4::Engine::set_config("network/crosstraffic:0");
+      sg4::Engine::set_config("network/TCP-gamma:" + std::to_string(tcp_window_bytes(net.tcp) / kTcpPayloadPerFrame));
       break;
   }
 }
 
 std::vector<sg4::Host*> build_platform(const NetworkSpec& net) {
   validate_network(net);
-  configure_network_model(net.model);
+  configure_network_model(net);
   std::vector<sg4::Host*> hosts(static_cast<size_t>(net.nodes), nullptr);
   switch (net.topology) {
     case Topology::star: build_star(net, hosts); break;
@@ -257,6 +308,7 @@ std::vector<sg4::Host*> build_platform(const NetworkSpec& net) {
     case Topology::clusters: build_clusters(net, hosts); break;
     case Topology::explicit_links: build_explicit(net, hosts); break;
   }
+  if (net.model == NetworkModel::tcp) install_tcp_model(net.tcp);
   return hosts;
 }
 

@@ -25,7 +25,11 @@ inline constexpr double kHostFlopsPerSecond = 1e9;
 void validate_network(const NetworkSpec& network);
 
 // Sets "network/model" and friends for network.model. Must run before any zone exists.
-void configure_network_model(NetworkModel model);
+void configure_network_model(const NetworkSpec& network);
+
+// The tcp model keeps one connection per directed host pair (sim/tcp_model.h);
+// this starts every one afresh as network.tcp.connections says (a new replay).
+void reset_tcp_connections();
 
 // Validates, configures the model and builds the platform; returns the hosts by node.
 std::vector<simgrid::s4u::Host*> build_platform(const NetworkSpec& network);

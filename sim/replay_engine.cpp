@@ -211,6 +211,7 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
       current->on_completion(static_cast<TaskId>(reinterpret_cast<intptr_t>(activity.get_data<void>())));
   });
   for (size_t g = 0; g < graphs.size(); ++g) {
+    reset_tcp_connections();  // each graph starts on an idle network
     GraphRun run(*graphs[g], hosts, times[g]);
     current = &run;
     run.start();

@@ -115,6 +115,9 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
          });
   d.link("network.wan", na.wan, nb.wan);
   d.list("network.wan_links", na.wan_links, nb.wan_links, pair);
+  d.field("network.tcp.send_buffer", na.tcp.send_buffer_bytes, nb.tcp.send_buffer_bytes);
+  d.enumeration("network.tcp.congestion_control", na.tcp.congestion_control, nb.tcp.congestion_control);
+  d.enumeration("network.tcp.connections", na.tcp.connections, nb.tcp.connections);
 
   d.device("devices.default_profile", a.devices.default_profile, b.devices.default_profile);
   d.list("devices.node_profiles", a.devices.node_profiles, b.devices.node_profiles,

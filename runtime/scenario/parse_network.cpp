@@ -11,14 +11,36 @@ namespace {
 
 const std::vector<std::string> kAllNetworkKeys = {"model",    "topology", "nodes",   "bandwidth",
                                                   "latency",  "overrides", "clusters", "wan",
-                                                  "wan_overrides", "links"};
+                                                  "wan_overrides", "links", "tcp"};
 
 std::vector<std::string> keys_for(const std::string& topology) {
   if (topology == "star" || topology == "full_mesh")
-    return {"model", "topology", "nodes", "bandwidth", "latency", "overrides"};
+    return {"model", "topology", "nodes", "bandwidth", "latency", "overrides", "tcp"};
   if (topology == "clusters")
-    return {"model", "topology", "nodes", "clusters", "wan", "wan_overrides", "overrides"};
-  return {"model", "topology", "nodes", "links"};  // explicit
+    return {"model", "topology", "nodes", "clusters", "wan", "wan_overrides", "overrides", "tcp"};
+  return {"model", "topology", "nodes", "links", "tcp"};  // explicit
+}
+
+// network.tcp: the tcp model's send buffer, congestion control and connection state.
+sim::TcpSettings tcp_settings(const ObjectReader& r, sim::NetworkModel model) {
+  sim::TcpSettings tcp;
+  if (!r.has("tcp")) return tcp;
+  if (model != sim::NetworkModel::tcp)
+    throw SchemaError(r.path_of("tcp"), r.path_of("tcp") + ": only the tcp model reads it (network.model is \"ideal\")",
+                      {r.path_of("model")});
+  const ObjectReader t = r.object("tcp", {"send_buffer", "congestion_control", "connections"});
+  if (t.has("send_buffer")) {
+    tcp.send_buffer_bytes = t.bytes("send_buffer");
+    if (!(tcp.send_buffer_bytes >= 4096))
+      throw SchemaError(t.path_of("send_buffer"), t.path_of("send_buffer") + ": must be at least 4KiB, got " +
+                                                      t.need("send_buffer").dump());
+  }
+  tcp.congestion_control =
+      t.choice_or("congestion_control", "cubic", {"cubic", "bbr"}) == "cubic" ? sim::CongestionControl::cubic
+                                                                               : sim::CongestionControl::bbr;
+  tcp.connections = t.choice_or("connections", "warm", {"warm", "fresh"}) == "warm" ? sim::ConnectionState::warm
+                                                                                      : sim::ConnectionState::fresh;
+  return tcp;
 }
 
 // An index into `count` things ("node", "cluster") at `path`.
@@ -172,6 +194,7 @@ sim::NetworkSpec parse_network(const ObjectReader& root) {
                                     "node", {}, true);
     check_connected(r, net);
   }
+  net.tcp = tcp_settings(r, net.model);
   return net;
 }
 

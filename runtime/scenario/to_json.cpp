@@ -75,6 +75,10 @@ json network_json(const sim::NetworkSpec& n) {
       j["links"] = pairs_json(n.pair_links);
       break;
   }
+  if (n.model == sim::NetworkModel::tcp)
+    j["tcp"] = {{"send_buffer", units::exact_bytes(n.tcp.send_buffer_bytes)},
+                {"congestion_control", sim::to_string(n.tcp.congestion_control)},
+                {"connections", sim::to_string(n.tcp.connections)}};
   return j;
 }
 

@@ -46,6 +46,23 @@ TEST(ScenarioErrors, UnknownKeyNamesItsPathAndTheClosestKey) {
   EXPECT_CONTAINS(error_of(d), "network.wan: key \"wan\" is not used by topology \"star\"");
 }
 
+TEST(ScenarioErrors, TcpSettingsOnlyWithTheTcpModel) {
+  json d = base();
+  d["network"]["tcp"] = {{"send_buffer", "16MiB"}};  // the quickstart's model is ideal
+  EXPECT_CONTAINS(error_of(d), "network.tcp: only the tcp model reads it");
+  d["network"]["model"] = "tcp";
+  const Scenario ok = parse_scenario(d, "test.json");
+  EXPECT_EQ(ok.network.tcp.send_buffer_bytes, 16.0 * 1048576);
+  EXPECT_EQ(ok.network.tcp.congestion_control, sim::CongestionControl::cubic);  // defaults
+  EXPECT_EQ(ok.network.tcp.connections, sim::ConnectionState::warm);
+  d["network"]["tcp"] = {{"congestion_control", "reno"}};
+  EXPECT_CONTAINS(error_of(d), "network.tcp.congestion_control");
+  d["network"]["tcp"] = {{"send_buffer", "1KiB"}};
+  EXPECT_CONTAINS(error_of(d), "network.tcp.send_buffer: must be at least 4KiB");
+  d["network"]["tcp"] = {{"window", "1MiB"}};
+  EXPECT_CONTAINS(error_of(d), "unknown key \"window\" at network.tcp");
+}
+
 TEST(ScenarioErrors, WrongTypeNamesPathAndExpectation) {
   json d = base();
   d["model"]["layers"] = "4";

@@ -163,6 +163,8 @@ TEST(ScenarioFiles, TopologyExamplesFillTheNetworkSpec) {
   EXPECT_EQ(t.network.node_links[0].node, 3);
   EXPECT_EQ(t.network.node_links[0].link.bandwidth_bytes_per_s, 200e6 / 8);
   EXPECT_EQ(t.network.node_links[0].link.latency_s, 20e-3);  // inherited from the star's link
+  EXPECT_EQ(t.network.tcp.send_buffer_bytes, 4.0 * 1048576);
+  EXPECT_EQ(t.network.tcp.connections, sim::ConnectionState::warm);
 }
 
 TEST(ScenarioFiles, ToJsonRoundTripsEveryFile) {

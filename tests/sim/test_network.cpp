@@ -17,13 +17,14 @@ TEST(Network, NamesAndDescriptions) {
   EXPECT_STREQ(to_string(NetworkModel::tcp), "tcp");
   EXPECT_STREQ(to_string(Topology::explicit_links), "explicit_links");
   // 300 Mbps = 37.5e6 bytes/s.
-  EXPECT_EQ(describe(testing::star(8, link(37.5e6, 1e-3))), "star, 8 nodes, 300 Mbps / 1 ms access links, model ideal");
+  EXPECT_EQ(describe(testing::star(8, link(37.5e6, 1e-3))), "star, 8 nodes, 300 Mbps / 1 ms per access link (path latency 2 ms), model ideal");
   NetworkSpec mesh = testing::full_mesh(4, link(12.5e9, 5e-6), NetworkModel::tcp);
   mesh.pair_links.push_back(PairLink{0, 1, link(1e6, 0)});
-  EXPECT_EQ(describe(mesh), "full_mesh, 4 nodes, 100 Gbps / 5 us per pair link, 1 pair override, model tcp");
+  EXPECT_EQ(describe(mesh), "full_mesh, 4 nodes, 100 Gbps / 5 us per pair link (= path), 1 pair override, model tcp "
+            "(cubic, send buffer 4 MiB, warm connections)");
   EXPECT_EQ(describe(testing::two_clusters(2, 3, link(12.5e9, 5e-6), link(125e6, 0.02))),
-            "clusters, 5 nodes in 2 clusters (2 x 100 Gbps / 5 us; 3 x 100 Gbps / 5 us), WAN 1 Gbps / 20 ms, "
-            "model ideal");
+            "clusters, 5 nodes in 2 clusters (2 x 100 Gbps / 5 us; 3 x 100 Gbps / 5 us per access link), WAN 1 Gbps / "
+            "20 ms per link; a path adds its links' latencies, model ideal");
 }
 
 TEST(StepGraph, DependenciesMustBeEarlierTasks) {

@@ -1,0 +1,105 @@
+// The tcp model's closed-form pieces (sim/tcp_model.h), and the replay agreeing with them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "networks.h"
+#include "sim/replay.h"
+#include "sim/tcp_model.h"
+
+namespace lowband::sim {
+namespace {
+
+using testing::link;
+
+constexpr double kMiB = 1048576;
+
+NetworkSpec tcp_star(double bandwidth, double link_latency, double send_buffer, ConnectionState connections) {
+  NetworkSpec net = testing::star(2, link(bandwidth, link_latency), NetworkModel::tcp);
+  net.tcp.send_buffer_bytes = send_buffer;
+  net.tcp.connections = connections;
+  return net;
+}
+
+double replay_p2p(const NetworkSpec& net, double bytes, int messages = 1) {
+  StepGraph g(2);
+  TaskId last = -1;
+  for (int i = 0; i < messages; ++i)
+    last = g.add_transfer(0, 1, bytes, last < 0 ? std::vector<TaskId>{} : std::vector<TaskId>{last}, "kv");
+  return replay(net, g).step_seconds;
+}
+
+TEST(TcpModel, WarmTransferIsLatencyPlusSizeOverPayloadRate) {
+  // 100 Mbit/s, 1 ms per link (2 ms path), 8 MiB: the window is not the limit.
+  const double B = 12.5e6, L = 2e-3, S = 8 * kMiB;
+  TcpSettings tcp;
+  TcpConnection warm = tcp_initial_connection(ConnectionState::warm);
+  const double expected = L + S / (B * 1448.0 / 1514.0);
+  EXPECT_NEAR(tcp_message_seconds(S, B, L, tcp, warm), expected, 1e-12 * expected);
+  const double replayed = replay_p2p(tcp_star(B, L / 2, 4 * kMiB, ConnectionState::warm), S);
+  EXPECT_NEAR(replayed, expected, 0.01 * expected);
+}
+
+TEST(TcpModel, SendBufferCapsTheWindowOnLongFastPaths) {
+  // 1 Gbit/s, 25 ms one-way path (50 ms round trip): 4 MiB of send buffer cannot fill
+  // the 6.25 MB pipe, 16 MiB can.
+  const double B = 125e6, L = 0.025, S = 64 * kMiB;
+  TcpSettings small, large;
+  large.send_buffer_bytes = 16 * kMiB;
+  const double capped = tcp_window_bytes(small) / (2 * L);
+  EXPECT_LT(capped, B * kTcpPayloadPerFrame);
+  EXPECT_NEAR(tcp_rate_bytes_per_s(B, 2 * L, small), capped, 1e-12 * capped);
+  EXPECT_NEAR(tcp_rate_bytes_per_s(B, 2 * L, large), B * kTcpPayloadPerFrame, 1.0);
+  EXPECT_GT(tcp_window_bytes(small), 0.5 * small.send_buffer_bytes);  // most of the buffer is data
+  EXPECT_LT(tcp_window_bytes(small), small.send_buffer_bytes);
+  for (double buffer : {4 * kMiB, 16 * kMiB}) {
+    TcpSettings tcp;
+    tcp.send_buffer_bytes = buffer;
+    TcpConnection warm = tcp_initial_connection(ConnectionState::warm);
+    const double expected = tcp_message_seconds(S, B, L, tcp, warm);
+    EXPECT_NEAR(expected, L + S / tcp_rate_bytes_per_s(B, 2 * L, tcp), 1e-12 * expected);
+    const double replayed = replay_p2p(tcp_star(B, L / 2, buffer, ConnectionState::warm), S);
+    EXPECT_NEAR(replayed, expected, 0.01 * expected) << buffer;
+  }
+}
+
+TEST(TcpModel, FreshConnectionPaysHandshakeAndSlowStartOnce) {
+  const double B = 125e6, L = 0.010, S = 8 * kMiB;
+  TcpSettings tcp;
+  tcp.send_buffer_bytes = 16 * kMiB;
+  TcpConnection warm = tcp_initial_connection(ConnectionState::warm);
+  TcpConnection fresh = tcp_initial_connection(ConnectionState::fresh);
+  const double warm_s = tcp_message_seconds(S, B, L, tcp, warm);
+  const double first = tcp_message_seconds(S, B, L, tcp, fresh);
+  EXPECT_TRUE(fresh.open);
+  // At least the handshake's round trip and one slow-start round more than warm.
+  EXPECT_GT(first, warm_s + 2 * (2 * L));
+  const double second = tcp_message_seconds(S, B, L, tcp, fresh);
+  EXPECT_LT(second, first);
+  EXPECT_GE(second, warm_s - 1e-12);
+  // Slow start costs more with more bandwidth x delay.
+  TcpConnection near_conn = tcp_initial_connection(ConnectionState::fresh);
+  TcpConnection warm2 = tcp_initial_connection(ConnectionState::warm);
+  const double near_extra = tcp_message_seconds(S, B, 0.001, tcp, near_conn) - tcp_message_seconds(S, B, 0.001, tcp, warm2);
+  const double far_extra = first - warm_s;
+  EXPECT_GT(far_extra, 3 * near_extra);
+  // The replay charges the same: the first of two back-to-back messages pays, the second less.
+  const NetworkSpec net = tcp_star(B, L / 2, 16 * kMiB, ConnectionState::fresh);
+  EXPECT_NEAR(replay_p2p(net, S), first, 0.01 * first);
+  EXPECT_NEAR(replay_p2p(net, S, 2), first + second, 0.01 * (first + second));
+  EXPECT_NEAR(replay_p2p(tcp_star(B, L / 2, 16 * kMiB, ConnectionState::warm), S), warm_s, 0.01 * warm_s);
+}
+
+TEST(TcpModel, FlowsSharingADownlinkSplitThePayloadRate) {
+  // Two warm flows into one host: 2S through the receiver's link at B * 1448/1514.
+  const double B = 12.5e6, L = 1e-3, S = 8 * kMiB;
+  StepGraph g(3);
+  g.add_transfer(1, 0, S, {}, "kv");
+  g.add_transfer(2, 0, S, {}, "kv");
+  NetworkSpec net = testing::star(3, link(B, L / 2), NetworkModel::tcp);
+  const double expected = L + 2 * S / (B * kTcpPayloadPerFrame);
+  EXPECT_NEAR(replay(net, g).step_seconds, expected, 0.01 * expected);
+}
+
+}  // namespace
+}  // namespace lowband::sim
