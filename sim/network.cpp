@@ -103,6 +103,10 @@ std::string describe(const NetworkSpec& network) {
                   to_string(network.tcp.connections));
     out += buf;
   }
+  if (!network.simgrid_config.empty()) {
+    out += ", SimGrid config";
+    for (const auto& [key, value] : network.simgrid_config) out += " " + key + "=" + value;
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 // Units are SI: bytes per second, seconds. Nodes are numbered 0..nodes-1 and rank i
 // runs on node i.
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lowband::sim {
@@ -67,6 +68,9 @@ struct NetworkSpec {
   std::vector<PairLink> wan_links;   // clusters: per cluster-pair overrides
 
   TcpSettings tcp;
+  // network.simgrid, for experts: SimGrid settings ("network/maxmin-selective-update" ->
+  // "yes"), applied after the model's own, so they can override them. Echoed by describe().
+  std::vector<std::pair<std::string, std::string>> simgrid_config;
 };
 
 const char* to_string(NetworkModel model);

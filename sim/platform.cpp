@@ -301,6 +301,13 @@ void configure_network_model(const NetworkSpec& net) {
 std::vector<sg4::Host*> build_platform(const NetworkSpec& net) {
   validate_network(net);
   configure_network_model(net);
+  for (const auto& [key, value] : net.simgrid_config) {
+    try {
+      sg4::Engine::set_config(key + ":" + value);
+    } catch (const std::exception& e) {
+      throw InputError("network.simgrid." + key, std::string("SimGrid refused it: ") + e.what());
+    }
+  }
   std::vector<sg4::Host*> hosts(static_cast<size_t>(net.nodes), nullptr);
   switch (net.topology) {
     case Topology::star: build_star(net, hosts); break;

@@ -118,6 +118,11 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.field("network.tcp.send_buffer", na.tcp.send_buffer_bytes, nb.tcp.send_buffer_bytes);
   d.enumeration("network.tcp.congestion_control", na.tcp.congestion_control, nb.tcp.congestion_control);
   d.enumeration("network.tcp.connections", na.tcp.connections, nb.tcp.connections);
+  d.field("network.simgrid.size", na.simgrid_config.size(), nb.simgrid_config.size());
+  for (size_t i = 0; i < na.simgrid_config.size() && i < nb.simgrid_config.size(); ++i) {
+    d.field("network.simgrid", na.simgrid_config[i].first, nb.simgrid_config[i].first);
+    d.field("network.simgrid." + na.simgrid_config[i].first, na.simgrid_config[i].second, nb.simgrid_config[i].second);
+  }
 
   d.device("devices.default_profile", a.devices.default_profile, b.devices.default_profile);
   d.list("devices.node_profiles", a.devices.node_profiles, b.devices.node_profiles,

@@ -11,14 +11,14 @@ namespace {
 
 const std::vector<std::string> kAllNetworkKeys = {"model",    "topology", "nodes",   "bandwidth",
                                                   "latency",  "overrides", "clusters", "wan",
-                                                  "wan_overrides", "links", "tcp"};
+                                                  "wan_overrides", "links", "tcp", "simgrid"};
 
 std::vector<std::string> keys_for(const std::string& topology) {
   if (topology == "star" || topology == "full_mesh")
-    return {"model", "topology", "nodes", "bandwidth", "latency", "overrides", "tcp"};
+    return {"model", "topology", "nodes", "bandwidth", "latency", "overrides", "tcp", "simgrid"};
   if (topology == "clusters")
-    return {"model", "topology", "nodes", "clusters", "wan", "wan_overrides", "overrides", "tcp"};
-  return {"model", "topology", "nodes", "links", "tcp"};  // explicit
+    return {"model", "topology", "nodes", "clusters", "wan", "wan_overrides", "overrides", "tcp", "simgrid"};
+  return {"model", "topology", "nodes", "links", "tcp", "simgrid"};  // explicit
 }
 
 // network.tcp: the tcp model's send buffer, congestion control and connection state.
@@ -137,6 +137,28 @@ void check_connected(const ObjectReader& r, const sim::NetworkSpec& net) {
                                                 " is not connected to node 0 by any path of links");
 }
 
+// network.simgrid: SimGrid setting -> value (strings; numbers and booleans as written).
+// SimGrid itself checks them when the platform is built.
+std::vector<std::pair<std::string, std::string>> simgrid_config(const ObjectReader& r) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!r.has("simgrid")) return out;
+  const std::string path = r.path_of("simgrid");
+  const json& v = r.need("simgrid");
+  if (!v.is_object()) throw SchemaError(path, path + ": expected an object of SimGrid settings, got " + v.dump());
+  for (const auto& [key, value] : v.items()) {
+    const std::string at = join_path(path, key);
+    if (key.empty() || key.find(':') != std::string::npos)
+      throw SchemaError(at, at + ": a SimGrid setting name has no ':' and is not empty");
+    if (value.is_string())
+      out.emplace_back(key, value.get<std::string>());
+    else if (value.is_number() || value.is_boolean())
+      out.emplace_back(key, value.dump());
+    else
+      throw SchemaError(at, at + ": expected a string, number or boolean, got " + value.dump());
+  }
+  return out;
+}
+
 }  // namespace
 
 sim::NetworkSpec parse_network(const ObjectReader& root) {
@@ -195,6 +217,7 @@ sim::NetworkSpec parse_network(const ObjectReader& root) {
     check_connected(r, net);
   }
   net.tcp = tcp_settings(r, net.model);
+  net.simgrid_config = simgrid_config(r);
   return net;
 }
 

@@ -79,6 +79,11 @@ json network_json(const sim::NetworkSpec& n) {
     j["tcp"] = {{"send_buffer", units::exact_bytes(n.tcp.send_buffer_bytes)},
                 {"congestion_control", sim::to_string(n.tcp.congestion_control)},
                 {"connections", sim::to_string(n.tcp.connections)}};
+  if (!n.simgrid_config.empty()) {
+    json sg = json::object();
+    for (const auto& [key, value] : n.simgrid_config) sg[key] = value;
+    j["simgrid"] = sg;
+  }
   return j;
 }
 

@@ -63,6 +63,18 @@ TEST(ScenarioErrors, TcpSettingsOnlyWithTheTcpModel) {
   EXPECT_CONTAINS(error_of(d), "unknown key \"window\" at network.tcp");
 }
 
+TEST(ScenarioErrors, SimgridSettingsAreStringsByName) {
+  json d = base();
+  d["network"]["simgrid"] = {{"network/TCP-gamma", 65536}, {"network/optim", "Full"}};
+  const Scenario ok = parse_scenario(d, "test.json");
+  ASSERT_EQ(ok.network.simgrid_config.size(), 2u);
+  EXPECT_EQ(ok.network.simgrid_config[0], (std::pair<std::string, std::string>{"network/TCP-gamma", "65536"}));
+  d["network"]["simgrid"] = "network/optim:Full";
+  EXPECT_CONTAINS(error_of(d), "network.simgrid: expected an object of SimGrid settings");
+  d["network"]["simgrid"] = {{"network/optim", json::array()}};
+  EXPECT_CONTAINS(error_of(d), "expected a string, number or boolean");
+}
+
 TEST(ScenarioErrors, WrongTypeNamesPathAndExpectation) {
   json d = base();
   d["model"]["layers"] = "4";

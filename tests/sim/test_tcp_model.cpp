@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "common/error.h"
 #include "networks.h"
 #include "sim/replay.h"
 #include "sim/tcp_model.h"
@@ -99,6 +100,25 @@ TEST(TcpModel, FlowsSharingADownlinkSplitThePayloadRate) {
   NetworkSpec net = testing::star(3, link(B, L / 2), NetworkModel::tcp);
   const double expected = L + 2 * S / (B * kTcpPayloadPerFrame);
   EXPECT_NEAR(replay(net, g).step_seconds, expected, 0.01 * expected);
+}
+
+TEST(SimgridConfig, PassesThroughAfterTheModelAndRefusalsNameTheKey) {
+  // ideal has no window cap; a 64 KiB TCP-gamma over a 40 ms round trip caps the flow
+  // at 64 KiB / 40 ms = 1.6 MB/s, so 8 MiB takes about 5.2 s instead of 0.09 s.
+  NetworkSpec net = testing::star(2, link(125e6, 0.010));
+  const double free_s = replay_p2p(net, 8 * kMiB);
+  net.simgrid_config = {{"network/TCP-gamma", "65536"}};
+  EXPECT_NE(describe(net).find("SimGrid config network/TCP-gamma=65536"), std::string::npos) << describe(net);
+  const double capped = replay_p2p(net, 8 * kMiB);
+  EXPECT_LT(free_s, 0.1);
+  EXPECT_NEAR(capped, 0.020 + 8 * kMiB / (65536 / 0.040), 0.01 * capped);
+  net.simgrid_config = {{"network/no-such-setting", "1"}};
+  try {
+    replay_p2p(net, 1);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.place(), "network.simgrid.network/no-such-setting");
+  }
 }
 
 }  // namespace
