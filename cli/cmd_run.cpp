@@ -118,7 +118,16 @@ void add_run_command(CLI::App& app) {
         << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len << ", P = "
         << scenario.parallel.context << ", backend " << scenario.training.backend
         << (world ? " (one rank per MPI process)" : "") << "\n";
-    const train::RunResult r = train::run_training(scenario, options);
+    const train::RunResult r = [&] {
+      if (!world || world->size() < 2) return train::run_training(scenario, options);
+      try {
+        return train::run_training(scenario, options);
+      } catch (const std::exception& e) {  // one rank failing alone would leave the others waiting
+        const bool input = dynamic_cast<const InputError*>(&e) != nullptr;
+        std::cerr << "lowband: error (MPI rank " << world->rank() << "): " << e.what() << std::endl;
+        comm::abort_job(input ? 2 : 1);
+      }
+    }();
     out << "run directory: " << r.run_dir << "\n";
     for (const auto& t : r.retimed) out << "also timed in: " << t.run_dir << " (simulated " << t.sim_total_seconds << " s)\n";
     if (r.already_complete)

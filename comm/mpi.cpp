@@ -323,4 +323,9 @@ std::unique_ptr<MpiCommunicator> mpi_world(int64_t max_elements_per_call) {
   return std::make_unique<MpiCommunicator>(std::move(impl));
 }
 
+void abort_job(int exit_code) {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; if it did, do not linger either
+}
+
 }  // namespace lowband::comm

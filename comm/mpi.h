@@ -35,6 +35,10 @@ class MpiSession {
 // OMPI_COMM_WORLD_SIZE or a PMI launcher's PMI_SIZE in the environment).
 bool launched_by_mpirun();
 
+// Ends every process of the job with `exit_code` (MPI_Abort on MPI_COMM_WORLD):
+// a rank that fails alone must not leave the others waiting in a collective.
+[[noreturn]] void abort_job(int exit_code);
+
 class MpiCommunicator final : public Communicator {
  public:
   struct Impl;  // comm/mpi.cpp: the MPI_Comm and the sends in flight

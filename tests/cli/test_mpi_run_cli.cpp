@@ -71,6 +71,18 @@ TEST_P(MpiRun, EqualsTheInProcessRanksBitForBit) {
   EXPECT_FALSE(fs::exists(dir_ / "mpi" / "rank1"));
 }
 
+// Only rank 0 checks the run directory: when it fails alone, the job must end
+// with its exit status instead of leaving rank 1 waiting in a collective.
+TEST(MpiRunErrors, ARankFailingAloneEndsTheJobWithItsStatus) {
+  const fs::path dir = lowband::test_support::unique_test_temp_dir("lowband_mpi_run_error");
+  std::ofstream(dir / "summary.json") << "{}\n";  // "already holds a run"
+  const int status = sh("timeout 120 " + std::string(LOWBAND_MPIEXEC) + " --oversubscribe --allow-run-as-root -np 2 " +
+                        LOWBAND_BINARY + " run" + kTiny + " --set parallel.context=2 --out " + dir.string() + " >" +
+                        (dir / "log").string() + " 2>&1");
+  EXPECT_EQ(status, 2) << std::ifstream(dir / "log").rdbuf();
+  fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Layouts, MpiRun,
     ::testing::Values(MpiCase{2, " --set parallel.split=zigzag --set parallel.exchange=ring"},
