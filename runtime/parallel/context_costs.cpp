@@ -73,10 +73,11 @@ cost::Cost ContextCosts::mos_reconstruct(int owner) const {
 cost::Cost ContextCosts::optimizer() const { return cost::adamw_step(s_.model.parameters()); }
 
 double ContextCosts::seconds(int rank, const cost::Cost& c, const char* tag) const {
-  const sim::DeviceProfile& device = s_.devices.for_node(rank);
+  const int node = s_.parallel.node_of(rank);
+  const sim::DeviceProfile& device = s_.devices.for_node(node);
   const double sec = cost::seconds(device, c, s_.devices.dtype);
   if (!std::isfinite(sec) || sec < 0)
-    throw InputError("devices", "profile '" + device.name + "' of node " + std::to_string(rank) +
+    throw InputError("devices", "profile '" + device.name + "' of node " + std::to_string(node) +
                                     " gives no finite time for '" + tag +
                                     "' (zero peak FLOP/s, memory bandwidth or efficiency?)");
   return sec;

@@ -9,6 +9,7 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/cost_model.h"
 #include "runtime/model/param_layout.h"
+#include "runtime/parallel/layout.h"
 #include "runtime/parallel/weight_sync.h"
 #include "sim/collectives.h"
 
@@ -95,6 +96,7 @@ class Builder {
                      m_.bytes_per_element, "grad_sync");
     if (codec_grad_bytes_ > 0) all_reduce(codec_grad_bytes_, "codec_grad");
     out_.model_flops = 3.0 * forward_model_flops_;
+    if (!s_.parallel.placement.empty()) out_.graph = place_on_nodes(out_.graph, Layout(s_.parallel));
     return std::move(out_);
   }
 

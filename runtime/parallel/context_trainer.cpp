@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/layout.h"
 
 namespace lowband::parallel {
 namespace {
@@ -135,10 +136,13 @@ static std::vector<std::string> all_gather_strings(comm::Communicator& comm, con
 }
 
 sim::StepGraph ContextTrainer::assemble_graph() {
+  auto on_nodes = [&](const sim::StepGraph& g) {  // the ranks' graph on parallel.placement's nodes
+    return scenario_.parallel.placement.empty() ? g : place_on_nodes(g, Layout(scenario_.parallel));
+  };
   if (!external_) {
     std::vector<const comm::RankLog*> logs;
     for (const auto& log : logs_) logs.push_back(&log);
-    return comm::assemble_step_graph(logs);
+    return on_nodes(comm::assemble_step_graph(logs));
   }
   const std::vector<std::string> blobs = all_gather_strings(*external_, logs_[0].serialize());
   if (external_->rank() != 0) return sim::StepGraph(P_);
@@ -146,7 +150,7 @@ sim::StepGraph ContextTrainer::assemble_graph() {
   for (const auto& b : blobs) logs.push_back(comm::RankLog::deserialize(b));
   std::vector<const comm::RankLog*> ptrs;
   for (const auto& log : logs) ptrs.push_back(&log);
-  return comm::assemble_step_graph(ptrs);
+  return on_nodes(comm::assemble_step_graph(ptrs));
 }
 
 std::vector<std::string> ContextTrainer::gather_rank_states() const {

@@ -74,6 +74,7 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.enumeration("parallel.split", pa.split, pb.split);
   d.enumeration("parallel.exchange", pa.exchange, pb.exchange);
   d.field("parallel.overlap", pa.overlap, pb.overlap);
+  if (pa.placement != pb.placement) d.difference("parallel.placement: the ranks' nodes differ");
 
   const auto &ca = a.compression, &cb = b.compression;
   d.enumeration("compression.method", ca.method, cb.method);

@@ -2,6 +2,7 @@
 // and the checks that span sections. The network section is in parse_network.cpp.
 #include <algorithm>
 #include <cctype>
+#include <tuple>
 
 #include "common/error.h"
 #include "runtime/scenario/load.h"
@@ -38,10 +39,60 @@ ModelConfig parse_model(const ObjectReader& root) {
   return m;
 }
 
+// A list of network node indices (checked against network.nodes in check_across).
+std::vector<int> node_list(const json& v, const std::string& path) {
+  const json& a = as_array(v, path);
+  if (a.empty() || a.size() > size_t(kMaxNodes)) fail(path, "expected 1.." + std::to_string(kMaxNodes) + " node indices");
+  std::vector<int> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_number_integer() || a[i].get<int64_t>() < 0 || a[i].get<int64_t>() >= kMaxNodes)
+      fail(join_path(path, std::to_string(i)), "expected a node index, got " + a[i].dump());
+    out.push_back(int(a[i].get<int64_t>()));
+  }
+  return out;
+}
+
+// parallel.replicas: one object per data-parallel replica. They fix `data` and
+// the placement; until replicas can differ, one replica only (= the
+// homogeneous layout), said as data parallelism is.
+void parse_replicas(const ObjectReader& r, ParallelConfig& p) {
+  const std::string path = r.path_of("replicas");
+  const json& a = as_array(r.need("replicas"), path);
+  if (a.empty()) fail(path, "expected at least one replica");
+  if (r.has("placement")) fail(path, "give the nodes in each replica, not also parallel.placement", {r.path_of("placement")});
+  for (size_t i = 0; i < a.size(); ++i) {
+    const ObjectReader one(a[i], join_path(path, std::to_string(i)), {"pipeline", "context", "nodes", "compress_boundaries"});
+    ReplicaConfig rc;
+    rc.pipeline = static_cast<int>(one.integer_or("pipeline", 1, 1, kMaxNodes));
+    rc.context = static_cast<int>(one.integer_or("context", 1, 1, kMaxNodes));
+    rc.nodes = node_list(one.need("nodes"), one.path_of("nodes"));
+    rc.compress_boundaries = one.boolean_or("compress_boundaries", false);
+    if (int64_t(rc.nodes.size()) != int64_t(rc.pipeline) * rc.context)
+      fail(one.path_of("nodes"), std::to_string(rc.nodes.size()) + " nodes for " + std::to_string(rc.pipeline) +
+                                     " stages x " + std::to_string(rc.context) + " context ranks");
+    p.placement.insert(p.placement.end(), rc.nodes.begin(), rc.nodes.end());
+    p.replicas.push_back(std::move(rc));
+  }
+  if (a.size() > 1) fail(path, "data parallelism is not implemented yet: one replica");
+  const ReplicaConfig& only = p.replicas[0];
+  if (only.pipeline != 1) fail(join_path(path, "0.pipeline"), "pipeline parallelism is not implemented yet: must be 1");
+  // The degrees follow from the replicas; where also given, they must agree.
+  for (const auto& [key, given, from_replicas] : {std::tuple{"data", p.data, int(a.size())},
+                                                  std::tuple{"pipeline", p.pipeline, only.pipeline},
+                                                  std::tuple{"context", p.context, only.context}})
+    if (r.has(key) && given != from_replicas)
+      fail(path, "the replicas make parallel." + std::string(key) + " " + std::to_string(from_replicas) +
+                     ", but it is " + std::to_string(given), {r.path_of(key)});
+  p.data = int(a.size());
+  p.pipeline = only.pipeline;
+  p.context = only.context;
+}
+
 ParallelConfig parse_parallel(const ObjectReader& root) {
   ParallelConfig p;
   if (!root.has("parallel")) return p;
-  const ObjectReader r = root.object("parallel", {"context", "pipeline", "data", "split", "exchange", "overlap"});
+  const ObjectReader r = root.object("parallel", {"context", "pipeline", "data", "split", "exchange", "overlap",
+                                                  "placement", "replicas"});
   p.context = static_cast<int>(r.integer_or("context", 1, 1, kMaxNodes));
   p.pipeline = static_cast<int>(r.integer_or("pipeline", 1, 1, kMaxNodes));
   p.data = static_cast<int>(r.integer_or("data", 1, 1, kMaxNodes));
@@ -52,6 +103,8 @@ ParallelConfig parse_parallel(const ObjectReader& root) {
   p.exchange = r.choice_or("exchange", "ring", {"ring", "all_gather"}) == "ring" ? CpExchange::ring
                                                                                  : CpExchange::all_gather;
   p.overlap = r.boolean_or("overlap", true);
+  if (r.has("placement")) p.placement = node_list(r.need("placement"), r.path_of("placement"));
+  if (r.has("replicas")) parse_replicas(r, p);
   return p;
 }
 
@@ -168,6 +221,23 @@ void check_name(const ObjectReader& root, const std::string& name) {
 void check_across(const Scenario& s) {
   const auto& p = s.parallel;
   const auto& m = s.model;
+  if (!p.placement.empty()) {
+    const std::string where = p.replicas.empty() ? "parallel.placement" : "parallel.replicas";
+    if (int(p.placement.size()) != p.ranks())
+      fail(where, std::to_string(p.placement.size()) + " nodes for " + std::to_string(p.ranks()) + " ranks",
+           {"parallel.context", "parallel.pipeline", "parallel.data"});
+    std::vector<int> rank_on(size_t(s.network.nodes), -1);
+    for (int r = 0; r < p.ranks(); ++r) {
+      const int node = p.placement[size_t(r)];
+      if (node >= s.network.nodes)
+        fail(where, "rank " + std::to_string(r) + " on node " + std::to_string(node) + ", but the network has " +
+                        std::to_string(s.network.nodes) + " nodes", {"network.nodes"});
+      if (rank_on[size_t(node)] >= 0)
+        fail(where, "ranks " + std::to_string(rank_on[size_t(node)]) + " and " + std::to_string(r) +
+                        " both on node " + std::to_string(node) + " (one rank per node)");
+      rank_on[size_t(node)] = r;
+    }
+  }
   if (p.ranks() > s.network.nodes)
     fail("parallel.context", std::to_string(p.ranks()) + " ranks need " + std::to_string(p.ranks()) +
                                  " nodes but network has " + std::to_string(s.network.nodes),

@@ -31,14 +31,30 @@ struct ModelConfig {
 enum class CpSplit { contiguous, zigzag };
 enum class CpExchange { ring, all_gather };
 
+// One data-parallel replica of a heterogeneous layout (parallel.replicas): its
+// own pipeline and context degrees, the network nodes of its ranks (stage-major,
+// then context rank) and whether its pipeline boundaries compress.
+struct ReplicaConfig {
+  int pipeline = 1;
+  int context = 1;
+  std::vector<int> nodes;
+  bool compress_boundaries = false;
+};
+
 struct ParallelConfig {
   int context = 1;   // context-parallel degree P
-  int pipeline = 1;  // reserved
-  int data = 1;      // reserved
+  int pipeline = 1;  // pipeline stages (1 until pipeline parallelism lands)
+  int data = 1;      // data-parallel replicas (1 until data parallelism lands)
   CpSplit split = CpSplit::zigzag;
   CpExchange exchange = CpExchange::ring;
   bool overlap = true;  // overlap K/V transfers with attention on blocks already received
+  // The network node of each rank (rank order: replica, stage, context rank);
+  // empty: rank r on node r. runtime/parallel/layout.h reads it.
+  std::vector<int> placement;
+  // Replicas that differ (empty: `data` identical replicas of pipeline x context).
+  std::vector<ReplicaConfig> replicas;
   int ranks() const { return context * pipeline * data; }
+  int node_of(int rank) const { return placement.empty() ? rank : placement[size_t(rank)]; }
 };
 
 enum class CompressionMethod { none, mos, topk, quantize };

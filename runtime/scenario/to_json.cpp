@@ -176,6 +176,7 @@ nlohmann::json to_json(const Scenario& s) {
         {"validation_fraction", t.validation_fraction}, {"eval_batches", t.eval_batches},
         {"checkpoint_every", t.checkpoint_every}, {"backend", t.backend}}},
   };
+  if (!p.placement.empty()) out["parallel"]["placement"] = p.placement;
   // Inline, so that a run directory's scenario.json says everything the run used.
   if (s.projection.scenario) out["projection"] = {{"scenario", to_json(*s.projection.scenario)}};
   return out;

@@ -1,0 +1,49 @@
+#pragma once
+// Where every rank of a run sits: its data-parallel replica, pipeline stage and
+// context rank, and the network node it runs on; and the group of ranks each
+// parallel dimension talks in. Rank order: replica-major, then stage, then
+// context rank (parallel.replicas lists each replica's nodes in that order).
+//
+// Today one replica of one stage trains (context parallelism); the pipeline and
+// data issues add their dimension's program and use the groups here.
+#include <vector>
+
+#include "runtime/scenario/scenario.h"
+#include "sim/step_graph.h"
+
+namespace lowband::parallel {
+
+struct RankPlace {
+  int replica = 0, stage = 0, context_rank = 0;
+  int node = 0;  // network node
+};
+
+class Layout {
+ public:
+  explicit Layout(const ParallelConfig& parallel);
+
+  int ranks() const { return int(places_.size()); }
+  const RankPlace& place(int rank) const { return places_.at(size_t(rank)); }
+  int node_of(int rank) const { return place(rank).node; }
+  int rank_at(int replica, int stage, int context_rank) const;
+
+  // The ranks `rank` exchanges with in one dimension, in rank order (itself
+  // included): same replica and stage (context), same replica and context rank
+  // (pipeline), same stage and context rank in every replica (data).
+  std::vector<int> context_group(int rank) const;
+  std::vector<int> pipeline_group(int rank) const;
+  std::vector<int> data_group(int rank) const;
+
+ private:
+  struct Replica {
+    int first_rank = 0, pipeline = 1, context = 1;
+  };
+  std::vector<Replica> replicas_;
+  std::vector<RankPlace> places_;
+};
+
+// `graph` (one task list per rank) moved onto network nodes: every task's rank
+// and peer through layout.node_of. Task ids and dependencies stay as they are.
+sim::StepGraph place_on_nodes(const sim::StepGraph& graph, const Layout& layout);
+
+}  // namespace lowband::parallel
