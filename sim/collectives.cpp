@@ -187,7 +187,7 @@ double tcp_expected_seconds(Collective collective, const NetworkSpec& network, i
       if (tcp.connections != ConnectionState::warm) return none;
       if (p < 2) return 0;
       const double share = B * kTcpPayloadPerFrame / flows_per_link;
-      return L + total_bytes / std::min(share, tcp_rate_bytes_per_s(B, 2 * L, tcp));
+      return L + total_bytes / std::min(share, tcp_message_rate_bytes_per_s(total_bytes, B, 2 * L, tcp));
     }
     case Collective::all_to_all: return none;
   }

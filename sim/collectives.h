@@ -68,7 +68,7 @@ double point_to_point_seconds(double total_bytes, double bandwidth_bytes_per_s, 
 // Model ideal: the forms above. Model tcp (sim/tcp_model.h): point-to-point and ring
 // rounds as tcp_message_seconds on each rank's connection (fresh connections pay
 // their startup in the first rounds), incast with warm connections as
-// L + S / min(B * 1448/1514 / flows, window / 2L). NaN otherwise.
+// L + S / min(B * 1448/1514 / flows, the message rate of S alone). NaN otherwise.
 double expected_seconds(Collective collective, const NetworkSpec& network, int p, double total_bytes);
 
 // nccl-tests' bus bandwidth factor: all-reduce 2(p-1)/p; all-gather, reduce-scatter

@@ -6,6 +6,7 @@
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -203,20 +204,33 @@ TcpConnections& tcp_connections() {
   return table;
 }
 
-// Latency factor of one message: (L + startup) / L, startup as sim/tcp_model.h says.
+struct Path {
+  double latency_s = 0, bottleneck_bytes_per_s = -1;
+};
+Path path_of(const std::vector<sg4::Link*>& links) {
+  Path p;
+  for (const sg4::Link* l : links) {
+    p.latency_s += l->get_latency();
+    if (p.bottleneck_bytes_per_s < 0 || l->get_bandwidth() < p.bottleneck_bytes_per_s)
+      p.bottleneck_bytes_per_s = l->get_bandwidth();
+  }
+  return p;
+}
+
+// Latency factor of one message: (L + startup - first-window bonus) / L, as
+// sim/tcp_model.h says; SimGrid's TCP-gamma then streams it at the steady rate.
 double tcp_latency_factor(double bytes, const sg4::Host* src, const sg4::Host* dst,
                           const std::vector<sg4::Link*>& links) {
-  double latency = 0, bottleneck = -1;
-  for (const sg4::Link* l : links) {
-    latency += l->get_latency();
-    if (bottleneck < 0 || l->get_bandwidth() < bottleneck) bottleneck = l->get_bandwidth();
-  }
+  const Path path = path_of(links);
+  const double latency = path.latency_s, bottleneck = path.bottleneck_bytes_per_s;
   if (!(latency > 0) || !(bottleneck > 0)) return 1;
   TcpConnections& table = tcp_connections();
   auto [it, added] = table.by_pair.try_emplace({src, dst}, tcp_initial_connection(table.settings.connections));
   const double rtt = 2 * latency;
   const double rate = tcp_rate_bytes_per_s(bottleneck, rtt, table.settings);
-  return 1 + tcp_startup_seconds(bytes, rate, rtt, table.settings.congestion_control, it->second) / latency;
+  const double startup = tcp_startup_seconds(bytes, rate, rtt, table.settings.congestion_control, it->second);
+  const double bonus = tcp_first_window_bonus_seconds(bytes, bottleneck, rtt, table.settings);
+  return std::max(0.0, latency + startup - bonus) / latency;
 }
 
 void install_tcp_model(const TcpSettings& tcp) {
@@ -289,8 +303,8 @@ void configure_network_model(const NetworkSpec& net) {
       // Header overhead and startup come from callbacks (install_tcp_model); the
       // window cap is SimGrid's TCP-gamma: each flow's link share is bounded by
       // gamma / (2 * route latency), and its goodput is that times the bandwidth
-      // factor, hence the division. No ACK cross-traffic: the testbed's shared
-      // downlinks and rings measured none beyond the header overhead.
+      // factor, hence the division. No ACK cross-traffic: flows sharing the testbed's
+      // downlinks measured none beyond the header overhead (analysis/network-fidelity/).
       sg4::Engine::set_config("network/model:CM02");
       sg4::Engine::set_config("network/crosstraffic:0");
       sg4::Engine::set_config("network/TCP-gamma:" + std::to_string(tcp_window_bytes(net.tcp) / kTcpPayloadPerFrame));

@@ -20,6 +20,20 @@ double tcp_rate_bytes_per_s(double bottleneck_bytes_per_s, double rtt_s, const T
   return std::min(line, tcp_window_bytes(tcp) / rtt_s);
 }
 
+double tcp_message_rate_bytes_per_s(double bytes, double bottleneck_bytes_per_s, double rtt_s,
+                                    const TcpSettings& tcp) {
+  const double line = bottleneck_bytes_per_s * kTcpPayloadPerFrame;
+  const double window = tcp_window_bytes(tcp);
+  if (!(rtt_s > 0) || window >= line * rtt_s || bytes <= window) return line;
+  return bytes / (window / line + (bytes - window) * rtt_s / window);
+}
+
+double tcp_first_window_bonus_seconds(double bytes, double bottleneck_bytes_per_s, double rtt_s,
+                                      const TcpSettings& tcp) {
+  return bytes / tcp_rate_bytes_per_s(bottleneck_bytes_per_s, rtt_s, tcp) -
+         bytes / tcp_message_rate_bytes_per_s(bytes, bottleneck_bytes_per_s, rtt_s, tcp);
+}
+
 double tcp_slow_start_exit_fraction(CongestionControl cc) {
   switch (cc) {
     case CongestionControl::cubic: return 1.0;
@@ -73,7 +87,9 @@ double tcp_message_seconds(double bytes, double bottleneck_bytes_per_s, double l
                            TcpConnection& conn) {
   const double rtt = 2 * latency_s;
   const double rate = tcp_rate_bytes_per_s(bottleneck_bytes_per_s, rtt, tcp);
-  return latency_s + bytes / rate + tcp_startup_seconds(bytes, rate, rtt, tcp.congestion_control, conn);
+  const double t = latency_s + bytes / tcp_message_rate_bytes_per_s(bytes, bottleneck_bytes_per_s, rtt, tcp) +
+                   tcp_startup_seconds(bytes, rate, rtt, tcp.congestion_control, conn);
+  return std::max(t, bytes / rate);
 }
 
 }  // namespace lowband::sim

@@ -4,9 +4,12 @@
 //
 // A message of S bytes on a path of one-way latency L (the sum of its links'
 // latencies; round trip 2L) and bottleneck link rate B takes, alone on its path,
-//   L + S / rate + startup,   rate = min(B * 1448/1514, window / 2L)
-// where 1448/1514 is TCP payload per Ethernet frame (MSS 1448 with timestamps, 1514
-// bytes on the wire), `window` the bytes in flight a send buffer allows, and
+//   L + S / message_rate + startup
+// where message_rate is B * 1448/1514 (TCP payload per Ethernet frame: MSS 1448 with
+// timestamps, 1514 bytes on the wire) unless the window (the bytes in flight a send
+// buffer allows) is smaller than the path's pipe and the message larger than the
+// window: then the first window leaves at the line rate and the rest at one window per
+// round trip, S / message_rate = W / (B * 1448/1514) + (S - W) * 2L / W. And
 // `startup` the connection's cost before its window covers the path: a handshake
 // round trip when it opens, then slow-start rounds (the window doubles each round
 // trip from 10 segments until the congestion control leaves slow start). A warm
@@ -25,8 +28,20 @@ inline constexpr double kTcpInitialWindowBytes = 10 * kTcpMssBytes;             
 // buffered segment its skb's true size, so less than the buffer is data.
 double tcp_window_bytes(const TcpSettings& tcp);
 
-// Goodput of one flow alone on a path: min(B * 1448/1514, window / rtt).
+// Steady goodput of one flow alone on a path: min(B * 1448/1514, window / rtt).
 double tcp_rate_bytes_per_s(double bottleneck_bytes_per_s, double rtt_s, const TcpSettings& tcp);
+
+// Average goodput of one message of `bytes` alone on a path (message_rate above).
+double tcp_message_rate_bytes_per_s(double bytes, double bottleneck_bytes_per_s, double rtt_s,
+                                    const TcpSettings& tcp);
+
+// S / steady rate - S / message_rate: what the first window at line rate saves over a
+// message streamed at window / rtt throughout. The simulation streams every message at
+// the steady rate (SimGrid's TCP-gamma, right for flows that share links) and takes
+// this off the message's latency, never below zero; hence the max in
+// tcp_message_seconds.
+double tcp_first_window_bonus_seconds(double bytes, double bottleneck_bytes_per_s, double rtt_s,
+                                      const TcpSettings& tcp);
 
 // The window where slow start ends, as a fraction of the path's pipe (rate * rtt):
 // bbr's startup fills the pipe; cubic's HyStart leaves early and then grows slowly.
@@ -45,7 +60,8 @@ TcpConnection tcp_initial_connection(ConnectionState connections);
 double tcp_startup_seconds(double bytes, double rate_bytes_per_s, double rtt_s, CongestionControl cc,
                            TcpConnection& conn);
 
-// The whole closed form for one message alone on its path; advances conn.
+// The whole closed form for one message alone on its path; advances conn:
+// max(L + S / message_rate + startup, S / steady rate).
 double tcp_message_seconds(double bytes, double bottleneck_bytes_per_s, double latency_s, const TcpSettings& tcp,
                            TcpConnection& conn);
 

@@ -1,6 +1,7 @@
 // The tcp model's closed-form pieces (sim/tcp_model.h), and the replay agreeing with them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -53,15 +54,24 @@ TEST(TcpModel, SendBufferCapsTheWindowOnLongFastPaths) {
   EXPECT_NEAR(tcp_rate_bytes_per_s(B, 2 * L, large), B * kTcpPayloadPerFrame, 1.0);
   EXPECT_GT(tcp_window_bytes(small), 0.5 * small.send_buffer_bytes);  // most of the buffer is data
   EXPECT_LT(tcp_window_bytes(small), small.send_buffer_bytes);
-  for (double buffer : {4 * kMiB, 16 * kMiB}) {
+  // With the small buffer the first window leaves at the line rate, the rest one window
+  // per round trip; with the large one everything goes at the line rate.
+  const double W = tcp_window_bytes(small), line = B * kTcpPayloadPerFrame;
+  const double expected_small = std::max(L + W / line + (S - W) * 2 * L / W, S / (W / (2 * L)));
+  const double expected_large = L + S / line;
+  for (auto [buffer, expected] : {std::pair{4 * kMiB, expected_small}, std::pair{16 * kMiB, expected_large}}) {
     TcpSettings tcp;
     tcp.send_buffer_bytes = buffer;
     TcpConnection warm = tcp_initial_connection(ConnectionState::warm);
-    const double expected = tcp_message_seconds(S, B, L, tcp, warm);
-    EXPECT_NEAR(expected, L + S / tcp_rate_bytes_per_s(B, 2 * L, tcp), 1e-12 * expected);
+    EXPECT_NEAR(tcp_message_seconds(S, B, L, tcp, warm), expected, 1e-12 * expected) << buffer;
     const double replayed = replay_p2p(tcp_star(B, L / 2, buffer, ConnectionState::warm), S);
     EXPECT_NEAR(replayed, expected, 0.01 * expected) << buffer;
   }
+  // A message that fits in the window is not capped: 1 MiB < W goes at the line rate.
+  TcpConnection warm = tcp_initial_connection(ConnectionState::warm);
+  const double one = L + kMiB / line;
+  EXPECT_NEAR(tcp_message_seconds(kMiB, B, L, small, warm), one, 1e-12 * one);
+  EXPECT_NEAR(replay_p2p(tcp_star(B, L / 2, 4 * kMiB, ConnectionState::warm), kMiB), one, 0.01 * one);
 }
 
 TEST(TcpModel, FreshConnectionPaysHandshakeAndSlowStartOnce) {
