@@ -1,4 +1,5 @@
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -6,6 +7,7 @@
 #include "cli/bench_comm_transport.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "runtime/scenario/load.h"
 #include "runtime/scenario/units.h"
 #include "sim/comm_bench.h"
 
@@ -32,6 +34,26 @@ sim::Collective parse_collective(const std::string& name) {
     if (name == sim::to_string(c)) return c;
   throw InputError("--collectives", "unknown collective \"" + name +
                                         "\" (expected all_reduce, all_gather, reduce_scatter, all_to_all, p2p, incast)");
+}
+
+// A file with a "network" section and no "model" is a network-only scenario: the
+// sections bench-comm does not use come from the built-in default, with one context
+// rank so that any number of nodes fits. Anything else loads as a full scenario.
+Scenario load_bench_scenario(const ScenarioSource& source, bool& network_only) {
+  network_only = false;
+  if (source.file.empty()) return load_scenario(source);
+  std::ifstream in(source.file);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || doc.contains("model") || !doc.contains("network"))
+    return load_scenario(source);  // and its errors, with line and column for bad JSON
+  nlohmann::json full = nlohmann::json::parse(builtin_scenario_text("default"));
+  full["name"] = "network-only";
+  full.erase("description");
+  full["parallel"]["context"] = 1;
+  for (const auto& [key, value] : doc.items()) full[key] = value;
+  apply_overrides(full, source.sets);
+  network_only = true;
+  return parse_scenario(full, source.file);
 }
 
 nlohmann::json rows_json(const Scenario& scenario, const std::vector<sim::CommBenchRow>& rows) {
@@ -72,7 +94,9 @@ void add_bench_comm_command(CLI::App& app) {
                       "which collectives: all_reduce, all_gather, reduce_scatter, all_to_all, p2p, incast (simulated: "
                       "ranks 1..p-1 each send S to rank 0 at once)")
           ->delimiter(',');
-  cmd->add_option("--ranks", args->ranks, "participants 0..N-1 (default: the scenario's ranks)");
+  cmd->add_option("--ranks", args->ranks,
+                  "participants 0..N-1 (default: the scenario's ranks; every node for a file with only a "
+                  "\"network\" section, which is enough here)");
   cmd->add_option("--pair", args->pair, "simulated p2p from node A to node B (default: 0,1)")
       ->delimiter(',')
       ->expected(2);
@@ -88,7 +112,8 @@ void add_bench_comm_command(CLI::App& app) {
                                   collectives_option->count() ? args->collectives : std::vector<std::string>{},
                                   args->ranks, args->iters},
                                  [&] { return load_scenario(args->source).parallel.ranks(); });
-    const Scenario scenario = load_scenario(args->source);
+    bool network_only = false;
+    const Scenario scenario = load_bench_scenario(args->source, network_only);
     std::vector<double> sizes_bytes;
     for (const auto& s : args->sizes) sizes_bytes.push_back(units::parse_bytes(s, "--sizes"));
     std::vector<sim::Collective> collectives, p2p;
@@ -96,7 +121,7 @@ void add_bench_comm_command(CLI::App& app) {
       const sim::Collective collective = parse_collective(c);
       (collective == sim::Collective::p2p && !args->pair.empty() ? p2p : collectives).push_back(collective);
     }
-    const int p = args->ranks > 0 ? args->ranks : scenario.parallel.ranks();
+    const int p = args->ranks > 0 ? args->ranks : network_only ? scenario.network.nodes : scenario.parallel.ranks();
     if (p < 2 || p > scenario.network.nodes)
       throw InputError("--ranks", "need 2.." + std::to_string(scenario.network.nodes) +
                                       " ranks on this network, got " + std::to_string(p));

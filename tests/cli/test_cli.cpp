@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -138,6 +139,30 @@ TEST_F(Cli, BenchCommSaysWhenThereIsNoClosedForm) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("no closed form for this network"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("off the closed form"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BenchCommNeedsOnlyANetwork) {
+  // A file with only a network section: every node takes part; JSON rows with the tcp
+  // model's closed form; a bad value names its path in the file.
+  const fs::path net = write("net.json", R"({"network": {"model": "tcp", "topology": "star", "nodes": 3,
+      "bandwidth": "1Gbps", "latency": "12.5ms", "tcp": {"send_buffer": "16MiB"}}})");
+  const auto r = run("bench-comm " + net.string() + " --json --sizes 8MiB --collectives p2p,incast");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["network"].get<std::string>().find("3 nodes, 1 Gbps / 12.5 ms per access link (path latency 25 ms)"),
+            std::string::npos)
+      << j.dump();
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const auto& row : j["rows"]) {
+    EXPECT_LT(std::abs(row["deviation"].get<double>()), 1e-3) << row.dump();
+    EXPECT_EQ(row["ranks"].get<int>(), row["collective"] == "incast" ? 3 : 2) << row.dump();
+  }
+  // p2p alone: 25 ms + 8 MiB at 1448/1514 of 1 Gbps (16 MiB of buffer covers the path).
+  const double p2p = 0.025 + 8 * 1048576 / (125e6 * 1448.0 / 1514.0);
+  EXPECT_NEAR(j["rows"][0]["time_seconds"].get<double>(), p2p, 1e-3 * p2p);
+  const auto bad = run("bench-comm " + net.string() + " --set network.tcp.send_buffer=1KiB");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("network.tcp.send_buffer"), std::string::npos) << bad.err;
 }
 
 TEST_F(Cli, BenchCommBadSizeNamesFlag) {
