@@ -56,17 +56,15 @@ void RecordingCommunicator::send(int dst, int tag, const void* data, size_t byte
 
 void RecordingCommunicator::recv(int src, int tag, void* data, size_t bytes, const Wire& wire) {
   inner_->recv(src, tag, data, bytes, wire);
-  Event e;
-  e.type = EventType::recv;
-  e.kind = wire.kind;
-  e.peer = members_.at(size_t(src));
-  e.tag = tag;
-  e.comm_id = comm_id_;
-  log_.add(std::move(e));
+  record_recv(src, tag, wire);
 }
 
 void RecordingCommunicator::recv_message(int src, int tag, std::vector<uint8_t>& out, const Wire& wire) {
   inner_->recv_message(src, tag, out, wire);
+  record_recv(src, tag, wire);
+}
+
+void RecordingCommunicator::record_recv(int src, int tag, const Wire& wire) {
   Event e;
   e.type = EventType::recv;
   e.kind = wire.kind;

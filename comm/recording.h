@@ -86,6 +86,7 @@ class RecordingCommunicator final : public Communicator {
   RecordingCommunicator(std::unique_ptr<Communicator> inner, RankLog& log, std::vector<int> members,
                         int comm_id, std::shared_ptr<int> next_comm_id);
   void collective(EventType type, double buffer_bytes, const Wire& wire, int root = -1);
+  void record_recv(int src, int tag, const Wire& wire);
 
   std::unique_ptr<Communicator> owned_;
   Communicator* inner_;

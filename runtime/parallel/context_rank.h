@@ -110,6 +110,8 @@ class ContextRank {
   int64_t rows(int owner) const { return int64_t(sequences_) * local_tokens_[size_t(owner)]; }
   int owner_at(int k) const { return ((rank_ - k) % P_ + P_) % P_; }
   compress::KvBlockId block_id(int l, compress::KvTensor t, int owner, int chunk, int sequence) const;
+  template <class F> void for_each_block(int l, int owner, F f) const;
+  size_t block_count(int owner) const;  // K and V blocks of owner's chunks over the batch
 
   Scenario scenario_;
   int rank_, P_, L_;

@@ -16,85 +16,68 @@ const float* ContextRank::to_host(const float* ptr, size_t count, std::vector<fl
   return host.data();
 }
 
+// Calls f(block index, id, n, offset of the block's first K/V value) for every
+// block of `owner` in message order: sequence-major, then chunk, K before V.
+template <class F>
+void ContextRank::for_each_block(int l, int owner, F f) const {
+  const auto& ranges = ranges_[size_t(owner)];
+  size_t b = 0;
+  for (int s = 0; s < sequences_; ++s)
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const int64_t n = ranges[i].second - ranges[i].first;
+      const int64_t off = (s * local_tokens_[size_t(owner)] + chunk_row_[size_t(owner)][i]) * kv_row_;
+      for (KvTensor t : {KvTensor::k, KvTensor::v}) f(b++, block_id(l, t, owner, int(i), s), n, off);
+    }
+}
+
+size_t ContextRank::block_count(int owner) const { return size_t(sequences_) * ranges_[size_t(owner)].size() * 2; }
+
 void ContextRank::encode_blocks(int l, std::vector<uint8_t>& message) {
   const auto& a = model_.activations(l);
   begin_kv_message(message);
   compress::KvMessage block;
-  const auto& mine = ranges_[size_t(rank_)];
-  for (int s = 0; s < sequences_; ++s)
-    for (size_t i = 0; i < mine.size(); ++i) {
-      const int64_t n = mine[i].second - mine[i].first;
-      const int64_t off = (s * local_tokens_[size_t(rank_)] + chunk_row_[size_t(rank_)][i]) * kv_row_;
-      for (KvTensor t : {KvTensor::k, KvTensor::v}) {
-        const float* z = to_host((t == KvTensor::k ? a.k : a.v) + off, size_t(n * kv_row_), host_a_);
-        codec_->encode(block_id(l, t, rank_, int(i), s), n, z, block);
-        append_block(message, block);
-      }
-    }
+  for_each_block(l, rank_, [&](size_t, const compress::KvBlockId& id, int64_t n, int64_t off) {
+    const float* z = to_host((id.tensor == KvTensor::k ? a.k : a.v) + off, size_t(n * kv_row_), host_a_);
+    codec_->encode(id, n, z, block);
+    append_block(message, block);
+  });
 }
 
 void ContextRank::decode_blocks(int l, int owner, const std::vector<uint8_t>& message) {
   const std::vector<compress::KvMessage> blocks = kv_message_blocks(message);
-  const auto& theirs = ranges_[size_t(owner)];
-  if (blocks.size() != size_t(sequences_) * theirs.size() * 2)
+  if (blocks.size() != block_count(owner))
     throw std::logic_error("K/V message of rank " + std::to_string(owner) + ": " + std::to_string(blocks.size()) +
                            " blocks");
-  size_t b = 0;
-  for (int s = 0; s < sequences_; ++s)
-    for (size_t i = 0; i < theirs.size(); ++i) {
-      const int64_t n = theirs[i].second - theirs[i].first;
-      const int64_t off = (s * local_tokens_[size_t(owner)] + chunk_row_[size_t(owner)][i]) * kv_row_;
-      for (KvTensor t : {KvTensor::k, KvTensor::v}) {
-        float* z_hat = (t == KvTensor::k ? k_hat_ : v_hat_)[size_t(l)][size_t(owner)].data() + off;
-        if (k_.device == kernels::Device::cpu) {
-          codec_->decode(block_id(l, t, owner, int(i), s), n, blocks[b++], z_hat);
-        } else {
-          host_b_.resize(size_t(n * kv_row_));
-          codec_->decode(block_id(l, t, owner, int(i), s), n, blocks[b++], host_b_.data());
-          k_.upload(z_hat, host_b_.data(), host_b_.size() * sizeof(float));
-        }
-      }
-    }
+  for_each_block(l, owner, [&](size_t b, const compress::KvBlockId& id, int64_t n, int64_t off) {
+    float* z_hat = (id.tensor == KvTensor::k ? k_hat_ : v_hat_)[size_t(l)][size_t(owner)].data() + off;
+    if (k_.device == kernels::Device::cpu) return codec_->decode(id, n, blocks[b], z_hat);
+    host_b_.resize(size_t(n * kv_row_));
+    codec_->decode(id, n, blocks[b], host_b_.data());
+    k_.upload(z_hat, host_b_.data(), host_b_.size() * sizeof(float));
+  });
 }
 
 void ContextRank::encode_gradients(int l, int owner, const float* dk, const float* dv,
                                    std::vector<compress::KvGradient>& out) {
-  const auto& theirs = ranges_[size_t(owner)];
-  out.assign(size_t(sequences_) * theirs.size() * 2, {});
-  size_t b = 0;
-  for (int s = 0; s < sequences_; ++s)
-    for (size_t i = 0; i < theirs.size(); ++i) {
-      const int64_t n = theirs[i].second - theirs[i].first;
-      const int64_t off = (s * local_tokens_[size_t(owner)] + chunk_row_[size_t(owner)][i]) * kv_row_;
-      for (KvTensor t : {KvTensor::k, KvTensor::v}) {
-        const float* dz_hat = to_host((t == KvTensor::k ? dk : dv) + off, size_t(n * kv_row_), host_a_);
-        codec_->encode_gradient(block_id(l, t, owner, int(i), s), n, dz_hat, out[b++]);
-      }
-    }
+  out.assign(block_count(owner), {});
+  for_each_block(l, owner, [&](size_t b, const compress::KvBlockId& id, int64_t n, int64_t off) {
+    const float* dz_hat = to_host((id.tensor == KvTensor::k ? dk : dv) + off, size_t(n * kv_row_), host_a_);
+    codec_->encode_gradient(id, n, dz_hat, out[b]);
+  });
 }
 
 void ContextRank::decode_gradients(int l, const std::vector<compress::KvGradient>& summed) {
-  const auto& mine = ranges_[size_t(rank_)];
-  if (summed.size() != size_t(sequences_) * mine.size() * 2)
+  if (summed.size() != block_count(rank_))
     throw std::logic_error("dK/dV message for rank " + std::to_string(rank_) + ": " +
                            std::to_string(summed.size()) + " blocks");
-  size_t b = 0;
-  for (int s = 0; s < sequences_; ++s)
-    for (size_t i = 0; i < mine.size(); ++i) {
-      const int64_t n = mine[i].second - mine[i].first;
-      const int64_t off = (s * local_tokens_[size_t(rank_)] + chunk_row_[size_t(rank_)][i]) * kv_row_;
-      for (KvTensor t : {KvTensor::k, KvTensor::v}) {
-        float* dz = (t == KvTensor::k ? model_.dk() : model_.dv()) + off;
-        if (k_.device == kernels::Device::cpu) {
-          codec_->decode_gradient(block_id(l, t, rank_, int(i), s), n, summed[b++], dz);
-        } else {  // the codec adds into dz
-          host_b_.resize(size_t(n * kv_row_));
-          k_.download(host_b_.data(), dz, host_b_.size() * sizeof(float));
-          codec_->decode_gradient(block_id(l, t, rank_, int(i), s), n, summed[b++], host_b_.data());
-          k_.upload(dz, host_b_.data(), host_b_.size() * sizeof(float));
-        }
-      }
-    }
+  for_each_block(l, rank_, [&](size_t b, const compress::KvBlockId& id, int64_t n, int64_t off) {
+    float* dz = (id.tensor == KvTensor::k ? model_.dk() : model_.dv()) + off;
+    if (k_.device == kernels::Device::cpu) return codec_->decode_gradient(id, n, summed[b], dz);
+    host_b_.resize(size_t(n * kv_row_));  // the codec adds into dz
+    k_.download(host_b_.data(), dz, host_b_.size() * sizeof(float));
+    codec_->decode_gradient(id, n, summed[b], host_b_.data());
+    k_.upload(dz, host_b_.data(), host_b_.size() * sizeof(float));
+  });
 }
 
 void ContextRank::begin_codec_step(comm::Communicator& comm, int step) {

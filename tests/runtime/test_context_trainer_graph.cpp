@@ -18,6 +18,7 @@
 #include "runtime/parallel/context_schedule.h"
 #include "runtime/parallel/context_trainer.h"
 #include "runtime/scenario/load.h"
+#include "tests/runtime/test_graph_support.h"
 
 namespace lowband::parallel::test {
 namespace {
@@ -36,14 +37,7 @@ std::vector<int32_t> tokens(const Scenario& s) {
   return t;
 }
 
-using Transfer = std::tuple<int, int, double, std::string>;
-std::vector<Transfer> transfers(const sim::StepGraph& g) {
-  std::vector<Transfer> out;
-  for (const auto& t : g.tasks())
-    if (t.kind == sim::TaskKind::transfer) out.emplace_back(t.rank, t.peer, t.bytes, t.kind_tag);
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using test_support::transfers;
 
 class RecordedGraph : public ::testing::TestWithParam<std::vector<std::string>> {};
 

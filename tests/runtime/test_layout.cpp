@@ -12,6 +12,7 @@
 #include "runtime/parallel/context_trainer.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/scenario/load.h"
+#include "tests/runtime/test_graph_support.h"
 
 namespace lowband::parallel::test {
 namespace {
@@ -81,14 +82,7 @@ TEST(Layout, PlacementAndReplicasAreValidatedWithTheirPath) {
   EXPECT_EQ(ok.parallel.node_of(0), 5);
 }
 
-using Transfer = std::tuple<int, int, double, std::string>;
-std::vector<Transfer> transfers(const sim::StepGraph& g) {
-  std::vector<Transfer> out;
-  for (const auto& t : g.tasks())
-    if (t.kind == sim::TaskKind::transfer) out.emplace_back(t.rank, t.peer, t.bytes, t.kind_tag);
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using test_support::transfers;
 
 TEST(Layout, ATrainedStepRunsOnThePlacedNodes) {
   const Scenario placed =
