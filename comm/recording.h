@@ -48,7 +48,11 @@ class RankLog {
   void compute(double seconds, const char* kind);
   // What the rank computes next waits for its deferred collectives (the optimiser
   // after the gradient buckets).
-  void join_deferred() { add(Event{EventType::join}); }
+  void join_deferred() {
+    Event e;
+    e.type = EventType::join;
+    add(std::move(e));
+  }
   void add(Event event) { events_.push_back(std::move(event)); }
   void clear() { events_.clear(); }
   const std::vector<Event>& events() const { return events_; }
