@@ -106,7 +106,8 @@ void add_bench_comm_command(CLI::App& app) {
                   "the last two time lowband's own communicators on this machine")
       ->check(CLI::IsMember({"simulated", "in-process", "mpi"}));
   cmd->add_option("--iters", args->iters, "in-process/mpi: timed calls per row (default: about 0.2 s worth)");
-  cmd->callback([args, sizes_option, collectives_option] {
+  cmd->callback([args, cmd, sizes_option, collectives_option] {
+    if (cmd->count("--ranks") && args->ranks < 1) throw InputError("--ranks", "must be at least 1, got " + std::to_string(args->ranks));
     if (args->transport != "simulated")
       return run_transport_bench({args->transport, sizes_option->count() ? args->sizes : std::vector<std::string>{},
                                   collectives_option->count() ? args->collectives : std::vector<std::string>{},

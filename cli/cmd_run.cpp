@@ -20,6 +20,7 @@
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
+#include "runtime/train/run_dir.h"
 
 namespace lowband::cli {
 
@@ -40,10 +41,17 @@ Scenario scenario_to_resume(const RunArgs& args) {
     throw InputError("--out", "not with --resume: the resumed run writes to its own directory " + args.resume);
   if (!std::filesystem::is_directory(args.resume)) throw InputError("--resume", "no run directory " + args.resume);
   const std::string recorded_file = args.resume + "/scenario.json";
-  if (!std::filesystem::exists(recorded_file))
-    throw InputError("--resume", args.resume + " has no scenario.json: not a run directory");
-  const Scenario recorded = load_scenario_file(recorded_file);
   const bool named = !args.source.file.empty() || !args.source.builtin.empty();
+  if (!std::filesystem::exists(recorded_file)) {
+    // A run writes scenario.json with its first steps: this one stopped before them.
+    if (named && train::empty_but_lock(args.resume)) return load_scenario(args.source);
+    throw InputError("--resume", args.resume + " has no scenario.json: " +
+                                     (train::empty_but_lock(args.resume)
+                                          ? "the run stopped before its first step; start it with lowband run "
+                                            "SCENARIO --out " + args.resume
+                                          : std::string("not a run directory")));
+  }
+  const Scenario recorded = load_scenario_file(recorded_file);
   if (!named && args.source.sets.empty()) return recorded;
   const Scenario given = named ? load_scenario(args.source) : load_scenario_file(recorded_file, args.source.sets);
   const std::string diff = scenario_difference(recorded, given);
@@ -89,7 +97,7 @@ void add_run_command(CLI::App& app) {
   cmd->callback([args, cmd] {
     const bool resume = !args->resume.empty();
     const Scenario scenario = resume ? scenario_to_resume(*args) : load_scenario(args->source);
-    if (args->steps == 0 || args->steps < -1) throw InputError("--steps", "must be at least 1");
+    if (cmd->count("--steps") && args->steps < 1) throw InputError("--steps", "must be at least 1");
     if (cmd->count("--threads") && args->threads < 1) throw InputError("--threads", "must be at least 1");
     train::RunOptions options;
     options.out_dir = resume ? args->resume : args->out;

@@ -19,6 +19,7 @@
 #include "runtime/sweep/runner.h"
 #include "runtime/sweep/worker.h"
 #include "runtime/train/run.h"
+#include "runtime/train/run_dir.h"
 
 namespace lowband::cli {
 
@@ -102,7 +103,7 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
   if (out.empty()) out = train::default_run_dir(plan.base_name + "-sweep");
   std::error_code ec;
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw InputError("--out", out + " is not a directory");
-  if (fs::is_directory(out, ec) && !fs::is_empty(out, ec) && !fs::exists(fs::path(out) / "index.json", ec))
+  if (fs::is_directory(out, ec) && !train::empty_but_lock(out) && !fs::exists(fs::path(out) / "index.json", ec))
     throw InputError("--out", out + " exists and is not a sweep directory (no index.json): give a new or empty one");
 
   sweep::SweepOptions options;
@@ -143,10 +144,13 @@ void add_sweep_command(CLI::App& app) {
   cmd->callback([args, cmd] { run_sweep_command(*args, *cmd); });
 
   auto group_file = std::make_shared<std::string>();
+  auto parent_pid = std::make_shared<int>(0);
   CLI::App* worker = app.add_subcommand("sweep-worker", "one training of a sweep (started by lowband sweep)");
   worker->group("");  // hidden from --help
   worker->add_option("GROUP_FILE", *group_file)->required();
-  worker->callback([group_file] {
+  worker->add_option("--parent-pid", *parent_pid, "the sweep that started this worker: it dies with it");
+  worker->callback([group_file, parent_pid] {
+    if (*parent_pid > 0) sweep::die_with_parent(*parent_pid);
     const int status = sweep::run_group_worker(*group_file);
     if (status != 0) throw CommandFailed("sweep worker: the training failed (" + sweep::result_path(*group_file) + ")", status);
   });

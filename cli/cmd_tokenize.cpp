@@ -2,6 +2,7 @@
 // file once, so runs read the ids directly instead of tokenizing at every start.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -37,6 +38,9 @@ void add_tokenize_command(CLI::App& app) {
     if (args->tokenizer != "gpt2" && args->tokenizer != "byte")
       throw InputError("--tokenizer", "expected gpt2 or byte, got \"" + args->tokenizer + "\"");
     if (!data::is_token_file(args->out)) throw InputError("--out", "the output file must end in .u16");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(args->input, ec))
+      throw InputError(args->input, std::filesystem::exists(args->input, ec) ? "not a regular file" : "no such file");
     std::ifstream in(args->input, std::ios::binary);
     if (!in) throw InputError(args->input, "cannot open text file");
     std::ostringstream text;

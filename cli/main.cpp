@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -30,13 +31,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // One line, like every other error (CLI11's own exit() adds a second).
+    std::fprintf(stderr, "lowband: error: %s (see lowband --help)\n", e.what());
     return 2;
   } catch (const lowband::cli::CommandFailed& e) {
     std::fprintf(stderr, "lowband: %s\n", e.what());
     return e.exit_code;
   } catch (const lowband::InputError& e) {
     std::fprintf(stderr, "lowband: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // Sizes are checked up front (run checks the model against this machine's memory);
+    // what still runs out is the machine's, not a bug.
+    std::fprintf(stderr, "lowband: error: out of memory: try a smaller model (model.*), batch or fewer ranks\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lowband: internal error: %s\n", e.what());

@@ -34,6 +34,7 @@ std::string read_text(const std::string& path, const std::string& place) {
     throw InputError(place, "no data file \"" + path + "\"" +
                                 (fetchable ? " (scripts/get-data.sh " + name + " puts it in data/)" : ""));
   }
+  if (!fs::is_regular_file(path, ec)) throw InputError(place, "\"" + path + "\" is not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(place, "cannot open data file \"" + path + "\"");
   std::ostringstream text;
@@ -85,7 +86,12 @@ Dataset load_training_dataset(const Scenario& scenario) {
   }
   DatasetOptions options;
   options.tokenizer = scenario.training.tokenizer;
-  return load_dataset(path, options);
+  Dataset d = load_dataset(path, options);
+  if (d.tokens.size() < size_t(scenario.model.seq_len) + 1)
+    throw InputError(options.data_place, "\"" + d.source + "\" holds " + std::to_string(d.tokens.size()) +
+                                             " tokens, fewer than one window of model.seq_len + 1 = " +
+                                             std::to_string(scenario.model.seq_len + 1));
+  return d;
 }
 
 }  // namespace lowband::data

@@ -1,5 +1,6 @@
 #include "runtime/data/token_file.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -10,6 +11,8 @@
 namespace lowband::data {
 
 std::vector<TokenId> read_tokens(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, "not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "cannot open token file");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -17,57 +17,6 @@ namespace {
 using nlohmann::json;
 using scenario_detail::SchemaError;
 
-// Line and column (1-based) of the character at 1-based byte offset `byte`.
-std::pair<size_t, size_t> line_column(const std::string& text, size_t byte) {
-  const size_t end = std::min(std::max<size_t>(byte, 1) - 1, text.size());
-  size_t line = 1, line_start = 0;
-  for (size_t i = 0; i < end; ++i)
-    if (text[i] == '\n') ++line, line_start = i + 1;
-  return {line, end - line_start + 1};
-}
-
-// nlohmann keeps the last of duplicate keys silently; a scenario should not.
-class DuplicateKeyCheck {
- public:
-  bool operator()(int, json::parse_event_t event, json& parsed) {
-    using E = json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-      case E::array_start:
-        if (!frames_.empty() && !frames_.back().is_object) frames_.back().label = std::to_string(frames_.back().count++);
-        frames_.push_back({event == E::object_start, {}, "", 0});
-        break;
-      case E::object_end:
-      case E::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        break;
-      case E::key: {
-        auto& top = frames_.back();
-        top.label = parsed.get<std::string>();
-        if (!top.keys.insert(top.label).second) {
-          std::string path;
-          for (const auto& f : frames_) path = scenario_detail::join_path(path, f.label);
-          throw SchemaError(path, path + ": duplicate key \"" + top.label + "\"");
-        }
-        break;
-      }
-      case E::value:
-        if (!frames_.empty() && !frames_.back().is_object) ++frames_.back().count;
-        break;
-    }
-    return true;
-  }
-
- private:
-  struct Frame {
-    bool is_object;
-    std::set<std::string> keys;
-    std::string label;  // the key (object) or index (array) of the child being read
-    size_t count;
-  };
-  std::vector<Frame> frames_;
-};
-
 bool is_index(const std::string& part) {
   return !part.empty() && part.size() < 10 && std::all_of(part.begin(), part.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; });
 }
@@ -81,15 +30,15 @@ void apply_one(json& document, const std::string& text) {
   std::stringstream ss(path);
   for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
   if (path.back() == '.') parts.push_back("");
-  json value = json::parse(raw, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) value = raw;  // not JSON: a string such as 300Mbps
+  const std::optional<json> parsed = scenario_detail::parse_json_limited(raw, "", flag, /*syntax_errors_throw=*/false);
+  json value = parsed ? *parsed : json(raw);  // not JSON: a string such as 300Mbps
 
   json* at = &document;
   std::string walked;
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string& part = parts[i];
     if (part.empty()) throw InputError(flag, "empty part in path \"" + path + "\"");
-    if (at->is_null()) *at = is_index(part) && part == "0" ? json::array() : json::object();
+    if (at->is_null()) *at = is_index(part) ? json::array() : json::object();  // the schema keys no object by number
     if (at->is_object()) {
       at = &(*at)[part];
     } else if (at->is_array()) {
@@ -110,23 +59,6 @@ void apply_one(json& document, const std::string& text) {
 }
 
 }  // namespace
-
-// Parses `text`, naming `source` with line and column on a syntax error.
-json scenario_detail::parse_json_text(const std::string& text, const std::string& source) {
-  try {
-    return json::parse(text, DuplicateKeyCheck());
-  } catch (const json::parse_error& e) {
-    const auto [line, column] = line_column(text, e.byte);
-    // Keep nlohmann's reason, dropping its own "[json.exception...] ... column N: " prefix.
-    std::string reason = e.what();
-    const size_t at = reason.find(", column ");
-    const size_t colon = at == std::string::npos ? std::string::npos : reason.find(": ", at);
-    if (colon != std::string::npos) reason = reason.substr(colon + 2);
-    throw InputError(source + ":" + std::to_string(line) + ":" + std::to_string(column), "invalid JSON: " + reason);
-  } catch (const SchemaError& e) {
-    throw InputError(source, e.what());
-  }
-}
 
 void apply_overrides(nlohmann::json& document, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) apply_one(document, o);

@@ -1,5 +1,7 @@
 #pragma once
 // Pieces of parse_scenario, split by section. Each throws SchemaError.
+#include <optional>
+
 #include "runtime/scenario/json_reader.h"
 #include "runtime/scenario/scenario.h"
 
@@ -16,6 +18,20 @@ Scenario parse_document(const json& document);
 
 // Parses JSON text; a syntax error names source:line:column, a duplicate key its path.
 json parse_json_text(const std::string& text, const std::string& source);
+
+// A scenario is small: bigger, deeper or longer texts are refused (InputError)
+// before they cost time (validation is linear within these) or a megabyte error line.
+struct json_limits {
+  size_t max_bytes = 4u << 20;    // 4 MiB; the largest shipped scenario is a few KB
+  size_t max_depth = 32;          // the schema nests 4 levels
+  size_t max_elements = 10000;    // per array or object (network.overrides: one per pair of nodes of interest)
+};
+// parse_json_text with the limits given; errors name `source` (with line and
+// column) or, when source is "", `place`. syntax_errors_throw false: nullopt for
+// text that is not JSON (a --set value such as 300Mbps), but an out-of-range number
+// or a limit is still an error.
+std::optional<json> parse_json_limited(const std::string& text, const std::string& source, const std::string& place,
+                                       bool syntax_errors_throw, const json_limits& limits = {});
 // Validates `document` (overrides already applied); an error at or under an
 // overridden path names the --set flag that set it, any other names `source`.
 Scenario parse_with_overrides(const json& document, const std::string& source,

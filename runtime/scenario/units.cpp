@@ -12,6 +12,10 @@
 namespace lowband::units {
 namespace {
 
+constexpr double kMaxBandwidth = 1e15;  // bytes/s
+constexpr double kMaxSeconds = 1e12;
+constexpr double kMaxBytes = 1e18;
+
 // value_in_base = number * mul / div, with one of mul, div equal to 1 and both exact
 // in binary, so a parsed value is the correctly rounded product or quotient.
 struct Unit {
@@ -68,8 +72,11 @@ size_t number_length(const std::string& text) {
 }
 
 // `accepted` lists the units for the error message, smallest first.
+// `limit` (written `limit_text`) bounds the magnitude in base units: far past any
+// real network or model, and finite (a bandwidth of 1e308Tbps is inf bytes/s).
 double parse_quantity(const std::string& text, const std::string& place, const char* what,
-                      const std::vector<const std::vector<Unit>*>& families, const char* accepted) {
+                      const std::vector<const std::vector<Unit>*>& families, const char* accepted, double limit,
+                      const char* limit_text) {
   const std::string expected =
       std::string("expected ") + what + ": a number immediately followed by one of " + accepted;
   const size_t n = number_length(text);
@@ -83,7 +90,11 @@ double parse_quantity(const std::string& text, const std::string& place, const c
   const std::string unit = text.substr(n);
   for (const auto* family : families)
     for (const auto& u : *family)
-      if (unit == u.name) return u.div == 1 ? number * u.mul : number / u.div;
+      if (unit == u.name) {
+        const double value = u.div == 1 ? number * u.mul : number / u.div;
+        if (!(std::fabs(value) <= limit)) throw InputError(place, "\"" + text + "\" is out of range: at most " + limit_text);
+        return value;
+      }
   std::string hint;
   for (const auto* family : families)
     for (const auto& u : *family)
@@ -149,19 +160,22 @@ std::string human(double value, const std::vector<Unit>& units) {
 double parse_bandwidth(const std::string& text, const std::string& place) {
   const double v =
       parse_quantity(text, place, "a bandwidth", {&bandwidth_bit_units(), &bandwidth_byte_units()},
-                     "bps Kbps Mbps Gbps Tbps (bits), Bps KBps MBps GBps TBps KiBps MiBps GiBps (bytes)");
+                     "bps Kbps Mbps Gbps Tbps (bits), Bps KBps MBps GBps TBps KiBps MiBps GiBps (bytes)",
+                     kMaxBandwidth, "1e15 bytes/s (8000Tbps)");
   if (!(v > 0)) throw InputError(place, "bandwidth must be positive, got \"" + text + "\"");
   return v;
 }
 
 double parse_duration(const std::string& text, const std::string& place) {
-  const double v = parse_quantity(text, place, "a duration", {&duration_units()}, "s ms us ns");
+  const double v = parse_quantity(text, place, "a duration", {&duration_units()}, "s ms us ns", kMaxSeconds,
+                                  "1e12 s (about 32,000 years)");
   if (v < 0) throw InputError(place, "duration must not be negative, got \"" + text + "\"");
   return v == 0 ? 0.0 : v;  // "-0s" is 0
 }
 
 double parse_bytes(const std::string& text, const std::string& place) {
-  const double v = parse_quantity(text, place, "a size in bytes", {&byte_units()}, "B KB MB GB KiB MiB GiB TiB");
+  const double v = parse_quantity(text, place, "a size in bytes", {&byte_units()}, "B KB MB GB KiB MiB GiB TiB",
+                                  kMaxBytes, "1e18 bytes (1 EB)");
   if (v < 0) throw InputError(place, "size must not be negative, got \"" + text + "\"");
   return v == 0 ? 0.0 : v;
 }

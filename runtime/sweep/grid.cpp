@@ -131,8 +131,8 @@ std::vector<std::string> split_top_level(const std::string& text) {
 }
 
 json parse_set_value(const std::string& text) {
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return value.is_discarded() ? json(text) : value;
+  const std::optional<json> value = scenario_detail::parse_json_limited(text, "", "--set", /*syntax_errors_throw=*/false);
+  return value ? *value : json(text);
 }
 
 SweepSpec make_spec(const std::string& text, const std::string& source, const std::vector<std::string>& sets) {

@@ -22,6 +22,7 @@
 #include "runtime/sweep/worker.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/run.h"
+#include "runtime/train/run_dir.h"
 
 extern char** environ;
 
@@ -47,7 +48,7 @@ pid_t spawn_worker(const std::string& exe, const std::string& group_file, const 
   // The worker's progress lines go to its log, so parallel trainings do not interleave here.
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  std::vector<std::string> args = {exe, "sweep-worker", group_file};
+  std::vector<std::string> args = {exe, "sweep-worker", group_file, "--parent-pid", std::to_string(::getpid())};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -95,6 +96,10 @@ SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   std::error_code ec;
   fs::create_directories(dir / "groups", ec);
   if (ec) throw InputError("--out", "cannot create the sweep directory " + dir.string() + ": " + ec.message());
+  // One sweep per directory. The workers inherit the lock: the directory stays locked
+  // until the last process writing into it has exited, even after a SIGKILL here.
+  const train::DirLock lock(dir.string(), "--out", /*create=*/true, /*inherit_by_children=*/true);
+  train::remove_stale_temp_files(dir.string());
 
   SweepResult result;
   result.states = previous_states(plan, dir.string());

@@ -1,5 +1,9 @@
 #include "runtime/sweep/worker.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +33,11 @@ void write_group_file(const std::string& path, const std::vector<const SweepPoin
                     {"source", points[i]->scenario.source},
                     {"out_dir", out_dirs[i]}});
   write_file_atomically(path, json{{"threads", threads}, {"threads_forced", threads_forced}, {"resume", resume}, {"points", list}}.dump(2) + "\n");
+}
+
+void die_with_parent(int parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(3);  // it died before the line above: nobody waits for this training
 }
 
 std::string result_path(const std::string& group_file) {

@@ -27,6 +27,11 @@ struct GroupResult {
 void write_group_file(const std::string& path, const std::vector<const SweepPoint*>& points,
                       const std::vector<std::string>& out_dirs, int threads, bool threads_forced, bool resume);
 
+// Makes this process die (SIGKILL) when the sweep process `parent` dies, so no
+// worker goes on writing into a sweep that a new `sweep --resume` takes over;
+// exits at once when `parent` is already gone.
+void die_with_parent(int parent);
+
 // Where the worker writes its GroupResult: GROUP_FILE with ".result.json" for ".json".
 std::string result_path(const std::string& group_file);
 // The result the worker wrote; {false, why} when there is none.

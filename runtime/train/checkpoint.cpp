@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
+#include "runtime/train/run_dir.h"
 
 namespace lowband::train {
 namespace {
@@ -186,11 +187,12 @@ std::optional<Checkpoint> checkpoint_to_resume(const std::string& run_dir, const
   if (!fs::is_directory(run_dir)) throw InputError("--resume", "no run directory " + run_dir);
   const std::string path = checkpoint_path(run_dir);
   if (!fs::exists(path)) {
-    if (steps_file_bytes(run_dir) == 0) return std::nullopt;  // nothing done yet: start from step 0
-    throw InputError(path, "missing: " + run_dir +
-                               " has steps but no checkpoint (it stopped before its first one, or "
-                               "training.checkpoint_every is 0); start it again with --out");
+    // It stopped before its first checkpoint (or checkpoint_every is 0): nothing to
+    // continue from, so it starts again from step 0 unless it had ended.
+    check_restartable(run_dir, path);
+    return std::nullopt;
   }
+  if (!fs::is_regular_file(path)) throw InputError(path, "not a regular file");
   Checkpoint c = read_checkpoint(path);
   const std::string diff = difference(c.scenario_json, scenario, path);
   if (!diff.empty()) throw InputError(path, "was written for another scenario: " + diff);

@@ -68,11 +68,11 @@ Checkpoint read_checkpoint(const std::string& path);
 uint64_t steps_file_bytes(const std::string& run_dir);
 
 // For a resumed run: the checkpoint in run_dir, checked against the scenario to
-// train. nullopt when run_dir holds neither a checkpoint nor a step yet (the run
-// starts again from step 0). InputError("--resume") when run_dir is no directory;
-// InputError naming checkpoint.bin when it is missing but steps were written (the
-// run stopped before its first checkpoint, or checkpoint_every is 0), unreadable, or
-// written for another scenario (naming the first key that differs).
+// train. nullopt when run_dir holds no checkpoint (the run stopped before its first
+// one, or checkpoint_every is 0): it starts again from step 0, unless its summary.json
+// says it ended (InputError, check_restartable in run_dir.h). InputError("--resume")
+// when run_dir is no directory; InputError naming checkpoint.bin when it is not a
+// file, unreadable, or written for another scenario (naming the first key that differs).
 std::optional<Checkpoint> checkpoint_to_resume(const std::string& run_dir, const Scenario& scenario);
 
 // The retime targets of a resumed run: those the checkpoint records when `given` is

@@ -23,7 +23,9 @@
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/memory_check.h"
 #include "runtime/train/projection.h"
+#include "runtime/train/run_dir.h"
 #include "runtime/train/run_files.h"
 #include "sim/replay.h"
 
@@ -130,8 +132,7 @@ bool compressed(const parallel::StepRecord& record, double uncompressed_kv_bytes
 // replays — or, with Scenario::projection, the projected scenario's step times.
 struct Target {
   Target(const Scenario& s, const std::string& out_dir, bool cache_replays, bool writer)
-      : scenario(s), files(out_dir.empty() ? default_run_dir(s.name) : out_dir, writer),
-        replayer(scenario.network, cache_replays) {
+      : scenario(s), files(out_dir, writer), replayer(scenario.network, cache_replays) {
     if (scenario.projection.scenario) projection.emplace(*scenario.projection.scenario);
   }
   Scenario scenario;
@@ -140,16 +141,6 @@ struct Target {
   Replayer replayer;
   std::optional<StepTimeProjection> projection;
 };
-
-// A fresh run never writes into another run's directory: its steps.jsonl would
-// gain a second run's rows.
-void check_fresh_run_dir(const std::string& dir) {
-  if (dir.empty()) return;  // a new runs/<name>-<timestamp>
-  for (const char* file : {"steps.jsonl", "summary.json", "checkpoint.bin"})
-    if (std::filesystem::exists(std::filesystem::path(dir) / file))
-      throw InputError("--out", dir + " already holds a run (" + file + "): continue it with --resume " + dir +
-                                    ", or give another directory");
-}
 
 // A retime target must train exactly like the trained scenario: only what times
 // it (network, projection) and its name may differ.
@@ -179,24 +170,39 @@ class ThreadCount {
 
 }  // namespace
 
-RunResult run_training(const Scenario& scenario, const RunOptions& options) {
+RunResult run_training(const Scenario& scenario, const RunOptions& given_options) {
+  check_training_fits(scenario);  // before anything is allocated or written
+  RunOptions options = given_options;
+  if (options.out_dir.empty() && !options.resume) options.out_dir = default_run_dir(scenario.name);
+  const bool writer = !options.comm || options.comm->rank() == 0;  // MPI: rank 0 alone writes
+  // One writer per directory (run_dir.h), from before its checkpoint is read.
+  std::vector<DirLock> locks;
+  const auto lock = [&](const std::string& dir, const std::string& place, bool create) {
+    if (!writer) return;
+    locks.emplace_back(dir, place, create);
+    remove_stale_temp_files(dir);
+  };
+  lock(options.out_dir, options.resume ? "--resume" : "--out", !options.resume);
   // A resumed run's checkpoint is read and checked before anything is built or written.
   std::optional<Checkpoint> resumed;
   if (options.resume) resumed = checkpoint_to_resume(options.out_dir, scenario);
+  if (options.resume && !resumed && options.log)
+    *options.log << options.out_dir << " has no checkpoint yet: training it from step 0\n";
   const int recorded_steps = resumed ? resumed->targets.front().totals.steps_planned : -1;
   if (resumed && options.steps >= 0 && options.steps != recorded_steps)
     throw InputError("--steps", "the run being resumed has " + std::to_string(recorded_steps) + " steps, got " +
                                     std::to_string(options.steps));
   const int steps = options.steps >= 0 ? options.steps : resumed ? recorded_steps : scenario.training.steps;
   if (steps < 1) throw InputError(options.steps >= 0 ? "--steps" : "training.steps", "must be at least 1");
-  const std::vector<RetimeTarget> retimes =
+  std::vector<RetimeTarget> retimes =
       resumed ? retime_targets_to_resume(*resumed, options.also_timed_on, options.out_dir) : options.also_timed_on;
   for (size_t i = 0; i < retimes.size(); ++i) check_retime_target(scenario, retimes[i].scenario, i);
-  const bool writer = !options.comm || options.comm->rank() == 0;  // MPI: rank 0 alone writes
-  if (!resumed && writer) {
-    check_fresh_run_dir(options.out_dir);
-    for (const RetimeTarget& t : retimes) check_fresh_run_dir(t.out_dir);
+  for (RetimeTarget& t : retimes) {
+    if (t.out_dir.empty()) t.out_dir = default_run_dir(t.scenario.name);
+    lock(t.out_dir, "--also-time-on", true);
   }
+  if (!resumed)
+    for (const DirLock& held : locks) check_restartable(held.dir(), held.dir() == options.out_dir ? "--out" : "--also-time-on");
   if (resumed && resumed->complete) return completed_run_result(*resumed, options.out_dir);
   if (options.threads < 0) throw InputError("--threads", "must be at least 1");
   // Before any kernel runs: a resumed run takes the count its checkpoint records.
@@ -247,7 +253,6 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   const double uncompressed_kv_bytes = parallel::build_context_parallel(scenario).uncompressed_kv_bytes;
   for (size_t index = 0; index < targets.size(); ++index) {
     Target* t = targets[index].get();
-    t->files.write_scenario(to_json(t->scenario).dump(2) + "\n");
     RunTotals& totals = t->totals;
     totals.steps_planned = steps;
     totals.tokens_per_step =
@@ -269,9 +274,20 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
       totals.header["run_dir"] = t->files.dir();
       t->replayer.wall_seconds = totals.replay_wall_seconds;
     }
-    t->files.write_curve(totals.curve_csv);  // valid from the start, even if a step throws
-    t->files.write_summary(totals.summary_json());
   }
+  // The run's files, valid from then on even if a step throws. A fresh run writes
+  // them with its first steps: one that cannot start leaves nothing behind.
+  bool files_started = false;
+  auto start_files = [&] {
+    for (auto& t : targets) {
+      if (!resumed) t->files.remove_steps();  // of a run that stopped before its first checkpoint
+      t->files.write_scenario(to_json(t->scenario).dump(2) + "\n");
+      t->files.write_curve(t->totals.curve_csv);
+      t->files.write_summary(t->totals.summary_json());
+    }
+    files_started = true;
+  };
+  if (resumed) start_files();
   RunTotals& main_totals = targets.front()->totals;
 
   std::vector<PendingStep> pending;
@@ -324,6 +340,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
       pending.clear();
       return;
     }
+    if (!files_started) start_files();
     std::vector<const sim::StepGraph*> graphs;
     for (const auto& p : pending) graphs.push_back(&p.record.graph);
     for (auto& t : targets) {

@@ -1,6 +1,11 @@
 #include "runtime/train/run_files.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -53,13 +58,25 @@ void RunFiles::write_summary(const nlohmann::json& s) const {
   write_file_atomically(dir_ + "/summary.json", s.dump(2) + "\n");
 }
 
+void RunFiles::remove_steps() const {
+  if (!writes_) return;
+  std::error_code ec;
+  std::filesystem::remove(dir_ + "/steps.jsonl", ec);
+  if (ec) throw InputError(dir_ + "/steps.jsonl", "cannot remove the stopped run's steps: " + ec.message());
+}
+
 void RunFiles::append(const char* file, const std::string& lines) const {
   if (!writes_) return;
-  // One write of whole lines: a reader sees complete lines only.
-  std::ofstream out(dir_ + "/" + file, std::ios::app | std::ios::binary);
-  out.write(lines.data(), std::streamsize(lines.size()));
-  out.flush();
-  if (!out) throw std::runtime_error("cannot append to " + dir_ + "/" + file);
+  // One write of whole lines: a reader sees complete lines only. A write cut short
+  // (a full disk) is undone, so the file still ends with a whole line.
+  const std::string path = dir_ + "/" + file;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
+  const off_t before = ::lseek(fd, 0, SEEK_END);
+  const bool written = write_all(fd, lines.data(), lines.size());
+  const int err = errno;
+  if (!written && before >= 0) (void)::ftruncate(fd, before);
+  if (::close(fd) != 0 || !written) throw InputError(path, std::string("cannot write: ") + std::strerror(written ? errno : err));
 }
 
 void RunFiles::append_step(const nlohmann::json& line) const { append("steps.jsonl", line.dump() + "\n"); }

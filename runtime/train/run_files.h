@@ -22,6 +22,7 @@ class RunFiles {
   bool writes() const { return writes_; }
   const std::string& dir() const { return dir_; }
   void write_scenario(const std::string& json) const;  // atomically
+  void remove_steps() const;                           // steps.jsonl, when there is one
   void append_step(const nlohmann::json& line) const;  // one whole line, flushed
   void write_curve(const std::string& csv) const;      // atomically (a fresh or resumed run)
   void append_curve_row(const std::string& row) const;  // one whole line, flushed

@@ -2,6 +2,7 @@
 // (the checkpoint file, --resume, --steps) and leaves the run directory as it was.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "common/error.h"
@@ -87,12 +88,67 @@ TEST_F(ResumeErrors, ForeignFileAndOtherVersion) {
   expect_untouched();
 }
 
-TEST_F(ResumeErrors, MissingDirectoryOrCheckpoint) {
+TEST_F(ResumeErrors, MissingDirectory) {
   const std::string e = resume_error(resume_tiny(), -1, (dir_ / "nowhere").string());
   EXPECT_EQ(e.rfind("--resume", 0), 0u) << e;
-  fs::remove(dir_ / "checkpoint.bin");  // steps written, no checkpoint: nothing to resume from
-  const std::string e2 = resume_error(resume_tiny());
-  EXPECT_NE(e2.find("checkpoint.bin: missing"), std::string::npos) << e2;
+  EXPECT_FALSE(fs::exists(dir_ / "nowhere"));
+}
+
+// Steps written but no checkpoint (killed before the first one): nothing to continue
+// from, so resuming and a fresh run into the directory both start again from step 0.
+TEST_F(ResumeErrors, NoCheckpointStartsAgainFromStepZero) {
+  for (const bool resume : {true, false}) {
+    if (!resume) {  // stopped again after 6 steps
+      fs::remove_all(dir_);
+      RunOptions stopped;
+      stopped.out_dir = dir_.string();
+      stopped.stop_after_steps = 6;
+      run_training(resume_tiny(), stopped);
+    }
+    fs::remove(dir_ / "checkpoint.bin");
+    RunOptions o;
+    o.out_dir = dir_.string();
+    o.resume = resume;
+    const RunResult r = run_training(resume_tiny(), o);
+    EXPECT_EQ(r.resumed_at_step, 0);
+    const auto lines = read_jsonl(dir_ / "steps.jsonl");
+    ASSERT_EQ(lines.size(), 10u) << (resume ? "--resume" : "--out");
+    for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i].at("step").get<size_t>(), i + 1);
+  }
+  // A run that ended without a checkpoint (checkpoint_every 0) is kept.
+  fs::remove(dir_ / "checkpoint.bin");
+  const std::string steps = slurp(dir_ / "steps.jsonl");
+  EXPECT_NE(resume_error(resume_tiny()).find("ended"), std::string::npos);
+  RunOptions fresh;
+  fresh.out_dir = dir_.string();
+  EXPECT_THROW(run_training(resume_tiny(), fresh), InputError);
+  EXPECT_EQ(slurp(dir_ / "steps.jsonl"), steps);
+}
+
+// A run that cannot start (a corpus shorter than one window) writes nothing: no
+// directory, or the one given left as it was.
+TEST_F(ResumeErrors, ARunThatCannotStartWritesNothing) {
+  std::ofstream(dir_ / "short.txt") << "hello world";
+  RunOptions o;
+  o.out_dir = (dir_ / "new").string();
+  try {
+    run_training(resume_tiny({"training.data=" + (dir_ / "short.txt").string()}), o);
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("training.data", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model.seq_len"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "new"));
+  fs::create_directories(dir_ / "empty");
+  o.out_dir = (dir_ / "empty").string();
+  EXPECT_THROW(run_training(resume_tiny({"training.data=" + (dir_ / "short.txt").string()}), o), InputError);
+  EXPECT_TRUE(fs::is_empty(dir_ / "empty"));
+}
+
+TEST_F(ResumeErrors, CheckpointThatIsADirectory) {
+  fs::remove(dir_ / "checkpoint.bin");
+  fs::create_directories(dir_ / "checkpoint.bin");
+  EXPECT_NE(resume_error(resume_tiny()).find("checkpoint.bin: not a regular file"), std::string::npos);
   expect_untouched();
 }
 

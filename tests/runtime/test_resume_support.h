@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <fstream>
 #include <sstream>
@@ -23,11 +24,13 @@ extern char** environ;
 
 namespace lowband::train::test {
 
-// Starts `lowband run ARGS...` with stdout and stderr to the files `out` and `err`, and
-// `env` set over this process's environment; returns its pid.
-inline pid_t start_lowband_run(std::vector<std::string> args, const std::map<std::string, std::string>& env,
-                               const std::string& out, const std::string& err) {
-  args.insert(args.begin(), {LOWBAND_BINARY, "run"});
+// Starts `lowband ARGS...` with stdout and stderr to the files `out` and `err`, and
+// `env` set over this process's environment; returns its pid. `in_child` runs in the
+// child before exec (to set a resource limit, say).
+inline pid_t start_lowband(std::vector<std::string> args, const std::map<std::string, std::string>& env,
+                           const std::string& out, const std::string& err,
+                           const std::function<void()>& in_child = {}) {
+  args.insert(args.begin(), LOWBAND_BINARY);
   std::vector<std::string> vars;
   for (char** e = environ; *e; ++e) {
     const std::string var = *e;
@@ -42,10 +45,18 @@ inline pid_t start_lowband_run(std::vector<std::string> args, const std::map<std
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) _exit(127);
+    if (in_child) in_child();
     ::execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   return pid;
+}
+
+// `lowband run ARGS...`, as start_lowband.
+inline pid_t start_lowband_run(std::vector<std::string> args, const std::map<std::string, std::string>& env,
+                               const std::string& out, const std::string& err) {
+  args.insert(args.begin(), "run");
+  return start_lowband(std::move(args), env, out, err);
 }
 
 // P = 2 ranks, 2 layers, d_model 32, seq 64, batch 2; 10 steps, evaluation every 3,
