@@ -10,9 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "runtime/scenario/load.h"
+#include "runtime/train/run.h"
 #include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -80,6 +83,41 @@ TEST(MpiRunErrors, ARankFailingAloneEndsTheJobWithItsStatus) {
                         LOWBAND_BINARY + " run" + kTiny + " --set parallel.context=2 --out " + dir.string() + " >" +
                         (dir / "log").string() + " 2>&1");
   EXPECT_EQ(status, 2) << std::ifstream(dir / "log").rdbuf();
+  fs::remove_all(dir);
+}
+
+// A run stopped in-process after its checkpoint resumes under mpirun (each
+// process takes its rank's part of the checkpoint) and ends as the
+// uninterrupted run did, bit for bit.
+TEST(MpiRunResume, AnInProcessCheckpointContinuesUnderMpi) {
+  const fs::path dir = lowband::test_support::unique_test_temp_dir("lowband_mpi_resume");
+  const std::vector<std::string> sets = {"model.layers=2", "model.d_model=32", "model.heads=4", "model.kv_heads=2",
+                                         "model.ffn_hidden=64", "model.seq_len=64", "network.nodes=8",
+                                         "training.batch_size=2", "training.eval_every=3", "devices.timing=profile",
+                                         "parallel.context=2", "training.checkpoint_every=3", "training.steps=6"};
+  std::string args;
+  for (const auto& s : sets) args += " --set " + s;
+  ASSERT_EQ(sh(std::string(LOWBAND_BINARY) + " run" + args + " --out " + (dir / "straight").string() + " >/dev/null 2>&1"), 0);
+  lowband::train::RunOptions stop;
+  stop.out_dir = (dir / "resumed").string();
+  stop.stop_after_steps = 4;  // a checkpoint at 3, one line past it
+  lowband::train::run_training(lowband::builtin_scenario("default", sets), stop);
+  ASSERT_EQ(sh(std::string(LOWBAND_MPIEXEC) + " --oversubscribe --allow-run-as-root -np 2 " + LOWBAND_BINARY +
+               " run --resume " + (dir / "resumed").string() + " >" + (dir / "log").string() + " 2>&1"),
+            0)
+      << std::ifstream(dir / "log").rdbuf();
+  std::stringstream log;
+  log << std::ifstream(dir / "log").rdbuf();
+  EXPECT_NE(log.str().find("at step 3/6"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("one rank per MPI process"), std::string::npos) << log.str();
+  const auto a = steps_of(dir / "straight"), b = steps_of(dir / "resumed");
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i].at("train_loss").get<double>(), a[i].at("train_loss").get<double>()) << "step " << i;
+    EXPECT_EQ(b[i].at("grad_norm").get<double>(), a[i].at("grad_norm").get<double>()) << "step " << i;
+    EXPECT_EQ(b[i].value("val_loss", nlohmann::json()), a[i].value("val_loss", nlohmann::json())) << "step " << i;
+  }
   fs::remove_all(dir);
 }
 
