@@ -15,6 +15,10 @@ packages=(
   gnuplot-nox             # plots
   libnetfilter-queue-dev iptables iputils-ping  # the network testbed (scripts/testbed/)
 )
+# scripts/fuzz-smoke.sh asks for clang and its libFuzzer runtime: install-deps.sh --fuzz
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
