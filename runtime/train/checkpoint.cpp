@@ -141,12 +141,16 @@ Checkpoint read_checkpoint(const std::string& path) {
     c.steps_done = read_int(payload, "steps done");
     c.complete = binary::read_bool(payload, "the complete flag");
     c.trainer_state = binary::read_string(payload, "the trainer state");
-    c.targets.resize(size_t(binary::read_length(payload, "the targets")));
-    for (TargetCheckpoint& t : c.targets) {
+    // One target at a time, as its bytes arrive: a damaged count must not allocate
+    // far past the file (found by tests/fuzz/fuzz_checkpoint).
+    const uint64_t targets = binary::read_length(payload, "the targets");
+    for (uint64_t i = 0; i < targets; ++i) {
+      TargetCheckpoint t;
       t.run_dir = binary::read_string(payload, "a target's directory");
       t.scenario_json = binary::read_string(payload, "a target's scenario");
       t.totals = decode_totals(binary::read_string(payload, "a target's totals"));
       t.steps_jsonl_bytes = binary::read_u64(payload, "a target's steps.jsonl length");
+      c.targets.push_back(std::move(t));
     }
     if (version >= 2) c.omp_threads = read_int(payload, "the OpenMP thread count");
     if (payload.peek() != std::char_traits<char>::eof()) throw binary::BinaryFormatError("bytes after the targets");

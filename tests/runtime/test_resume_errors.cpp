@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 
+#include "common/binary_io.h"
 #include "common/error.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/run.h"
@@ -143,6 +145,27 @@ TEST_F(ResumeErrors, ARunThatCannotStartWritesNothing) {
   o.out_dir = (dir_ / "empty").string();
   EXPECT_THROW(run_training(resume_tiny({"training.data=" + (dir_ / "short.txt").string()}), o), InputError);
   EXPECT_TRUE(fs::is_empty(dir_ / "empty"));
+}
+
+// A checkpoint whose checksum matches but whose target count is absurd (another
+// build's, or damage before the checksum was taken): an InputError, not an
+// allocation of 2^32 targets.
+TEST_F(ResumeErrors, AbsurdTargetCountIsAnError) {
+  std::ostringstream payload;
+  binary::write_string(payload, "");  // scenario
+  binary::write_i64(payload, 4);      // steps done
+  binary::write_bool(payload, false);
+  binary::write_string(payload, "");  // trainer state
+  binary::write_u64(payload, uint64_t(1) << 32);  // targets, and none follows
+  const std::string body = payload.str();
+  std::ostringstream file;
+  file.write("LBCKPT\r\n", 8);
+  binary::write_u64(file, kCheckpointVersion);
+  binary::write_u64(file, body.size());
+  binary::write_u64(file, binary::checksum64(body.data(), body.size()));
+  file << body;
+  write_checkpoint_bytes(file.str());
+  EXPECT_THROW(read_checkpoint((dir_ / "checkpoint.bin").string()), InputError);
 }
 
 TEST_F(ResumeErrors, CheckpointThatIsADirectory) {
