@@ -25,8 +25,10 @@ void write_doubles_list(std::ostream& out, const std::vector<std::vector<double>
 }
 
 std::vector<std::vector<double>> read_doubles_list(std::istream& in, const char* what) {
-  std::vector<std::vector<double>> lists(size_t(binary::read_length(in, what)));
-  for (auto& l : lists) l = binary::read_vector<double>(in, what);
+  // One list at a time, as its bytes arrive: a damaged count allocates nothing past the file.
+  const uint64_t n = binary::read_length(in, what);
+  std::vector<std::vector<double>> lists;
+  for (uint64_t i = 0; i < n; ++i) lists.push_back(binary::read_vector<double>(in, what));
   return lists;
 }
 

@@ -2,6 +2,7 @@
 // (the checkpoint file, --resume, --steps) and leaves the run directory as it was.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -166,6 +167,16 @@ TEST_F(ResumeErrors, AbsurdTargetCountIsAnError) {
   file << body;
   write_checkpoint_bytes(file.str());
   EXPECT_THROW(read_checkpoint((dir_ / "checkpoint.bin").string()), InputError);
+}
+
+TEST(CheckpointTotals, AbsurdListCountIsAnError) {
+  const RunTotals empty;
+  std::string bytes = encode_totals(empty);
+  // At the end: the K and V reconstruction errors' list counts (0), then curve.csv
+  // (its length, its bytes). Make the K count 2^32 lists that the bytes do not hold.
+  const uint64_t huge = uint64_t(1) << 32;
+  std::memcpy(bytes.data() + bytes.size() - empty.curve_csv.size() - 24, &huge, 8);
+  EXPECT_THROW(decode_totals(bytes), binary::BinaryFormatError);
 }
 
 TEST_F(ResumeErrors, CheckpointThatIsADirectory) {
