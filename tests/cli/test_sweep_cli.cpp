@@ -129,7 +129,8 @@ TEST_F(SweepCli, TwoJobsGiveWhatOneJobGives) {
   ASSERT_EQ(two.status, 0) << two.out << two.err;
   EXPECT_NE(two.out.find("2 at a time"), std::string::npos) << two.out;
   EXPECT_EQ(read_json(scratch_ / "b" / "index.json"), read_json(root_ / "a" / "index.json"));
-  for (const json& p : read_json(root_ / "a" / "index.json").at("points")) {
+  const json index = read_json(root_ / "a" / "index.json");  // a loop over a temporary's member reads freed memory (ASan)
+  for (const json& p : index.at("points")) {
     const std::string run = p.at("run_dir");
     EXPECT_EQ(train_losses(scratch_ / "b" / run), train_losses(root_ / "a" / run)) << run;
     EXPECT_EQ(read_json(scratch_ / "b" / run / "summary.json").at("sim_total_seconds"),
