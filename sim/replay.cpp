@@ -45,6 +45,7 @@ class Reader {
   std::vector<double> doubles() { std::vector<double> v(u64()); raw(v.data(), v.size() * sizeof(double)); return v; }
   void raw(void* p, size_t n) {
     if (pos_ + n > buf_.size()) throw std::runtime_error("sim::replay: truncated reply from the SimGrid child");
+    if (n == 0) return;  // an empty vector's data() may be null, which memcpy must not get
     std::memcpy(p, buf_.data() + pos_, n);
     pos_ += n;
   }
