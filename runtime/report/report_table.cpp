@@ -61,7 +61,7 @@ std::string run_cell(const ReportRow& row, const std::map<std::string, std::stri
   if (!row.target_from_validation) text += " ¹";
   if (row.diverged) text += " (diverged)";
   if (row.steps_done && row.steps_planned && *row.steps_done < *row.steps_planned)
-    text += " (" + format_number(*row.steps_done, 6) + "/" + format_number(*row.steps_planned, 6) + " steps)";
+    text += " (" + std::to_string(int64_t(*row.steps_done)) + "/" + std::to_string(int64_t(*row.steps_planned)) + " steps)";
   return text;
 }
 

@@ -20,9 +20,10 @@ class Diff {
   void enumeration(const std::string& path, E a, E b) {
     field(path, static_cast<int>(a), static_cast<int>(b));
   }
+  // Named by the scenario's keys (bytes/s and seconds once resolved).
   void link(const std::string& path, const sim::Link& a, const sim::Link& b) {
-    field(path + ".bandwidth_bytes_per_s", a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s);
-    field(path + ".latency_s", a.latency_s, b.latency_s);
+    field(path + ".bandwidth", a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s);
+    field(path + ".latency", a.latency_s, b.latency_s);
   }
   void device(const std::string& path, const sim::DeviceProfile& a, const sim::DeviceProfile& b) {
     field(path + ".name", a.name, b.name);
@@ -97,7 +98,7 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.enumeration("network.model", na.model, nb.model);
   d.enumeration("network.topology", na.topology, nb.topology);
   d.field("network.nodes", na.nodes, nb.nodes);
-  d.link("network.link", na.link, nb.link);
+  d.link("network", na.link, nb.link);
   d.list("network.node_links", na.node_links, nb.node_links,
          [&](const std::string& p, const sim::NodeLink& x, const sim::NodeLink& y) {
            d.field(p + ".node", x.node, y.node);

@@ -105,3 +105,4 @@ TEST(Layout, ATrainedStepRunsOnThePlacedNodes) {
 
 }  // namespace
 }  // namespace lowband::parallel::test
+
