@@ -42,6 +42,14 @@ std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts) {
   return offsets;
 }
 
+// One round of a call split into rounds: from each segment, the elements from
+// `at` on, at most `per` of them (0 once a segment is done).
+std::vector<int64_t> round_counts(const std::vector<int64_t>& counts, int64_t at, int64_t per) {
+  std::vector<int64_t> round(counts.size());
+  for (size_t r = 0; r < counts.size(); ++r) round[r] = std::clamp<int64_t>(counts[r] - at, 0, per);
+  return round;
+}
+
 std::vector<int> ints(const std::vector<int64_t>& values) {
   std::vector<int> out(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
@@ -239,8 +247,7 @@ void MpiCommunicator::reduce_scatter_sum(const void* in, void* out, const std::v
   const int64_t longest = *std::max_element(counts.begin(), counts.end());
   std::vector<uint8_t> packed;
   for (int64_t at = 0; at < longest; at += per_segment) {
-    std::vector<int64_t> round(counts.size());
-    for (size_t r = 0; r < counts.size(); ++r) round[r] = std::clamp<int64_t>(counts[r] - at, 0, per_segment);
+    const std::vector<int64_t> round = round_counts(counts, at, per_segment);
     const std::vector<int64_t> round_offsets = offsets_of(round);
     packed.resize(static_cast<size_t>(round_offsets.back()) * esize);
     for (size_t r = 0; r < counts.size(); ++r)
@@ -275,8 +282,7 @@ void MpiCommunicator::all_gather(const void* in, void* out, const std::vector<in
   const int64_t longest = *std::max_element(counts.begin(), counts.end());
   std::vector<uint8_t> gathered;
   for (int64_t at = 0; at < longest; at += per_rank) {
-    std::vector<int64_t> round(counts.size());
-    for (size_t r = 0; r < counts.size(); ++r) round[r] = std::clamp<int64_t>(counts[r] - at, 0, per_rank);
+    const std::vector<int64_t> round = round_counts(counts, at, per_rank);
     const std::vector<int64_t> round_offsets = offsets_of(round);
     gathered.resize(static_cast<size_t>(round_offsets.back()) * esize);
     const std::vector<int> rc = ints(round),

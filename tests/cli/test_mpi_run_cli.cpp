@@ -34,6 +34,22 @@ std::vector<nlohmann::json> steps_of(const fs::path& dir) {
   return out;
 }
 
+// Two runs' steps.jsonl hold the same training, bit for bit; with `timing`, the
+// same bytes per rank and simulated step seconds too.
+void expect_same_steps(const fs::path& expected, const fs::path& got, bool timing) {
+  const auto a = steps_of(expected), b = steps_of(got);
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i].at("train_loss").get<double>(), a[i].at("train_loss").get<double>()) << "step " << i;
+    EXPECT_EQ(b[i].at("grad_norm").get<double>(), a[i].at("grad_norm").get<double>()) << "step " << i;
+    EXPECT_EQ(b[i].value("val_loss", nlohmann::json()), a[i].value("val_loss", nlohmann::json())) << "step " << i;
+    if (!timing) continue;
+    EXPECT_EQ(b[i].at("bytes_sent_per_rank"), a[i].at("bytes_sent_per_rank")) << "step " << i;
+    EXPECT_EQ(b[i].at("sim_step_seconds").get<double>(), a[i].at("sim_step_seconds").get<double>()) << "step " << i;
+  }
+}
+
 int sh(const std::string& cmd) {
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -60,16 +76,7 @@ TEST_P(MpiRun, EqualsTheInProcessRanksBitForBit) {
                " " + LOWBAND_BINARY + " run" + args + " --out " + (dir_ / "mpi").string() + log),
             0)
       << std::ifstream(dir_ / "log").rdbuf();
-  const auto a = steps_of(dir_ / "in_process"), b = steps_of(dir_ / "mpi");
-  ASSERT_EQ(a.size(), 6u);
-  ASSERT_EQ(b.size(), a.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(b[i].at("train_loss").get<double>(), a[i].at("train_loss").get<double>()) << "step " << i;
-    EXPECT_EQ(b[i].at("grad_norm").get<double>(), a[i].at("grad_norm").get<double>()) << "step " << i;
-    EXPECT_EQ(b[i].value("val_loss", nlohmann::json()), a[i].value("val_loss", nlohmann::json())) << "step " << i;
-    EXPECT_EQ(b[i].at("bytes_sent_per_rank"), a[i].at("bytes_sent_per_rank")) << "step " << i;
-    EXPECT_EQ(b[i].at("sim_step_seconds").get<double>(), a[i].at("sim_step_seconds").get<double>()) << "step " << i;
-  }
+  expect_same_steps(dir_ / "in_process", dir_ / "mpi", /*timing=*/true);
   // Rank 0 alone wrote: one line per step, no second writer.
   EXPECT_FALSE(fs::exists(dir_ / "mpi" / "rank1"));
 }
@@ -110,14 +117,7 @@ TEST(MpiRunResume, AnInProcessCheckpointContinuesUnderMpi) {
   log << std::ifstream(dir / "log").rdbuf();
   EXPECT_NE(log.str().find("at step 3/6"), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("one rank per MPI process"), std::string::npos) << log.str();
-  const auto a = steps_of(dir / "straight"), b = steps_of(dir / "resumed");
-  ASSERT_EQ(a.size(), 6u);
-  ASSERT_EQ(b.size(), a.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(b[i].at("train_loss").get<double>(), a[i].at("train_loss").get<double>()) << "step " << i;
-    EXPECT_EQ(b[i].at("grad_norm").get<double>(), a[i].at("grad_norm").get<double>()) << "step " << i;
-    EXPECT_EQ(b[i].value("val_loss", nlohmann::json()), a[i].value("val_loss", nlohmann::json())) << "step " << i;
-  }
+  expect_same_steps(dir / "straight", dir / "resumed", /*timing=*/false);
   fs::remove_all(dir);
 }
 
