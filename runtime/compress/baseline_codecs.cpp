@@ -47,7 +47,7 @@ const std::vector<int32_t>& TopkCodec::kept_indices(const Indices& from, const K
   return it->second;
 }
 
-void TopkCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) {
+void TopkCodec::encode(const KvBlockId& id, int64_t n, const float* z, CodecMessage& out) {
   const int64_t count = n * kv_heads_ * head_dim_, k = kept(n);
   out.values.assign(k, 0.0f);
   out.indices.assign(k, 0);
@@ -62,7 +62,7 @@ void TopkCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMessage
   out.wire_bytes = message_bytes(id.tensor, n);
 }
 
-void TopkCodec::decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) {
+void TopkCodec::decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) {
   check_layout(in.layout(), message_layout(id.tensor, n), "TopkCodec::decode");
   const int64_t count = n * kv_heads_ * head_dim_, k = kept(n);
   for (int32_t i : in.indices)  // the message came from another process: never scatter outside the block
@@ -73,14 +73,14 @@ void TopkCodec::decode(const KvBlockId& id, int64_t n, const KvMessage& in, floa
   received_[BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence}] = in.indices;
 }
 
-void TopkCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) {
+void TopkCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, CodecGradient& out) {
   const auto& idx = kept_indices(received_, id, n, "TopkCodec::encode_gradient");
   out.values.resize(idx.size());
   for (size_t j = 0; j < idx.size(); ++j) out.values[j] = dz_hat[idx[j]];
   out.wire_bytes = gradient_message_bytes(id.tensor, n);
 }
 
-void TopkCodec::decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) {
+void TopkCodec::decode_gradient(const KvBlockId& id, int64_t n, const CodecGradient& summed, float* dz) {
   const auto& idx = kept_indices(sent_, id, n, "TopkCodec::decode_gradient");
   check_gradient(summed, int64_t(idx.size()), "TopkCodec::decode_gradient");
   for (size_t j = 0; j < idx.size(); ++j) dz[idx[j]] += summed.values[j];
@@ -102,14 +102,14 @@ double QuantizeCodec::message_bytes(KvTensor, int64_t n) const {
   return double(kernels::quantized_message_bytes(count(n), bits_, block_));
 }
 
-KvLayout QuantizeCodec::message_layout(KvTensor, int64_t n) const {
+MessageLayout QuantizeCodec::message_layout(KvTensor, int64_t n) const {
   const int64_t c = count(n);
   return {int64_t(kernels::quantized_scale_count(c, block_)), 0, int64_t(kernels::quantized_code_bytes(c, bits_))};
 }
 
-void QuantizeCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) {
+void QuantizeCodec::encode(const KvBlockId& id, int64_t n, const float* z, CodecMessage& out) {
   const int64_t c = count(n);
-  const KvLayout l = message_layout(id.tensor, n);
+  const MessageLayout l = message_layout(id.tensor, n);
   out.values.assign(l.values, 0.0f);  // the scales
   out.indices.clear();
   out.codes.assign(l.codes, 0);
@@ -122,18 +122,18 @@ void QuantizeCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMes
   out.wire_bytes = message_bytes(id.tensor, n);
 }
 
-void QuantizeCodec::decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) {
+void QuantizeCodec::decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) {
   check_layout(in.layout(), message_layout(id.tensor, n), "QuantizeCodec::decode");
   const int64_t c = count(n);
   if (c > 0) kernels::cpu::dequantize_blockwise(c, bits_, block_, in.codes.data(), in.values.data(), z_hat);
 }
 
-void QuantizeCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) {
+void QuantizeCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, CodecGradient& out) {
   out.values.assign(dz_hat, dz_hat + count(n));  // straight-through: not quantised
   out.wire_bytes = gradient_message_bytes(id.tensor, n);
 }
 
-void QuantizeCodec::decode_gradient(const KvBlockId&, int64_t n, const KvGradient& summed, float* dz) {
+void QuantizeCodec::decode_gradient(const KvBlockId&, int64_t n, const CodecGradient& summed, float* dz) {
   check_gradient(summed, count(n), "QuantizeCodec::decode_gradient");
   for (size_t i = 0; i < summed.values.size(); ++i) dz[i] += summed.values[i];
 }

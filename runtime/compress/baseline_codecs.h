@@ -19,7 +19,7 @@
 // Split across ranks (kv_codec.h): top-k's message is the k values and indices;
 // the receiver keeps the indices from it to pick its gradient's k entries, the
 // owner keeps its own to scatter the summed ones. Quantize's message is the codes
-// (KvMessage::codes) and the float32 scales (values); its gradient the full dz_hat.
+// (CodecMessage::codes) and the float32 scales (values); its gradient the full dz_hat.
 // Values keep float32 in memory: bytes_per_element only sizes the message, as
 // for the identity codec. Both halves of TopkCodec keep each block's indices
 // until the next begin_step; neither codec is thread-safe. Both report
@@ -42,11 +42,11 @@ class TopkCodec final : public KvCodec {
   TopkCodec(int kv_heads, int head_dim, int bytes_per_element, double fraction, int layers = 0);
   std::string describe() const override;
   void begin_step(int step) override;
-  void encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) override;
-  void decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) override;
-  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) override;
-  void decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) override;
-  KvLayout message_layout(KvTensor, int64_t n) const override { return {kept(n), kept(n), 0}; }
+  void encode(const KvBlockId& id, int64_t n, const float* z, CodecMessage& out) override;
+  void decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) override;
+  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, CodecGradient& out) override;
+  void decode_gradient(const KvBlockId& id, int64_t n, const CodecGradient& summed, float* dz) override;
+  MessageLayout message_layout(KvTensor, int64_t n) const override { return {kept(n), kept(n), 0}; }
   int64_t gradient_floats(KvTensor, int64_t n) const override { return kept(n); }
 
   int64_t kept(int64_t n) const;  // k for a block of n rows
@@ -72,11 +72,11 @@ class QuantizeCodec final : public KvCodec {
   QuantizeCodec(int kv_heads, int head_dim, int bytes_per_element, int bits, int block, int layers = 0);
   std::string describe() const override;
   void begin_step(int) override { errors_.clear(); }
-  void encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) override;
-  void decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) override;
-  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) override;
-  void decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) override;
-  KvLayout message_layout(KvTensor, int64_t n) const override;
+  void encode(const KvBlockId& id, int64_t n, const float* z, CodecMessage& out) override;
+  void decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) override;
+  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, CodecGradient& out) override;
+  void decode_gradient(const KvBlockId& id, int64_t n, const CodecGradient& summed, float* dz) override;
+  MessageLayout message_layout(KvTensor, int64_t n) const override;
   int64_t gradient_floats(KvTensor, int64_t n) const override { return count(n); }
 
   double message_bytes(KvTensor, int64_t n) const override;

@@ -14,11 +14,11 @@ class IdentityCodec final : public KvCodec {
   std::string describe() const override;
   // The message is z itself, n · kv_heads · head_dim · bytes_per_element wire bytes;
   // the gradient message dz_hat, the same size. decode_gradient: dz += summed.
-  void encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) override;
-  void decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) override;
-  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) override;
-  void decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) override;
-  KvLayout message_layout(KvTensor, int64_t n) const override { return {count(n), 0, 0}; }
+  void encode(const KvBlockId& id, int64_t n, const float* z, CodecMessage& out) override;
+  void decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) override;
+  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, CodecGradient& out) override;
+  void decode_gradient(const KvBlockId& id, int64_t n, const CodecGradient& summed, float* dz) override;
+  MessageLayout message_layout(KvTensor, int64_t n) const override { return {count(n), 0, 0}; }
   int64_t gradient_floats(KvTensor, int64_t n) const override { return count(n); }
 
   double message_bytes(KvTensor, int64_t n) const override;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/compress/kv_message.h"
+#include "runtime/compress/codec_message.h"
 
 namespace lowband::compress {
 
@@ -46,7 +46,7 @@ struct GramSums {
 // decodes the message and encodes its own gradient. Every rank holds its own
 // codec built from the same scenario (same seed, so the same generators A and
 // random bases), and what one half needs from the other crosses in the messages
-// (kv_message.h). Each half keeps what its backward needs, keyed by the block id,
+// (codec_message.h). Each half keeps what its backward needs, keyed by the block id,
 // until the next begin_step. Not thread-safe.
 class KvCodec {
  public:
@@ -59,19 +59,19 @@ class KvCodec {
 
   // Owner: block z (n, kv_heads, head_dim) -> the message for its receivers (the
   // same for each), with out.wire_bytes its modelled size.
-  virtual void encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) = 0;
+  virtual void encode(const KvBlockId& id, int64_t n, const float* z, CodecMessage& out) = 0;
   // Receiver: the message -> z_hat (n, kv_heads, head_dim), what it attends to.
-  virtual void decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) = 0;
+  virtual void decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) = 0;
   // Receiver: its own dL/dz_hat -> its gradient message; linear in dz_hat, so the
-  // receivers' messages sum (KvGradient::add) into the owner's.
-  virtual void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) = 0;
+  // receivers' messages sum (CodecGradient::add) into the owner's.
+  virtual void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, CodecGradient& out) = 0;
   // Owner: the receivers' summed gradient message -> ADDS dL/dz into dz and
   // accumulates the codec's own parameter gradients.
-  virtual void decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) = 0;
+  virtual void decode_gradient(const KvBlockId& id, int64_t n, const CodecGradient& summed, float* dz) = 0;
 
   // What encode / encode_gradient produce for an n-token block of `tensor` in the
   // current phase (the receiver sizes its recv with them: packed_bytes).
-  virtual KvLayout message_layout(KvTensor tensor, int64_t n) const = 0;
+  virtual MessageLayout message_layout(KvTensor tensor, int64_t n) const = 0;
   virtual int64_t gradient_floats(KvTensor tensor, int64_t n) const = 0;
 
   // Both halves on this one object: encode then decode; returns the message's wire bytes.

@@ -123,7 +123,7 @@ void MosCodec::check_positions(const KvBlockId& id, int64_t n, const char* where
                            "(or set k_frame \"post_rope\")");
 }
 
-KvLayout MosCodec::message_layout(KvTensor t, int64_t n) const {
+MessageLayout MosCodec::message_layout(KvTensor t, int64_t n) const {
   if (!fitted_) return {n * opt_.kv_heads * opt_.head_dim, 0, 0};
   return {opt_.kv_heads * n * rank(t) + theta_count(), 0, 0};
 }

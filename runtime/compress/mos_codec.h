@@ -10,7 +10,7 @@
 // dθ, the same size.
 //
 // Split across ranks (kv_codec.h): the owner computes θ and C and sends them
-// (KvMessage::values: C of each head, heads one after another, then θ per head
+// (CodecMessage::values: C of each head, heads one after another, then θ per head
 // unless rotation is fixed); the receiver reconstructs Ẑ from them, so it needs
 // U₀ and A (the same on every rank) but not ψ. Backward, the receiver sends
 // dC = dẐ·U(θ) per head and, where θ is learned, the part of dθ through the
@@ -80,11 +80,11 @@ class MosCodec final : public KvCodec {
   explicit MosCodec(const MosOptions& options);  // InputError on bad sizes
   std::string describe() const override;
   void begin_step(int step) override;
-  void encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) override;
-  void decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) override;
-  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) override;
-  void decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) override;
-  KvLayout message_layout(KvTensor t, int64_t n) const override;
+  void encode(const KvBlockId& id, int64_t n, const float* z, CodecMessage& out) override;
+  void decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) override;
+  void encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, CodecGradient& out) override;
+  void decode_gradient(const KvBlockId& id, int64_t n, const CodecGradient& summed, float* dz) override;
+  MessageLayout message_layout(KvTensor t, int64_t n) const override;
   int64_t gradient_floats(KvTensor t, int64_t n) const override;
   GramSums gram_sums() override;
   ErrorSums* error_sums() override { return &errors_; }

@@ -44,7 +44,7 @@ void MosCodec::accumulate_grams(const KvBlockId& id, int64_t n, const float* src
   }
 }
 
-void MosCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMessage& out) {
+void MosCodec::encode(const KvBlockId& id, int64_t n, const float* z, CodecMessage& out) {
   check_id(id, n, "MosCodec::encode");
   check_positions(id, n, "MosCodec::encode");
   const int H = opt_.kv_heads, d = opt_.head_dim;
@@ -104,7 +104,7 @@ void MosCodec::encode(const KvBlockId& id, int64_t n, const float* z, KvMessage&
   out.wire_bytes = message_bytes(id.tensor, n);
 }
 
-void MosCodec::decode(const KvBlockId& id, int64_t n, const KvMessage& in, float* z_hat) {
+void MosCodec::decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) {
   check_id(id, n, "MosCodec::decode");
   check_positions(id, n, "MosCodec::decode");
   check_layout(in.layout(), message_layout(id.tensor, n), "MosCodec::decode");
@@ -134,7 +134,7 @@ void MosCodec::decode(const KvBlockId& id, int64_t n, const KvMessage& in, float
   if (unrotate) kernels::cpu::rope_forward(out, id.positions, n, H, d, z_hat, opt_.rope_theta);
 }
 
-void MosCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, KvGradient& out) {
+void MosCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_hat, CodecGradient& out) {
   check_id(id, n, "MosCodec::encode_gradient");
   const int H = opt_.kv_heads, d = opt_.head_dim;
   const int64_t count = n * H * d;
@@ -168,7 +168,7 @@ void MosCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_h
   out.wire_bytes = gradient_message_bytes(id.tensor, n);
 }
 
-void MosCodec::decode_gradient(const KvBlockId& id, int64_t n, const KvGradient& summed, float* dz) {
+void MosCodec::decode_gradient(const KvBlockId& id, int64_t n, const CodecGradient& summed, float* dz) {
   check_id(id, n, "MosCodec::decode_gradient");
   check_gradient(summed, gradient_floats(id.tensor, n), "MosCodec::decode_gradient");
   const int H = opt_.kv_heads, d = opt_.head_dim;

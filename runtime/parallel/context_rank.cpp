@@ -232,8 +232,8 @@ void ContextRank::backward_layer(comm::Communicator& comm, int l) {
   // Overlap: each partial goes out as soon as it is computed. Without: all the
   // rank's attention backward first, then the exchange.
   const bool overlap = scenario_.parallel.overlap;
-  std::vector<std::vector<compress::KvGradient>> partial(static_cast<size_t>(P_));
-  std::vector<compress::KvGradient> acc;
+  std::vector<std::vector<compress::CodecGradient>> partial(static_cast<size_t>(P_));
+  std::vector<compress::CodecGradient> acc;
   std::vector<uint8_t> message;
   auto compute_partial = [&](int k) {
     const int o = owner_at(k);
@@ -252,7 +252,7 @@ void ContextRank::backward_layer(comm::Communicator& comm, int l) {
     for (int k = 1; k < P_; ++k) compute_partial(k);
   for (int k = 1; k < P_; ++k) {
     if (overlap) compute_partial(k);
-    std::vector<compress::KvGradient>& mine = partial[size_t(k)];
+    std::vector<compress::CodecGradient>& mine = partial[size_t(k)];
     if (ring && k > 1) {  // the accumulator for this owner's block from the ranks before
       comm.recv_message(prev, tag_dkv(l), message, "dkv");
       unpack_gradients(message, acc);
@@ -264,7 +264,7 @@ void ContextRank::backward_layer(comm::Communicator& comm, int l) {
               comm::Wire("dkv", gradient_wire_bytes(mine)));
     mine.clear();
   }
-  std::vector<compress::KvGradient> summed;
+  std::vector<compress::CodecGradient> summed;
   if (ring && P_ > 1) {
     comm.recv_message(prev, tag_dkv(l), message, "dkv");
     unpack_gradients(message, summed);

@@ -100,8 +100,8 @@ class ContextRank {
   void attend(int l, int owner, bool backward, float* dk, float* dv);
   void encode_blocks(int l, std::vector<uint8_t>& message);
   void decode_blocks(int l, int owner, const std::vector<uint8_t>& message);
-  void encode_gradients(int l, int owner, const float* dk, const float* dv, std::vector<compress::KvGradient>& out);
-  void decode_gradients(int l, const std::vector<compress::KvGradient>& summed);
+  void encode_gradients(int l, int owner, const float* dk, const float* dv, std::vector<compress::CodecGradient>& out);
+  void decode_gradients(int l, const std::vector<compress::CodecGradient>& summed);
   void step_codec(comm::Communicator& comm, double lr);
   void begin_codec_step(comm::Communicator& comm, int step);
   void reconstruction_errors(comm::Communicator& comm, RankStepResult& out);

@@ -35,7 +35,7 @@ size_t ContextRank::block_count(int owner) const { return size_t(sequences_) * r
 void ContextRank::encode_blocks(int l, std::vector<uint8_t>& message) {
   const auto& a = model_.activations(l);
   begin_kv_message(message);
-  compress::KvMessage block;
+  compress::CodecMessage block;
   for_each_block(l, rank_, [&](size_t, const compress::KvBlockId& id, int64_t n, int64_t off) {
     const float* z = to_host((id.tensor == KvTensor::k ? a.k : a.v) + off, size_t(n * kv_row_), host_a_);
     codec_->encode(id, n, z, block);
@@ -44,7 +44,7 @@ void ContextRank::encode_blocks(int l, std::vector<uint8_t>& message) {
 }
 
 void ContextRank::decode_blocks(int l, int owner, const std::vector<uint8_t>& message) {
-  const std::vector<compress::KvMessage> blocks = kv_message_blocks(message);
+  const std::vector<compress::CodecMessage> blocks = kv_message_blocks(message);
   if (blocks.size() != block_count(owner))
     throw std::logic_error("K/V message of rank " + std::to_string(owner) + ": " + std::to_string(blocks.size()) +
                            " blocks");
@@ -58,7 +58,7 @@ void ContextRank::decode_blocks(int l, int owner, const std::vector<uint8_t>& me
 }
 
 void ContextRank::encode_gradients(int l, int owner, const float* dk, const float* dv,
-                                   std::vector<compress::KvGradient>& out) {
+                                   std::vector<compress::CodecGradient>& out) {
   out.assign(block_count(owner), {});
   for_each_block(l, owner, [&](size_t b, const compress::KvBlockId& id, int64_t n, int64_t off) {
     const float* dz_hat = to_host((id.tensor == KvTensor::k ? dk : dv) + off, size_t(n * kv_row_), host_a_);
@@ -66,7 +66,7 @@ void ContextRank::encode_gradients(int l, int owner, const float* dk, const floa
   });
 }
 
-void ContextRank::decode_gradients(int l, const std::vector<compress::KvGradient>& summed) {
+void ContextRank::decode_gradients(int l, const std::vector<compress::CodecGradient>& summed) {
   if (summed.size() != block_count(rank_))
     throw std::logic_error("dK/dV message for rank " + std::to_string(rank_) + ": " +
                            std::to_string(summed.size()) + " blocks");

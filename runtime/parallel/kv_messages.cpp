@@ -50,7 +50,7 @@ void begin_kv_message(std::vector<uint8_t>& message) {
   put<double>(message, 0.0);
 }
 
-void append_block(std::vector<uint8_t>& message, const compress::KvMessage& block) {
+void append_block(std::vector<uint8_t>& message, const compress::CodecMessage& block) {
   append_bytes(message, compress::pack(block));
   add_wire_bytes(message, block.wire_bytes);
 }
@@ -60,8 +60,8 @@ double kv_message_wire_bytes(const std::vector<uint8_t>& message) {
   return get<double>(message, at);
 }
 
-std::vector<compress::KvMessage> kv_message_blocks(const std::vector<uint8_t>& message) {
-  std::vector<compress::KvMessage> out;
+std::vector<compress::CodecMessage> kv_message_blocks(const std::vector<uint8_t>& message) {
+  std::vector<compress::CodecMessage> out;
   for_each_block(message, [&](const uint8_t* data, size_t n) {
     out.emplace_back();
     compress::unpack(data, n, out.back());
@@ -69,7 +69,7 @@ std::vector<compress::KvMessage> kv_message_blocks(const std::vector<uint8_t>& m
   return out;
 }
 
-void pack_gradients(const std::vector<compress::KvGradient>& blocks, std::vector<uint8_t>& message) {
+void pack_gradients(const std::vector<compress::CodecGradient>& blocks, std::vector<uint8_t>& message) {
   begin_kv_message(message);
   for (const auto& g : blocks) {
     append_bytes(message, compress::pack(g));
@@ -77,7 +77,7 @@ void pack_gradients(const std::vector<compress::KvGradient>& blocks, std::vector
   }
 }
 
-void unpack_gradients(const std::vector<uint8_t>& message, std::vector<compress::KvGradient>& blocks) {
+void unpack_gradients(const std::vector<uint8_t>& message, std::vector<compress::CodecGradient>& blocks) {
   blocks.clear();
   for_each_block(message, [&](const uint8_t* data, size_t n) {
     blocks.emplace_back();
@@ -85,12 +85,12 @@ void unpack_gradients(const std::vector<uint8_t>& message, std::vector<compress:
   });
 }
 
-void add_gradients(std::vector<compress::KvGradient>& acc, const std::vector<compress::KvGradient>& more) {
+void add_gradients(std::vector<compress::CodecGradient>& acc, const std::vector<compress::CodecGradient>& more) {
   if (acc.size() != more.size()) throw std::logic_error("dK/dV messages of different block counts");
   for (size_t i = 0; i < acc.size(); ++i) acc[i].add(more[i]);
 }
 
-double gradient_wire_bytes(const std::vector<compress::KvGradient>& blocks) {
+double gradient_wire_bytes(const std::vector<compress::CodecGradient>& blocks) {
   double total = 0;
   for (const auto& g : blocks) total += g.wire_bytes;
   return total;

@@ -26,4 +26,15 @@ const sim::DeviceProfile& DeviceConfig::for_node(int node) const {
   return default_profile;
 }
 
+int ParallelConfig::stage_layer_count(int stage, int layers) const {
+  if (!stage_layers.empty()) return stage_layers.at(size_t(stage));
+  return layers / pipeline;
+}
+
+int ParallelConfig::stage_first_layer(int stage, int layers) const {
+  int first = 0;
+  for (int s = 0; s < stage; ++s) first += stage_layer_count(s, layers);
+  return first;
+}
+
 }  // namespace lowband

@@ -29,6 +29,9 @@ struct ModelConfig {
 };
 
 enum class CpSplit { contiguous, zigzag };
+// The order in which a pipeline stage runs its microbatches' forwards (F) and
+// backwards (B) within a step (runtime/parallel/pipeline_schedule.h).
+enum class PipelineSchedule { gpipe, one_f_one_b };
 enum class CpExchange { ring, all_gather };
 
 // One data-parallel replica of a heterogeneous layout (parallel.replicas): its
@@ -43,7 +46,11 @@ struct ReplicaConfig {
 
 struct ParallelConfig {
   int context = 1;   // context-parallel degree P
-  int pipeline = 1;  // pipeline stages (1 until pipeline parallelism lands)
+  int pipeline = 1;  // pipeline stages
+  // Layers of each stage, first to last (empty: model.layers / pipeline each).
+  std::vector<int> stage_layers;
+  int microbatches = 1;  // per step, each batch_size / microbatches sequences
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int data = 1;      // data-parallel replicas (1 until data parallelism lands)
   CpSplit split = CpSplit::zigzag;
   CpExchange exchange = CpExchange::ring;
@@ -54,6 +61,9 @@ struct ParallelConfig {
   // Replicas that differ (empty: `data` identical replicas of pipeline x context).
   std::vector<ReplicaConfig> replicas;
   int ranks() const { return context * pipeline * data; }
+  // Layers [first, first + count) of `stage` (stage_layers, or the even split).
+  int stage_first_layer(int stage, int layers) const;
+  int stage_layer_count(int stage, int layers) const;
   int node_of(int rank) const { return placement.empty() ? rank : placement[size_t(rank)]; }
 };
 
@@ -70,6 +80,23 @@ enum class KFrame { pre_rope, post_rope };
 
 // How the weights stay equal across context-parallel ranks.
 enum class WeightSync { all_reduce, sparse };
+
+// What crosses a pipeline stage boundary (compression.boundary):
+//  - none: the residual stream x, d values per token;
+//  - subspace: Uᵀ(x − E_fixed[token]) and the token id, k + 1 values per token,
+//    exact because every layer before the last boundary keeps its output
+//    projections in span(U) (Protocol Models); the gradient back is Uᵀ·∂L/∂x;
+//  - lowrank: Uᵀx without the constraint (the residual outside span(U) is lost);
+//  - topk / quantize: lossy baselines on x and on ∂L/∂x.
+enum class BoundaryMethod { none, subspace, lowrank, topk, quantize };
+
+struct BoundaryConfig {
+  BoundaryMethod method = BoundaryMethod::none;
+  int rank = 0;                // subspace / lowrank: k, the basis' columns (1..d_model)
+  double topk_fraction = 0.1;  // topk: fraction of each token's values kept
+  int quantize_bits = 8;       // quantize: 4 or 8
+  int quantize_block = 64;     // quantize: values per absmax scale
+};
 
 struct CompressionConfig {
   CompressionMethod method = CompressionMethod::none;
@@ -90,6 +117,8 @@ struct CompressionConfig {
   double topk_fraction = 0.1;  // topk: fraction of each K/V block's entries kept
   int quantize_bits = 4;       // quantize: 4 or 8 bits per value
   int quantize_block = 64;     // quantize: values per absmax scale
+
+  BoundaryConfig boundary;      // pipeline stage boundaries
 
   int k_rank(int head_dim) const;
   int v_rank(int head_dim) const;

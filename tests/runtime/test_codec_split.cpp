@@ -1,5 +1,5 @@
 // The K/V codecs split into the halves that run on different ranks
-// (runtime/compress/kv_codec.h, kv_message.h): an owner's codec and receivers'
+// (runtime/compress/kv_codec.h, codec_message.h): an owner's codec and receivers'
 // codecs built from the same options, passing packed messages, give what one
 // codec's forward/backward gives; gradients of several receivers sum.
 #include <gtest/gtest.h>
@@ -97,7 +97,7 @@ TEST_P(CodecSplit, OwnerAndThreeReceiversMatchOneObject) {
 
     std::vector<float> z_hat_one(count);
     const double bytes = one->forward(id, n, z.data(), z_hat_one.data());
-    KvMessage message;
+    CodecMessage message;
     owner->encode(id, n, z.data(), message);
     // Expect the modelled size of today's message; the layout the receiver sizes its recv with.
     EXPECT_EQ(message.wire_bytes, bytes);
@@ -108,7 +108,7 @@ TEST_P(CodecSplit, OwnerAndThreeReceiversMatchOneObject) {
     const auto packed = pack(message);
     EXPECT_EQ(packed.size(), packed_bytes(receivers[0]->message_layout(t, n)));
     for (auto& r : receivers) {
-      KvMessage got;
+      CodecMessage got;
       unpack(packed.data(), packed.size(), got);
       std::vector<float> z_hat(count, -7.0f);
       r->decode(id, n, got, z_hat.data());
@@ -125,9 +125,9 @@ TEST_P(CodecSplit, OwnerAndThreeReceiversMatchOneObject) {
     one->zero_grads();
     std::vector<float> dz_one(count, 0.0f), dz_split(count, 0.0f);
     const double grad_bytes = one->backward(id, n, summed.data(), dz_one.data());
-    KvGradient ring;  // the accumulator a ring passes on, each rank adding its part
+    CodecGradient ring;  // the accumulator a ring passes on, each rank adding its part
     for (int i = 0; i < 3; ++i) {
-      KvGradient mine, got;
+      CodecGradient mine, got;
       receivers[size_t(i)]->encode_gradient(id, n, partials[size_t(i)].data(), mine);
       const auto bytes_out = pack(mine);
       EXPECT_EQ(bytes_out.size(), packed_gradient_bytes(owner->gradient_floats(t, n)));
@@ -162,8 +162,8 @@ TEST_P(CodecSplit, OwnerAndThreeReceiversMatchOneObject) {
 INSTANTIATE_TEST_SUITE_P(Codecs, CodecSplit, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(KvMessage, PackUnpackRoundTripsEveryField) {
-  KvMessage m;
+TEST(CodecMessage, PackUnpackRoundTripsEveryField) {
+  CodecMessage m;
   m.values = {1.5f, -2.25f, 3e-30f};
   m.indices = {7, 0, 123456};
   m.codes = {0, 255, 17, 4};
@@ -172,7 +172,7 @@ TEST(KvMessage, PackUnpackRoundTripsEveryField) {
   // Expect 32 header bytes + 3·4 + 3·4 + 4 = 60.
   EXPECT_EQ(buf.size(), 60u);
   EXPECT_EQ(buf.size(), packed_bytes(m.layout()));
-  KvMessage got;
+  CodecMessage got;
   unpack(buf.data(), buf.size(), got);
   EXPECT_EQ(got.values, m.values);
   EXPECT_EQ(got.indices, m.indices);
@@ -181,10 +181,10 @@ TEST(KvMessage, PackUnpackRoundTripsEveryField) {
   // A buffer of the wrong size is an error of use, not a silent truncation.
   EXPECT_THROW(unpack(buf.data(), buf.size() - 1, got), std::logic_error);
   EXPECT_THROW(unpack(buf.data(), 8, got), std::logic_error);
-  KvGradient g;
+  CodecGradient g;
   EXPECT_THROW(unpack(buf.data(), buf.size(), g), std::logic_error) << "a message is not a gradient";
 
-  KvGradient a{{1.0f, 2.0f}, 8.0};
+  CodecGradient a{{1.0f, 2.0f}, 8.0};
   const auto gbuf = pack(a);
   EXPECT_EQ(gbuf.size(), packed_gradient_bytes(2));
   unpack(gbuf.data(), gbuf.size(), g);
@@ -196,7 +196,7 @@ TEST(CodecSplit, TopkDecodeRefusesAnIndexOutsideTheBlock) {
   TopkCodec owner(kHeads, kDim, 2, 0.2), receiver(kHeads, kDim, 2, 0.2);
   const int64_t n = 3;
   const auto z = gaussian(size_t(n * kHeads * kDim), 8);
-  KvMessage m;
+  CodecMessage m;
   owner.encode({0, KvTensor::v, 0, 0, 0}, n, z.data(), m);
   std::vector<float> z_hat(z.size());
   receiver.decode({0, KvTensor::v, 0, 0, 0}, n, m, z_hat.data());  // a good message decodes
@@ -204,8 +204,8 @@ TEST(CodecSplit, TopkDecodeRefusesAnIndexOutsideTheBlock) {
   EXPECT_THROW(receiver.decode({0, KvTensor::v, 0, 0, 0}, n, m, z_hat.data()), std::logic_error);
 }
 
-TEST(KvGradient, AddSumsInOrderAndKeepsOneMessageSize) {
-  KvGradient acc;
+TEST(CodecGradient, AddSumsInOrderAndKeepsOneMessageSize) {
+  CodecGradient acc;
   acc.add({{1.0f, 1e8f}, 12.0});  // an empty accumulator takes the first
   acc.add({{2.0f, 1.0f}, 12.0});
   acc.add({{3.0f, -1e8f}, 12.0});
@@ -234,7 +234,7 @@ TEST(CodecSplit, MosGramSumsAllReduceToOneFit) {
         const auto z = gaussian(size_t(n * kHeads * kDim), 100 + owner * 10 + layer * 2 + int(t));
         std::vector<float> z_hat(z.size());
         one.forward(id, n, z.data(), z_hat.data());
-        KvMessage m;
+        CodecMessage m;
         (owner == 0 ? rank0 : rank1).encode(id, n, z.data(), m);
       }
   const GramSums g0 = rank0.gram_sums(), g1 = rank1.gram_sums(), all = one.gram_sums();
@@ -287,7 +287,7 @@ TEST(CodecSplit, SummedErrorSumsReproduceOneCodecsReconstructionError) {
           const auto z = gaussian(size_t(n * kHeads * kDim), 200 + owner * 10 + layer * 2 + int(t), 1 + owner);
           std::vector<float> z_hat(z.size());
           one->forward(id, n, z.data(), z_hat.data());
-          KvMessage m;
+          CodecMessage m;
           (owner == 0 ? rank0 : rank1)->encode(id, n, z.data(), m);
         }
     ErrorSums* s0 = rank0->error_sums();

@@ -57,10 +57,10 @@ TEST_P(MosGradcheck, BackwardMatchesFiniteDifferencesOfFloat64Reference) {
     // `codec` owns the block; two receivers built from the same options, with a
     // different ψ (θ comes in the message), each hold part of w = w1 + w2.
     MosCodec r1(o), r2(o);
-    KvMessage message;
+    CodecMessage message;
     codec.encode(id, n, z.data(), message);
     std::vector<float> z_hat2(z.size());
-    KvGradient summed;
+    CodecGradient summed;
     for (MosCodec* r : {&r1, &r2}) {
       r->begin_step(0);
       const auto q = test::gaussian(r->param_count(), 77, 0.3);
@@ -71,7 +71,7 @@ TEST_P(MosGradcheck, BackwardMatchesFiniteDifferencesOfFloat64Reference) {
     const auto w1 = test::gaussian(n * H * d, 24);
     std::vector<float> w2(w.size());
     for (size_t i = 0; i < w.size(); ++i) w2[i] = w[i] - w1[i];
-    KvGradient g1, g2;
+    CodecGradient g1, g2;
     r1.encode_gradient(id, n, w1.data(), g1);
     r2.encode_gradient(id, n, w2.data(), g2);
     summed.add(g1);
