@@ -1,6 +1,10 @@
 #include "runtime/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
 
 namespace lowband {
 
@@ -75,6 +79,19 @@ Cost lm_head_forward(const ModelConfig& m, double tokens, double elem_bytes) {
   return c;
 }
 
+Cost pre_attention_forward(const ModelConfig& m, double tokens, double elem_bytes) {
+  return rmsnorm_forward(m, tokens, elem_bytes) + qkv_forward(m, tokens, elem_bytes);
+}
+
+Cost post_attention_forward(const ModelConfig& m, double tokens, double elem_bytes) {
+  return out_proj_forward(m, tokens, elem_bytes) + rmsnorm_forward(m, tokens, elem_bytes) +
+         mlp_forward(m, tokens, elem_bytes);
+}
+
+Cost head_forward(const ModelConfig& m, double tokens, double elem_bytes) {
+  return rmsnorm_forward(m, tokens, elem_bytes) + lm_head_forward(m, tokens, elem_bytes);
+}
+
 Cost attention_forward(const ModelConfig& m, double pairs, double q_tokens, double k_tokens,
                        double elem_bytes) {
   if (pairs <= 0) return {};
@@ -134,6 +151,16 @@ double head_parameters(const ModelConfig& m) {
 
 double seconds(const sim::DeviceProfile& device, double flops, double bytes, sim::DType dtype) {
   return device.seconds(flops, bytes, dtype);
+}
+
+double node_seconds(const Scenario& s, int node, const Cost& c, const char* tag) {
+  const sim::DeviceProfile& device = s.devices.for_node(node);
+  const double sec = seconds(device, c, s.devices.dtype);
+  if (!std::isfinite(sec) || sec < 0)
+    throw InputError("devices", "profile '" + device.name + "' of node " + std::to_string(node) +
+                                    " gives no finite time for '" + tag +
+                                    "' (zero peak FLOP/s, memory bandwidth or efficiency?)");
+  return sec;
 }
 
 }  // namespace cost

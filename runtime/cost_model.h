@@ -47,6 +47,11 @@ Cost out_proj_forward(const ModelConfig& m, double tokens, double elem_bytes);
 Cost mlp_forward(const ModelConfig& m, double tokens, double elem_bytes);  // SwiGLU, 3 matrices
 Cost embedding_forward(const ModelConfig& m, double tokens, double elem_bytes);  // a gather
 Cost lm_head_forward(const ModelConfig& m, double tokens, double elem_bytes);    // 2·n·d·vocab + softmax
+// The dense pieces around a layer's attention, and the model's end: what every
+// parallel schedule (context, pipeline) runs per layer.
+Cost pre_attention_forward(const ModelConfig& m, double tokens, double elem_bytes);   // norm + QKV
+Cost post_attention_forward(const ModelConfig& m, double tokens, double elem_bytes);  // out proj + norm + MLP
+Cost head_forward(const ModelConfig& m, double tokens, double elem_bytes);            // final norm + LM head
 
 // Attention of `q_tokens` queries against `k_tokens` keys of which `pairs`
 // survive the causal mask. Memory: read Q, K, V, write O (and the merge of
@@ -78,5 +83,8 @@ double seconds(const sim::DeviceProfile& device, double flops, double bytes, sim
 inline double seconds(const sim::DeviceProfile& device, const Cost& c, sim::DType dtype) {
   return seconds(device, c.flops, c.bytes, dtype);
 }
+// Seconds of `c` on network node `node`'s device profile in `scenario`;
+// InputError("devices") when the profile gives no finite time (`tag` names the task).
+double node_seconds(const Scenario& scenario, int node, const Cost& c, const char* tag);
 
 }  // namespace lowband::cost

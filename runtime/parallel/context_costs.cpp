@@ -1,10 +1,5 @@
 #include "runtime/parallel/context_costs.h"
 
-#include <cmath>
-#include <string>
-
-#include "common/error.h"
-
 namespace lowband::parallel {
 
 std::vector<TokenRange> rank_token_ranges(int64_t seq_len, int ranks, CpSplit split, int rank) {
@@ -43,18 +38,13 @@ ContextCosts::ContextCosts(const Scenario& s)
 
 cost::Cost ContextCosts::embed(int r) const { return cost::embedding_forward(s_.model, tokens(r), elem_); }
 
-cost::Cost ContextCosts::pre_attention(int r) const {
-  return cost::rmsnorm_forward(s_.model, tokens(r), elem_) + cost::qkv_forward(s_.model, tokens(r), elem_);
-}
+cost::Cost ContextCosts::pre_attention(int r) const { return cost::pre_attention_forward(s_.model, tokens(r), elem_); }
 
 cost::Cost ContextCosts::post_attention(int r) const {
-  return cost::out_proj_forward(s_.model, tokens(r), elem_) + cost::rmsnorm_forward(s_.model, tokens(r), elem_) +
-         cost::mlp_forward(s_.model, tokens(r), elem_);
+  return cost::post_attention_forward(s_.model, tokens(r), elem_);
 }
 
-cost::Cost ContextCosts::head(int r) const {
-  return cost::rmsnorm_forward(s_.model, tokens(r), elem_) + cost::lm_head_forward(s_.model, tokens(r), elem_);
-}
+cost::Cost ContextCosts::head(int r) const { return cost::head_forward(s_.model, tokens(r), elem_); }
 
 cost::Cost ContextCosts::attention(int q, int k, bool backward) const {
   return backward ? cost::attention_backward(s_.model, pairs(q, k), tokens(q), tokens(k), elem_)
@@ -73,14 +63,7 @@ cost::Cost ContextCosts::mos_reconstruct(int owner) const {
 cost::Cost ContextCosts::optimizer() const { return cost::adamw_step(s_.model.parameters()); }
 
 double ContextCosts::seconds(int rank, const cost::Cost& c, const char* tag) const {
-  const int node = s_.parallel.node_of(rank);
-  const sim::DeviceProfile& device = s_.devices.for_node(node);
-  const double sec = cost::seconds(device, c, s_.devices.dtype);
-  if (!std::isfinite(sec) || sec < 0)
-    throw InputError("devices", "profile '" + device.name + "' of node " + std::to_string(node) +
-                                    " gives no finite time for '" + tag +
-                                    "' (zero peak FLOP/s, memory bandwidth or efficiency?)");
-  return sec;
+  return cost::node_seconds(s_, s_.parallel.node_of(rank), c, tag);
 }
 
 }  // namespace lowband::parallel

@@ -1,0 +1,72 @@
+#include "runtime/parallel/pipeline_costs.h"
+
+#include <string>
+
+#include "common/error.h"
+
+namespace lowband::parallel {
+
+PipelineCosts::PipelineCosts(const Scenario& s)
+    : s_(s), P_(s.parallel.pipeline), elem_(cost::dtype_bytes(s.devices.dtype)) {
+  const auto& par = s.parallel;
+  if (par.context != 1)
+    throw InputError("parallel.context", "pipeline estimates model pipeline parallelism alone (expected 1, got " +
+                                             std::to_string(par.context) + ")");
+  if (par.data != 1) throw InputError("parallel.data", "pipeline estimates model one replica (expected 1)");
+  if (P_ < 1) throw InputError("parallel.pipeline", "must be at least 1");
+  if (par.microbatches < 1) throw InputError("parallel.microbatches", "must be at least 1");
+  if (s.training.batch_size % par.microbatches != 0)
+    throw InputError("parallel.microbatches", std::to_string(par.microbatches) + " microbatches do not divide " +
+                                                  "training.batch_size " + std::to_string(s.training.batch_size));
+  if (!par.stage_layers.empty() && int(par.stage_layers.size()) != P_)
+    throw InputError("parallel.stage_layers", std::to_string(par.stage_layers.size()) + " entries for " +
+                                                  std::to_string(P_) + " stages");
+  int total = 0;
+  for (int st = 0; st < P_; ++st) total += layers(st);
+  if (total != s.model.layers)
+    throw InputError(par.stage_layers.empty() ? "parallel.pipeline" : "parallel.stage_layers",
+                     "the stages hold " + std::to_string(total) + " layers, model.layers is " +
+                         std::to_string(s.model.layers));
+  sequences_ = s.training.batch_size / par.microbatches;
+  const int64_t T = s.model.seq_len;
+  pairs_ = double(sequences_) * cost::causal_pairs(0, T, 0, T);
+}
+
+int PipelineCosts::layers(int stage) const { return s_.parallel.stage_layer_count(stage, s_.model.layers); }
+
+cost::Cost PipelineCosts::forward(int stage) const {
+  const auto& m = s_.model;
+  const double n = double(microbatch_rows());
+  const cost::Cost layer = cost::pre_attention_forward(m, n, elem_) + cost::attention_forward(m, pairs_, n, n, elem_) +
+                           cost::post_attention_forward(m, n, elem_);
+  cost::Cost c = layer * double(layers(stage));
+  if (stage == 0) c += cost::embedding_forward(m, n, elem_);
+  if (stage == P_ - 1) c += cost::head_forward(m, n, elem_);
+  return c;
+}
+
+cost::Cost PipelineCosts::backward(int stage) const {
+  const auto& m = s_.model;
+  const double n = double(microbatch_rows());
+  const cost::Cost dense = cost::pre_attention_forward(m, n, elem_) + cost::post_attention_forward(m, n, elem_);
+  const cost::Cost layer = cost::dense_backward(dense) + cost::attention_backward(m, pairs_, n, n, elem_);
+  cost::Cost c = layer * double(layers(stage));
+  if (stage == 0) c += cost::dense_backward(cost::embedding_forward(m, n, elem_));
+  if (stage == P_ - 1) c += cost::dense_backward(cost::head_forward(m, n, elem_));
+  return c;
+}
+
+double PipelineCosts::parameters(int stage) const {
+  double p = layers(stage) * cost::layer_parameters(s_.model);
+  if (stage == 0) p += cost::embedding_parameters(s_.model);
+  if (stage == P_ - 1) p += cost::head_parameters(s_.model);
+  return p;
+}
+
+cost::Cost PipelineCosts::optimizer(int stage) const { return cost::adamw_step(parameters(stage)); }
+
+double PipelineCosts::seconds(int stage, const cost::Cost& c, const char* tag) const {
+  return cost::node_seconds(s_, s_.parallel.node_of(stage), c, tag);
+}
+
+}  // namespace lowband::parallel

@@ -1,0 +1,47 @@
+#pragma once
+// The cost (FLOPs, memory bytes) of one microbatch's forward and backward on each
+// pipeline stage, and of the stage's optimizer step, from the model's shapes;
+// seconds on the stage's node's device profile. The one source for `estimate`'s
+// shape-built pipeline step (pipeline_graph.cpp) and a real run timed from the
+// device profile.
+//
+// Pipeline parallelism alone for now (parallel.context = 1, parallel.data = 1):
+// stage s is rank s. A stage holds layers stage_first_layer .. + stage_layer_count;
+// the first also the embedding, the last also the final norm and the LM head.
+#include <cstdint>
+
+#include "runtime/cost_model.h"
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::parallel {
+
+class PipelineCosts {
+ public:
+  // InputError naming the key when the scenario is not a pipeline this models.
+  explicit PipelineCosts(const Scenario& scenario);
+
+  int stages() const { return P_; }
+  int64_t sequences_per_microbatch() const { return sequences_; }
+  int64_t microbatch_rows() const { return sequences_ * s_.model.seq_len; }  // tokens of one microbatch
+  int layers(int stage) const;
+
+  // One microbatch through the stage; backward as the context schedule counts it
+  // (2 x each dense piece, attention_backward for attention).
+  cost::Cost forward(int stage) const;
+  cost::Cost backward(int stage) const;
+  double parameters(int stage) const;  // what the stage's optimizer updates
+  cost::Cost optimizer(int stage) const;
+
+  // Seconds of `c` on `stage`'s node; InputError("devices") when the profile gives
+  // no finite time (`tag` names the task).
+  double seconds(int stage, const cost::Cost& c, const char* tag) const;
+
+ private:
+  const Scenario& s_;
+  int P_;
+  int64_t sequences_;
+  double elem_;
+  double pairs_;  // causal (query, key) pairs of one microbatch
+};
+
+}  // namespace lowband::parallel
