@@ -48,4 +48,18 @@ inline Scenario small_cp_scenario(int ranks = 4) {
   return s;
 }
 
+// small_cp_scenario's model with 4 layers and untied embeddings, 4 sequences per
+// step, on `stages` pipeline stages (one per node) of `microbatches` microbatches.
+inline Scenario small_pp_scenario(int stages, int microbatches) {
+  Scenario s = small_cp_scenario(1);
+  s.name = "small-pp";
+  s.model.layers = 4;
+  s.model.tie_embeddings = false;
+  s.training.batch_size = 4;
+  s.parallel.pipeline = stages;
+  s.parallel.microbatches = microbatches;
+  s.network.nodes = stages;
+  return s;
+}
+
 }  // namespace lowband::testing

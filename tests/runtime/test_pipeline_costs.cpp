@@ -13,18 +13,6 @@ namespace {
 
 using parallel::PipelineCosts;
 
-// 4 layers, 4096 tokens, 4 sequences per step, on `stages` stages of `microbatches`.
-Scenario pipeline_scenario(int stages, int microbatches) {
-  Scenario s = testing::small_cp_scenario(1);
-  s.model.layers = 4;
-  s.model.tie_embeddings = false;
-  s.training.batch_size = 4;
-  s.parallel.pipeline = stages;
-  s.parallel.microbatches = microbatches;
-  s.network.nodes = stages;
-  return s;
-}
-
 std::string place_of(const Scenario& s) {
   try {
     PipelineCosts costs(s);
@@ -36,8 +24,10 @@ std::string place_of(const Scenario& s) {
 
 TEST(PipelineCosts, StagesTogetherCostTheWholeModel) {
   // M microbatches through every stage = the whole batch through the model, which
-  // is what context parallelism on one rank computes (float64 sums, exact pieces).
-  Scenario whole = pipeline_scenario(1, 1);
+  // is what context parallelism on one rank computes (float64 sums, exact pieces):
+  // the same FLOPs; the same memory traffic with one microbatch, more with several
+  // (every microbatch reads the weights again).
+  Scenario whole = testing::small_pp_scenario(1, 1);
   const parallel::ContextCosts one(whole);
   const double L = whole.model.layers;
   const cost::Cost model = one.embed(0) + (one.pre_attention(0) + one.attention(0, 0, false) + one.post_attention(0)) * L +
@@ -47,7 +37,7 @@ TEST(PipelineCosts, StagesTogetherCostTheWholeModel) {
       one.attention(0, 0, true) * L;
   for (int P : {1, 2, 4})
     for (int M : {1, 2, 4}) {
-      const PipelineCosts c(pipeline_scenario(P, M));
+      const PipelineCosts c(testing::small_pp_scenario(P, M));
       EXPECT_EQ(c.microbatch_rows(), 4 / M * 4096);
       double fwd_flops = 0, fwd_bytes = 0, bwd_flops = 0, bwd_bytes = 0, params = 0;
       for (int s = 0; s < P; ++s) {
@@ -56,15 +46,20 @@ TEST(PipelineCosts, StagesTogetherCostTheWholeModel) {
         params += c.parameters(s);
       }
       EXPECT_NEAR(fwd_flops, model.flops, 1e-12 * model.flops) << P << " " << M;
-      EXPECT_NEAR(fwd_bytes, model.bytes, 1e-12 * model.bytes) << P << " " << M;
+      if (M == 1) {
+        EXPECT_NEAR(fwd_bytes, model.bytes, 1e-12 * model.bytes) << P;
+        EXPECT_NEAR(bwd_bytes, model_bwd.bytes, 1e-12 * model_bwd.bytes) << P;
+      } else {
+        EXPECT_GT(fwd_bytes, model.bytes) << P << " " << M;
+        EXPECT_GT(bwd_bytes, model_bwd.bytes) << P << " " << M;
+      }
       EXPECT_NEAR(bwd_flops, model_bwd.flops, 1e-12 * model_bwd.flops) << P << " " << M;
-      EXPECT_NEAR(bwd_bytes, model_bwd.bytes, 1e-12 * model_bwd.bytes) << P << " " << M;
       EXPECT_DOUBLE_EQ(params, whole.model.parameters());
     }
 }
 
 TEST(PipelineCosts, EndsCarryEmbeddingAndHead) {
-  const Scenario s = pipeline_scenario(4, 2);
+  const Scenario s = testing::small_pp_scenario(4, 2);
   const PipelineCosts c(s);
   const auto& m = s.model;
   const double layer = cost::layer_parameters(m);
@@ -84,7 +79,7 @@ TEST(PipelineCosts, EndsCarryEmbeddingAndHead) {
 }
 
 TEST(PipelineCosts, UnevenStageLayersFollowTheScenario) {
-  Scenario s = pipeline_scenario(2, 1);
+  Scenario s = testing::small_pp_scenario(2, 1);
   s.parallel.stage_layers = {3, 1};
   const PipelineCosts c(s);
   EXPECT_EQ(c.layers(0), 3);
@@ -94,7 +89,7 @@ TEST(PipelineCosts, UnevenStageLayersFollowTheScenario) {
 }
 
 TEST(PipelineCosts, SecondsOnTheStagesNode) {
-  Scenario s = pipeline_scenario(2, 1);
+  Scenario s = testing::small_pp_scenario(2, 1);
   s.devices.node_profiles = {{1, testing::instant_device()}};
   const PipelineCosts c(s);
   const double a100 = cost::seconds(testing::builtin_device("A100-80GB"), c.forward(0), sim::DType::bf16);
@@ -103,14 +98,14 @@ TEST(PipelineCosts, SecondsOnTheStagesNode) {
 }
 
 TEST(PipelineCosts, BadScenariosNameTheirKey) {
-  Scenario s = pipeline_scenario(2, 1);
+  Scenario s = testing::small_pp_scenario(2, 1);
   s.parallel.context = 2;
   EXPECT_EQ(place_of(s), "parallel.context");
-  s = pipeline_scenario(2, 3);  // 3 microbatches of 4 sequences
+  s = testing::small_pp_scenario(2, 3);  // 3 microbatches of 4 sequences
   EXPECT_EQ(place_of(s), "parallel.microbatches");
-  s = pipeline_scenario(3, 1);  // 4 layers on 3 even stages
+  s = testing::small_pp_scenario(3, 1);  // 4 layers on 3 even stages
   EXPECT_EQ(place_of(s), "parallel.pipeline");
-  s = pipeline_scenario(2, 1);
+  s = testing::small_pp_scenario(2, 1);
   s.parallel.stage_layers = {2, 1};
   EXPECT_EQ(place_of(s), "parallel.stage_layers");
   s.devices.default_profile.efficiency = 0;
