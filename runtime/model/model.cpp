@@ -3,6 +3,8 @@
 #include "runtime/model/model.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 #include <string>
 
 #include "common/error.h"
@@ -12,15 +14,30 @@ namespace lowband::model {
 using kernels::Trans;
 
 Model::Model(const ModelConfig& config, uint64_t seed, ModelOptions options)
-    : layout_(config), options_(options), k_(&kernels::backend(options.device)),
+    : layout_(config, options.span), options_(options), k_(&kernels::backend(options.device)),
       params_(*k_, size_t(layout_.count())), grads_(*k_, size_t(layout_.count())) {
   std::vector<float> initial(size_t(layout_.count()));
   init_parameters(layout_, seed, initial.data());
   params_.upload(initial.data(), initial.size());
+  if (options.fixed_embedding != nullptr && layout_.span().embedding)
+    fixed_embedding_ = kernels::BackendBuffer<float>(*k_, std::vector<float>(options.fixed_embedding,
+                                                                              options.fixed_embedding +
+                                                                                  int64_t(config.vocab) * config.d_model));
+  options_.fixed_embedding = nullptr;  // copied (or not needed): never read through again
+  slots_.resize(1);
+}
+
+void Model::use_slot(int slot) {
+  if (slot < 0) throw std::invalid_argument("Model::use_slot: negative slot");
+  if (slot == slot_) return;
+  if (size_t(slot) >= slots_.size()) slots_.resize(size_t(slot) + 1);
+  std::swap(ws_, slots_[size_t(slot_)]);  // park the current one
+  std::swap(ws_, slots_[size_t(slot)]);
+  slot_ = slot;
 }
 
 void Model::size_workspace(int64_t n) {
-  if (n == rows_ && !workspace_.empty()) return;
+  if (n == ws_.rows && !ws_.workspace.empty()) return;
   const ModelConfig& c = config();
   const int64_t d = c.d_model, dkv = c.d_kv(), f = c.ffn_hidden, V = c.vocab;
   // Every view starts on a cache line (16 floats), so the kernels' vector loads
@@ -35,8 +52,8 @@ void Model::size_workspace(int64_t n) {
   };
   auto lay_out = [&] {
     used = 0;
-    acts_.resize(size_t(c.layers));
-    for (auto& a : acts_) {
+    ws_.acts.resize(size_t(layout_.end_layer() - layout_.first_layer()));
+    for (auto& a : ws_.acts) {
       a.x = take(n * d);
       a.xn1 = take(n * d);
       a.rstd1 = take(n);
@@ -51,28 +68,28 @@ void Model::size_workspace(int64_t n) {
       a.up = take(n * f);
       a.h = take(n * f);
     }
-    x_final_ = take(n * d);
-    xf_ = take(n * d);
-    rstdf_ = take(n);
-    logits_ = take(n * V);
-    losses_ = take(n);
-    lse_ = take(n);
-    dres_ = take(n * d);
-    dxn_ = take(n * d);
-    datt_ = take(n * d);
-    dq_ = take(n * d);
-    dk_ = take(n * dkv);
-    dv_ = take(n * dkv);
-    dh_ = take(n * f);
+    ws_.x_final = take(n * d);
+    ws_.xf = take(n * d);
+    ws_.rstdf = take(n);
+    ws_.logits = take(n * V);
+    ws_.losses = take(n);
+    ws_.lse = take(n);
+    ws_.dres = take(n * d);
+    ws_.dxn = take(n * d);
+    ws_.datt = take(n * d);
+    ws_.dq = take(n * d);
+    ws_.dk = take(n * dkv);
+    ws_.dv = take(n * dkv);
+    ws_.dh = take(n * f);
   };
   lay_out();
-  workspace_ = kernels::BackendBuffer<float>(*k_, size_t(used));
-  base = workspace_.data();
+  ws_.workspace = kernels::BackendBuffer<float>(*k_, size_t(used));
+  base = ws_.workspace.data();
   lay_out();
-  inputs_ = kernels::BackendBuffer<int32_t>(*k_, size_t(n));
-  targets_ = kernels::BackendBuffer<int32_t>(*k_, size_t(n));
-  positions_dev_ = kernels::BackendBuffer<int64_t>(*k_, size_t(n));
-  rows_ = n;
+  ws_.inputs = kernels::BackendBuffer<int32_t>(*k_, size_t(n));
+  ws_.targets = kernels::BackendBuffer<int32_t>(*k_, size_t(n));
+  ws_.positions_dev = kernels::BackendBuffer<int64_t>(*k_, size_t(n));
+  ws_.rows = n;
 }
 
 void Model::begin(const TokenBatch& b) {
@@ -81,12 +98,12 @@ void Model::begin(const TokenBatch& b) {
     throw InputError("batch", "needs sequences > 0 and tokens > 0, got " +
                                   std::to_string(b.sequences) + " x " + std::to_string(b.tokens));
   const int64_t n = b.sequences * b.tokens;
-  sequences_ = b.sequences;
-  tokens_ = b.tokens;
-  positions_.resize(size_t(n));
+  ws_.sequences = b.sequences;
+  ws_.tokens = b.tokens;
+  ws_.positions.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) {
-    positions_[size_t(i)] = b.positions != nullptr ? b.positions[i] : i % b.tokens;
-    if (positions_[size_t(i)] < 0)
+    ws_.positions[size_t(i)] = b.positions != nullptr ? b.positions[i] : i % b.tokens;
+    if (ws_.positions[size_t(i)] < 0)
       throw InputError("batch.positions[" + std::to_string(i) + "]", "must not be negative");
   }
   // Checked here, not only in the kernels: a CUDA kernel cannot throw, and would
@@ -103,65 +120,93 @@ void Model::begin(const TokenBatch& b) {
                            std::to_string(vocab));
   }
   size_workspace(n);
-  inputs_.upload(b.inputs, size_t(n));
-  has_targets_ = b.targets != nullptr;
-  if (has_targets_) targets_.upload(b.targets, size_t(n));
-  positions_dev_.upload(positions_.data(), size_t(n));
+  ws_.inputs.upload(b.inputs, size_t(n));
+  ws_.has_targets = b.targets != nullptr;
+  if (ws_.has_targets) ws_.targets.upload(b.targets, size_t(n));
+  ws_.positions_dev.upload(ws_.positions.data(), size_t(n));
+  if (!layout_.span().embedding) return;  // the stage's input residual comes from input_residual()
   const ModelConfig& c = config();
-  k_->embedding_forward(inputs_.data(), n, w(layout_.embedding()), c.vocab, c.d_model, acts_[0].x);
+  float* x = ws_.acts.empty() ? ws_.x_final : ws_.acts[0].x;
+  k_->embedding_forward(ws_.inputs.data(), n, w(layout_.embedding()), c.vocab, c.d_model, x);
+  if (!fixed_embedding_.empty()) {  // x = E_learn[t] + E_fixed[t]; dres is free until the backward
+    k_->embedding_forward(ws_.inputs.data(), n, fixed_embedding_.data(), c.vocab, c.d_model, ws_.dres);
+    k_->add_inplace(x, ws_.dres, n * c.d_model);
+  }
+}
+
+float* Model::input_residual() {
+  if (ws_.rows == 0) throw InputError("layer", "input_residual() called before begin()");
+  return ws_.acts.empty() ? ws_.x_final : ws_.acts[0].x;
 }
 
 AttentionBatch Model::attention_batch() const {
   const ModelConfig& c = config();
   AttentionBatch a;
-  a.sequences = sequences_;
-  a.tokens = tokens_;
+  a.sequences = ws_.sequences;
+  a.tokens = ws_.tokens;
   a.heads = c.heads;
   a.kv_heads = c.kv_heads;
   a.head_dim = c.head_dim();
-  a.positions = positions_.data();
+  a.positions = ws_.positions.data();
   return a;
 }
 
 float Model::head_forward() {
-  if (!has_targets_) throw InputError("batch.targets", "missing: the loss needs targets");
+  if (!layout_.span().head) throw std::logic_error("head_forward on a pipeline stage without the LM head");
+  if (!ws_.has_targets) throw InputError("batch.targets", "missing: the loss needs targets");
   const ModelConfig& c = config();
-  const int64_t n = rows_, d = c.d_model, V = c.vocab;
-  k_->rmsnorm_forward(x_final_, w(layout_.final_norm()), n, d, options_.norm_eps, xf_, rstdf_);
+  const int64_t n = ws_.rows, d = c.d_model, V = c.vocab;
+  k_->rmsnorm_forward(ws_.x_final, w(layout_.final_norm()), n, d, options_.norm_eps, ws_.xf, ws_.rstdf);
   // logits (n, V) = xf (n, d) · lm_headᵀ (d, V)
-  k_->matmul(Trans::no, Trans::yes, n, V, d, 1.0f, xf_, d, w(layout_.lm_head()), d, 0.0f, logits_, V);
-  return k_->cross_entropy_forward(logits_, targets_.data(), n, V, losses_, lse_);
+  k_->matmul(Trans::no, Trans::yes, n, V, d, 1.0f, ws_.xf, d, w(layout_.lm_head()), d, 0.0f, ws_.logits, V);
+  return k_->cross_entropy_forward(ws_.logits, ws_.targets.data(), n, V, ws_.losses, ws_.lse);
 }
 
 void Model::zero_grads() { k_->zero(grads_.data(), grads_.size() * sizeof(float)); }
 
 void Model::head_backward(float dloss) {
+  if (!layout_.span().head) throw std::logic_error("head_backward on a pipeline stage without the LM head");
   const ModelConfig& c = config();
-  const int64_t n = rows_, d = c.d_model, V = c.vocab;
-  float* dlogits = logits_;  // in place: the logits are not needed again
-  k_->cross_entropy_backward(logits_, targets_.data(), lse_, n, V, dlogits, dloss);
+  const int64_t n = ws_.rows, d = c.d_model, V = c.vocab;
+  float* dlogits = ws_.logits;  // in place: the logits are not needed again
+  k_->cross_entropy_backward(ws_.logits, ws_.targets.data(), ws_.lse, n, V, dlogits, dloss);
   // d lm_head (V, d) += dlogitsᵀ (V, n) · xf (n, d)
-  k_->matmul(Trans::yes, Trans::no, V, d, n, 1.0f, dlogits, V, xf_, d, 1.0f, g(layout_.lm_head()), d);
+  k_->matmul(Trans::yes, Trans::no, V, d, n, 1.0f, dlogits, V, ws_.xf, d, 1.0f, g(layout_.lm_head()), d);
   // d xf (n, d) = dlogits (n, V) · lm_head (V, d)
-  k_->matmul(Trans::no, Trans::no, n, d, V, 1.0f, dlogits, V, w(layout_.lm_head()), d, 0.0f, dxn_, d);
-  k_->rmsnorm_backward(dxn_, x_final_, w(layout_.final_norm()), rstdf_, n, d, dres_,
+  k_->matmul(Trans::no, Trans::no, n, d, V, 1.0f, dlogits, V, w(layout_.lm_head()), d, 0.0f, ws_.dxn, d);
+  k_->rmsnorm_backward(ws_.dxn, ws_.x_final, w(layout_.final_norm()), ws_.rstdf, n, d, ws_.dres,
                       g(layout_.final_norm()));
 }
 
 void Model::embedding_backward() {
+  if (!layout_.span().embedding) return;  // dL/d(input residual) stays in residual_grad()
   const ModelConfig& c = config();
-  k_->embedding_backward(inputs_.data(), rows_, dres_, c.vocab, c.d_model, g(layout_.embedding()));
+  k_->embedding_backward(ws_.inputs.data(), ws_.rows, ws_.dres, c.vocab, c.d_model, g(layout_.embedding()));
+}
+
+void Model::forward_layers(AttentionProvider& attention) {
+  const AttentionBatch ab = attention_batch();
+  for (int l = layout_.first_layer(); l < layout_.end_layer(); ++l) {
+    layer_forward_qkv(l);
+    LayerActivations& a = act(l);
+    attention.forward(l, ab, a.q, a.k, a.v, a.att);
+    layer_forward_post_attention(l);
+  }
+}
+
+void Model::backward_layers(AttentionProvider& attention) {
+  const AttentionBatch ab = attention_batch();
+  for (int l = layout_.end_layer() - 1; l >= layout_.first_layer(); --l) {
+    layer_backward_post_attention(l);
+    LayerActivations& a = act(l);
+    attention.backward(l, ab, a.q, a.k, a.v, a.att, ws_.datt, ws_.dq, ws_.dk, ws_.dv);
+    layer_backward_qkv(l);
+  }
 }
 
 float Model::forward(const TokenBatch& batch, AttentionProvider& attention) {
   begin(batch);
-  const AttentionBatch ab = attention_batch();
-  for (int l = 0; l < config().layers; ++l) {
-    layer_forward_qkv(l);
-    LayerActivations& a = acts_[size_t(l)];
-    attention.forward(l, ab, a.q, a.k, a.v, a.att);
-    layer_forward_post_attention(l);
-  }
+  forward_layers(attention);
   return head_forward();
 }
 
@@ -169,13 +214,7 @@ float Model::forward_backward(const TokenBatch& batch, AttentionProvider& attent
   const float loss = forward(batch, attention);
   zero_grads();
   head_backward(dloss);
-  const AttentionBatch ab = attention_batch();
-  for (int l = config().layers - 1; l >= 0; --l) {
-    layer_backward_post_attention(l);
-    LayerActivations& a = acts_[size_t(l)];
-    attention.backward(l, ab, a.q, a.k, a.v, a.att, datt_, dq_, dk_, dv_);
-    layer_backward_qkv(l);
-  }
+  backward_layers(attention);
   embedding_backward();
   return loss;
 }

@@ -28,6 +28,22 @@
 //      zero_grads(); head_backward(dloss);
 //      for l = L-1..0: layer_backward_post_attention(l); <attention backward>; layer_backward_qkv(l);
 //      embedding_backward();
+//
+// A pipeline stage's model (ModelOptions::span) holds only its layers (global
+// indices), the embedding on the first stage and the head on the last. A stage
+// without the embedding gets its input from the previous stage: begin(batch),
+// then write input_residual() (rows, d); one without the head hands on
+// output_residual() after its last layer, and in the backward starts from the
+// next stage's gradient written into residual_grad() (after zero_grads(), if
+// it is the first microbatch); after its first layer's backward residual_grad()
+// holds dL/d(input residual) to send back.
+//
+// Microbatches in flight (a pipeline holds several): use_slot(i) switches every
+// per-batch buffer (activations, batch, scratch) to slot i's own; parameters and
+// gradients are shared, so gradients accumulate over the slots' backwards.
+//
+// Protocol Models embedding (ModelOptions::fixed_embedding): x = E[t] + E_fixed[t]
+// with E_fixed a frozen (vocab, d) table (compress/subspace_constraint.h).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +61,8 @@ struct ModelOptions {
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
   kernels::Device device = kernels::Device::cpu;
+  StageSpan span{};                         // the whole model by default
+  const float* fixed_embedding = nullptr;   // host (vocab, d), copied; null: none
 };
 
 struct TokenBatch {
@@ -116,18 +134,29 @@ class Model {
   void head_backward(float dloss);      // gradients accumulate (+=) from here on
   void layer_backward_post_attention(int l);
   void layer_backward_qkv(int l);
-  void embedding_backward();
+  void embedding_backward();             // a no-op on a stage without the embedding
+  // Every layer of the stage, through `attention` (forward after begin(); backward
+  // after head_backward() or after writing residual_grad()).
+  void forward_layers(AttentionProvider& attention);
+  void backward_layers(AttentionProvider& attention);
+
+  // --- pipeline stages and microbatches (see the top of this file) ---
+  void use_slot(int slot);
+  int slot() const { return slot_; }
+  float* input_residual();                       // (rows, d): the first layer's input
+  float* output_residual() { return ws_.x_final; }  // (rows, d): after the stage's last layer
+  float* residual_grad() { return ws_.dres; }       // (rows, d)
 
   AttentionBatch attention_batch() const;
-  LayerActivations& activations(int l) { return acts_[static_cast<size_t>(l)]; }
-  float* attention_grad_out() { return datt_; }  // dL/d att of the layer being back-propagated
-  float* dq() { return dq_; }                    // (n, heads, head_dim)
-  float* dk() { return dk_; }                    // (n, kv_heads, head_dim)
-  float* dv() { return dv_; }
-  const float* logits() const { return logits_; }  // (n, vocab), valid after head_forward
-  const float* token_losses() const { return losses_; }  // (n), valid after head_forward
-  const int64_t* positions() const { return positions_.data(); }
-  int64_t rows() const { return rows_; }
+  LayerActivations& activations(int l) { return act(l); }  // l global
+  float* attention_grad_out() { return ws_.datt; }  // dL/d att of the layer being back-propagated
+  float* dq() { return ws_.dq; }                    // (n, heads, head_dim)
+  float* dk() { return ws_.dk; }                    // (n, kv_heads, head_dim)
+  float* dv() { return ws_.dv; }
+  const float* logits() const { return ws_.logits; }  // (n, vocab), valid after head_forward
+  const float* token_losses() const { return ws_.losses; }  // (n), valid after head_forward
+  const int64_t* positions() const { return ws_.positions.data(); }
+  int64_t rows() const { return ws_.rows; }
 
  private:
   void size_workspace(int64_t rows);
@@ -140,20 +169,28 @@ class Model {
   const kernels::Backend* k_;  // the device's kernels; every buffer below lives there
   kernels::BackendBuffer<float> params_, grads_;
 
-  int64_t sequences_ = 0, tokens_ = 0, rows_ = 0;
-  bool has_targets_ = false;
-  kernels::BackendBuffer<int32_t> inputs_, targets_;  // sized by the workspace
-  kernels::BackendBuffer<int64_t> positions_dev_;     // positions_ on the device (RoPE)
-  std::vector<int64_t> positions_;                    // host: attention_batch(), checks
+  kernels::BackendBuffer<float> fixed_embedding_;  // (vocab, d) or empty
 
-  kernels::BackendBuffer<float> workspace_;
-  std::vector<LayerActivations> acts_;
-  float *x_final_ = nullptr, *xf_ = nullptr, *rstdf_ = nullptr, *logits_ = nullptr;
-  float *losses_ = nullptr, *lse_ = nullptr;
-  // Backward scratch: residual-stream gradient, a (n, d) temporary, and the
-  // attention gradients handed to and from the provider.
-  float *dres_ = nullptr, *dxn_ = nullptr, *datt_ = nullptr, *dh_ = nullptr;
-  float *dq_ = nullptr, *dk_ = nullptr, *dv_ = nullptr;
+  // Everything one batch (microbatch) needs, swapped in and out by use_slot.
+  struct Workspace {
+    int64_t sequences = 0, tokens = 0, rows = 0;
+    bool has_targets = false;
+    kernels::BackendBuffer<int32_t> inputs, targets;  // sized by the workspace
+    kernels::BackendBuffer<int64_t> positions_dev;    // positions on the device (RoPE)
+    std::vector<int64_t> positions;                   // host: attention_batch(), checks
+    kernels::BackendBuffer<float> workspace;
+    std::vector<LayerActivations> acts;               // the stage's layers, first to last
+    float *x_final = nullptr, *xf = nullptr, *rstdf = nullptr, *logits = nullptr;
+    float *losses = nullptr, *lse = nullptr;
+    // Backward scratch: residual-stream gradient, a (n, d) temporary, and the
+    // attention gradients handed to and from the provider.
+    float *dres = nullptr, *dxn = nullptr, *datt = nullptr, *dh = nullptr;
+    float *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  };
+  LayerActivations& act(int l) { return ws_.acts[static_cast<size_t>(l - layout_.first_layer())]; }
+  Workspace ws_;                  // the current slot's
+  std::vector<Workspace> slots_;  // the others' (slots_[slot_] is empty while in use)
+  int slot_ = 0;
 };
 
 }  // namespace lowband::model

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include "common/error.h"
 
@@ -46,30 +48,44 @@ void check_model_config(const ModelConfig& c) {
                                         std::to_string(c.head_dim()));
 }
 
-ParamLayout::ParamLayout(const ModelConfig& config) : config_(config) {
+ParamLayout::ParamLayout(const ModelConfig& config, StageSpan span) : config_(config), span_(span) {
   check_model_config(config);
+  if (span.first_layer < 0 || span.end_layer(config) > config.layers || span.end_layer(config) < span.first_layer)
+    throw std::invalid_argument("ParamLayout: layers [" + std::to_string(span.first_layer) + ", " +
+                                std::to_string(span.end_layer(config)) + ") outside the model's " +
+                                std::to_string(config.layers));
+  if (config.tie_embeddings && span.embedding != span.head)
+    throw InputError("model.tie_embeddings", "a tied LM head is the embedding: a pipeline stage that holds one "
+                                             "must hold the other (set it false for pipeline parallelism)");
+  // Stream numbers are the tensors' indices in the whole model: embedding 0,
+  // layer l's nine tensors 1 + 9l .. 9 + 9l, then final_norm and lm_head.
+  constexpr int64_t kPerLayer = 9;
   const int64_t d = config.d_model, dkv = config.d_kv(), f = config.ffn_hidden;
-  embedding_ = add("embedding", config.vocab, d, TensorRole::matrix);
-  for (int l = 0; l < config.layers; ++l) {
+  if (span.embedding) embedding_ = add("embedding", config.vocab, d, TensorRole::matrix, 0);
+  for (int l = span.first_layer; l < span.end_layer(config); ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
+    int64_t stream = 1 + kPerLayer * l;
     LayerOffsets o{};
-    o.attn_norm = add(p + "attn_norm", 1, d, TensorRole::norm);
-    o.wq = add(p + "wq", d, d, TensorRole::matrix);
-    o.wk = add(p + "wk", dkv, d, TensorRole::matrix);
-    o.wv = add(p + "wv", dkv, d, TensorRole::matrix);
-    o.wo = add(p + "wo", d, d, TensorRole::residual_projection);
-    o.mlp_norm = add(p + "mlp_norm", 1, d, TensorRole::norm);
-    o.w_gate = add(p + "w_gate", f, d, TensorRole::matrix);
-    o.w_up = add(p + "w_up", f, d, TensorRole::matrix);
-    o.w_down = add(p + "w_down", d, f, TensorRole::residual_projection);
+    o.attn_norm = add(p + "attn_norm", 1, d, TensorRole::norm, stream++);
+    o.wq = add(p + "wq", d, d, TensorRole::matrix, stream++);
+    o.wk = add(p + "wk", dkv, d, TensorRole::matrix, stream++);
+    o.wv = add(p + "wv", dkv, d, TensorRole::matrix, stream++);
+    o.wo = add(p + "wo", d, d, TensorRole::residual_projection, stream++);
+    o.mlp_norm = add(p + "mlp_norm", 1, d, TensorRole::norm, stream++);
+    o.w_gate = add(p + "w_gate", f, d, TensorRole::matrix, stream++);
+    o.w_up = add(p + "w_up", f, d, TensorRole::matrix, stream++);
+    o.w_down = add(p + "w_down", d, f, TensorRole::residual_projection, stream++);
     layers_.push_back(o);
   }
-  final_norm_ = add("final_norm", 1, d, TensorRole::norm);
-  lm_head_ = config.tie_embeddings ? embedding_ : add("lm_head", config.vocab, d, TensorRole::matrix);
+  if (span.head) {
+    const int64_t stream = 1 + kPerLayer * config.layers;
+    final_norm_ = add("final_norm", 1, d, TensorRole::norm, stream);
+    lm_head_ = config.tie_embeddings ? embedding_ : add("lm_head", config.vocab, d, TensorRole::matrix, stream + 1);
+  }
 }
 
-int64_t ParamLayout::add(const std::string& name, int64_t rows, int64_t cols, TensorRole role) {
-  tensors_.push_back(TensorInfo{name, count_, rows, cols, role});
+int64_t ParamLayout::add(const std::string& name, int64_t rows, int64_t cols, TensorRole role, int64_t stream) {
+  tensors_.push_back(TensorInfo{name, count_, stream, rows, cols, role});
   count_ += rows * cols;
   return tensors_.back().offset;
 }
@@ -90,7 +106,7 @@ void init_parameters(const ParamLayout& layout, uint64_t seed, float* params) {
       continue;
     }
     const double stddev = t.role == TensorRole::residual_projection ? residual_std : kInitStd;
-    std::mt19937_64 rng(splitmix64(seed ^ splitmix64(i + 1)));
+    std::mt19937_64 rng(splitmix64(seed ^ splitmix64(uint64_t(t.stream) + 1)));
     constexpr double kTwoPi = 6.283185307179586;
     for (int64_t j = 0; j < t.count(); j += 2) {
       // Box-Muller: two independent standard normals per pair of uniforms.
