@@ -53,8 +53,25 @@ class BoundaryCodec {
   virtual int64_t gradient_floats(int64_t n) const = 0;
 };
 
+// The seed of U and E_fixed: training.seed ^ 0x626f756e64617279 ("boundary"),
+// so they are not the model's initialisation stream. The model side builds its
+// SubspaceConstraint and E_fixed (subspace_constraint.h) from the same value.
+uint64_t boundary_seed(const Scenario& scenario);
+
 // The codec of scenario.compression.boundary for scenario.model (none: dense).
-// Every stage builds the same one: U and E_fixed come from training.seed.
+// Every stage builds the same one: U = subspace_basis(d_model, rank,
+// boundary_seed) and E_fixed = fixed_embedding(vocab, d_model, boundary_seed).
+// InputError("compression.boundary.rank") unless 1 <= rank <= d_model (subspace,
+// lowrank); ("compression.boundary.topk_fraction") unless in (0, 1];
+// ("compression.boundary.quantize_bits") unless 4 or 8;
+// ("compression.boundary.quantize_block") unless >= 1.
+//
+// topk keeps kept = clamp(round(fraction·d), 1, d) values of each token (row),
+// indices in [0, d) within the row, row after row: n·kept·(b + 4) bytes forward,
+// n·kept·b back. quantize quantises each token's row on its own (blocks never
+// span two tokens, so a message of n rows is n one-row messages):
+// n·kernels::quantized_message_bytes(d, bits, block) forward, n·d·b back; codes
+// and scales row after row.
 std::unique_ptr<BoundaryCodec> make_boundary_codec(const Scenario& scenario);
 
 }  // namespace lowband::compress
