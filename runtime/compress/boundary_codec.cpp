@@ -138,10 +138,7 @@ std::unique_ptr<BoundaryCodec> make_boundary_codec(const Scenario& scenario) {
     case BoundaryMethod::none:
       return std::make_unique<DenseBoundary>(m.d_model, m.bytes_per_element);
     case BoundaryMethod::subspace:
-    case BoundaryMethod::lowrank: {
-      if (c.rank < 1 || c.rank > m.d_model)
-        throw InputError("compression.boundary.rank", "expected an integer in [1, " + std::to_string(m.d_model) +
-                                                          "] (model.d_model), got " + std::to_string(c.rank));
+    case BoundaryMethod::lowrank: {  // subspace_basis checks the rank
       const bool exact = c.method == BoundaryMethod::subspace;
       if (exact && m.vocab < 1) throw InputError("model.vocab", "must be at least 1");
       return std::make_unique<SubspaceBoundary>(m.d_model, c.rank, m.bytes_per_element, exact, m.vocab,

@@ -14,6 +14,10 @@ enum Stream : int64_t { kBasis = 1, kFixedEmbedding = 2 };
 }  // namespace
 
 std::vector<float> subspace_basis(int d, int k, uint64_t seed) {
+  if (d < 1) throw InputError("model.d_model", "must be at least 1");
+  if (k < 1 || k > d)
+    throw InputError("compression.boundary.rank",
+                     "expected an integer in [1, " + std::to_string(d) + "] (model.d_model), got " + std::to_string(k));
   // The MoS codec's generator: Gaussian columns, modified Gram–Schmidt twice in float64.
   return mos::random_orthonormal(d, k, mos::stream_key(seed, {kBasis}));
 }
@@ -26,14 +30,7 @@ std::vector<float> fixed_embedding(int vocab, int d, uint64_t seed) {
 }
 
 SubspaceConstraint::SubspaceConstraint(const kernels::Backend& k, int d, int rank, uint64_t seed)
-    : k_(k), d_(d), k_rank_(rank) {
-  if (d < 1) throw InputError("model.d_model", "must be at least 1");
-  if (rank < 1 || rank > d)
-    throw InputError("compression.boundary.rank",
-                     "expected an integer in [1, " + std::to_string(d) + "] (d_model), got " + std::to_string(rank));
-  u_host_ = subspace_basis(d, rank, seed);
-  u_ = kernels::BackendBuffer<float>(k, u_host_);
-}
+    : k_(k), d_(d), k_rank_(rank), u_host_(subspace_basis(d, rank, seed)), u_(k, u_host_) {}
 
 void SubspaceConstraint::project_columns(float* W, int64_t cols) {
   if (cols <= 0) return;

@@ -27,6 +27,8 @@ namespace lowband::compress {
 
 // U (d, k) row-major with orthonormal columns: a Gaussian d × k matrix from
 // `seed`, orthonormalised by modified Gram–Schmidt in float64 (twice).
+// InputError("compression.boundary.rank") unless 1 <= k <= d (the
+// SubspaceConstraint and the subspace/lowrank codecs all build U here).
 std::vector<float> subspace_basis(int d, int k, uint64_t seed);
 // E_fixed (vocab, d) row-major: normal(0, 0.02) from `seed` (its own stream).
 std::vector<float> fixed_embedding(int vocab, int d, uint64_t seed);
