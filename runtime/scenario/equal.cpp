@@ -1,6 +1,7 @@
 #include "runtime/scenario/equal.h"
 
 #include <sstream>
+#include <vector>
 
 namespace lowband {
 namespace {
@@ -50,6 +51,12 @@ class Diff {
   std::string first_;
 };
 
+// Each stage's layers as trained: an explicit even split equals no stage_layers.
+std::vector<int> layers_per_stage(const ParallelConfig& p, int layers) {
+  if (!p.stage_layers.empty() || p.pipeline < 1) return p.stage_layers;
+  return std::vector<int>(size_t(p.pipeline), layers / p.pipeline);
+}
+
 }  // namespace
 
 std::string scenario_difference(const Scenario& a, const Scenario& b) {
@@ -71,6 +78,12 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   const auto &pa = a.parallel, &pb = b.parallel;
   d.field("parallel.context", pa.context, pb.context);
   d.field("parallel.pipeline", pa.pipeline, pb.pipeline);
+  d.list("parallel.stage_layers", layers_per_stage(pa, ma.layers), layers_per_stage(pb, mb.layers),
+         [&](const std::string& p, int x, int y) { d.field(p, x, y); });
+  d.field("parallel.microbatches", pa.microbatches, pb.microbatches);
+  // The schedule changes only the order of the same ops, but until the pipeline
+  // trainer shows it bit-identical, a schedule trains its own run.
+  d.enumeration("parallel.schedule", pa.schedule, pb.schedule);
   d.field("parallel.data", pa.data, pb.data);
   d.enumeration("parallel.split", pa.split, pb.split);
   d.enumeration("parallel.exchange", pa.exchange, pb.exchange);
@@ -93,6 +106,12 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.field("compression.topk_fraction", ca.topk_fraction, cb.topk_fraction);
   d.field("compression.quantize_bits", ca.quantize_bits, cb.quantize_bits);
   d.field("compression.quantize_block", ca.quantize_block, cb.quantize_block);
+  const auto &ba = ca.boundary, &bb = cb.boundary;
+  d.enumeration("compression.boundary.method", ba.method, bb.method);
+  d.field("compression.boundary.rank", ba.rank, bb.rank);
+  d.field("compression.boundary.topk_fraction", ba.topk_fraction, bb.topk_fraction);
+  d.field("compression.boundary.bits", ba.quantize_bits, bb.quantize_bits);
+  d.field("compression.boundary.block", ba.quantize_block, bb.quantize_block);
 
   const auto &na = a.network, &nb = b.network;
   d.enumeration("network.model", na.model, nb.model);

@@ -9,13 +9,12 @@
 #include "runtime/scenario/parse_internal.h"
 
 namespace lowband::scenario_detail {
-namespace {
 
-constexpr int64_t kMaxInt = 1 << 30;
-
-[[noreturn]] void fail(const std::string& path, const std::string& what, std::vector<std::string> related = {}) {
+void fail(const std::string& path, const std::string& what, std::vector<std::string> related) {
   throw SchemaError(path, path + ": " + what, std::move(related));
 }
+
+namespace {
 
 ModelConfig parse_model(const ObjectReader& root) {
   const ObjectReader r = root.object("model", {"layers", "d_model", "heads", "kv_heads", "ffn_hidden", "vocab",
@@ -75,7 +74,6 @@ void parse_replicas(const ObjectReader& r, ParallelConfig& p) {
   }
   if (a.size() > 1) fail(path, "data parallelism is not implemented yet: one replica");
   const ReplicaConfig& only = p.replicas[0];
-  if (only.pipeline != 1) fail(join_path(path, "0.pipeline"), "pipeline parallelism is not implemented yet: must be 1");
   // The degrees follow from the replicas; where also given, they must agree.
   for (const auto& [key, given, from_replicas] : {std::tuple{"data", p.data, int(a.size())},
                                                   std::tuple{"pipeline", p.pipeline, only.pipeline},
@@ -92,11 +90,11 @@ ParallelConfig parse_parallel(const ObjectReader& root) {
   ParallelConfig p;
   if (!root.has("parallel")) return p;
   const ObjectReader r = root.object("parallel", {"context", "pipeline", "data", "split", "exchange", "overlap",
-                                                  "placement", "replicas"});
+                                                  "placement", "replicas", "stage_layers", "microbatches",
+                                                  "schedule"});
   p.context = static_cast<int>(r.integer_or("context", 1, 1, kMaxNodes));
   p.pipeline = static_cast<int>(r.integer_or("pipeline", 1, 1, kMaxNodes));
   p.data = static_cast<int>(r.integer_or("data", 1, 1, kMaxNodes));
-  if (p.pipeline != 1) fail(r.path_of("pipeline"), "pipeline parallelism is not implemented yet: must be 1");
   if (p.data != 1) fail(r.path_of("data"), "data parallelism is not implemented yet: must be 1");
   p.split = r.choice_or("split", "zigzag", {"zigzag", "contiguous"}) == "zigzag" ? CpSplit::zigzag
                                                                                  : CpSplit::contiguous;
@@ -105,6 +103,7 @@ ParallelConfig parse_parallel(const ObjectReader& root) {
   p.overlap = r.boolean_or("overlap", true);
   if (r.has("placement")) p.placement = node_list(r.need("placement"), r.path_of("placement"));
   if (r.has("replicas")) parse_replicas(r, p);
+  parse_stages(r, p);
   return p;
 }
 
@@ -114,7 +113,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   const ObjectReader r = root.object("compression", {"method", "k_ratio", "v_ratio", "k_rank", "v_rank",
                                                      "warmup_steps", "weight_sync", "sync_fraction", "sync_every",
                                                      "rotation", "warm_start", "k_frame", "topk_fraction", "bits",
-                                                     "block", "ratio"});
+                                                     "block", "ratio", "boundary"});
   const std::string method = r.choice_or("method", "none", {"none", "mos", "topk", "quantize"});
   c.method = method == "mos"        ? CompressionMethod::mos
              : method == "topk"     ? CompressionMethod::topk
@@ -182,6 +181,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     plain.sync_every = c.sync_every;
     c = plain;
   }
+  c.boundary = parse_boundary(r);  // pipeline stage boundaries: independent of the K/V method
   return c;
 }
 
@@ -239,8 +239,11 @@ void check_across(const Scenario& s) {
     }
   }
   if (p.ranks() > s.network.nodes)
-    fail("parallel.context", std::to_string(p.ranks()) + " ranks need " + std::to_string(p.ranks()) +
-                                 " nodes but network has " + std::to_string(s.network.nodes),
+    fail("parallel.context", std::to_string(p.ranks()) + " ranks " +
+                                 (p.pipeline > 1 ? "(context " + std::to_string(p.context) + " x pipeline " +
+                                                       std::to_string(p.pipeline) + ") " : "") +
+                                 "need " + std::to_string(p.ranks()) + " nodes but network has " +
+                                 std::to_string(s.network.nodes),
          {"parallel.pipeline", "parallel.data", "network.nodes", "network.clusters", "network.topology"});
   const int64_t chunks = int64_t{p.context} * (p.split == CpSplit::zigzag ? 2 : 1);
   if (m.seq_len % chunks != 0)
@@ -257,6 +260,7 @@ void check_across(const Scenario& s) {
     fail("compression.v_rank", "rank " + std::to_string(c.v_rank_set) + " exceeds head_dim " +
                                    std::to_string(m.head_dim()) + " (expected 1.." + std::to_string(m.head_dim()) + ")",
          {"model.d_model", "model.heads"});
+  check_pipeline(s);
   const int min_vocab = s.training.tokenizer == "gpt2" ? 50257 : 256;
   if (m.vocab < min_vocab)
     fail("model.vocab", "tokenizer \"" + s.training.tokenizer + "\" needs vocab >= " + std::to_string(min_vocab) +

@@ -1,11 +1,16 @@
 #pragma once
 // Pieces of parse_scenario, split by section. Each throws SchemaError.
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "runtime/scenario/json_reader.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::scenario_detail {
+
+// Throws SchemaError "PATH: WHAT"; `related` are the other paths to blame (a --set of one names its flag).
+[[noreturn]] void fail(const std::string& path, const std::string& what, std::vector<std::string> related = {});
 
 // The "network" section (required) of the document `root`.
 sim::NetworkSpec parse_network(const ObjectReader& root);
@@ -13,6 +18,13 @@ sim::NetworkSpec parse_network(const ObjectReader& root);
 DeviceConfig parse_devices(const ObjectReader& root, int nodes);
 // The optional "projection" section (parse_projection.cpp).
 ProjectionConfig parse_projection(const ObjectReader& root);
+// parallel.stage_layers, microbatches and schedule of the "parallel" reader `r` (parse_pipeline.cpp).
+void parse_stages(const ObjectReader& r, ParallelConfig& p);
+// compression.boundary of the "compression" reader `r` (default: none).
+BoundaryConfig parse_boundary(const ObjectReader& r);
+// The pipeline's checks across sections: stages against model.layers, microbatches
+// against training.batch_size, the boundary codec against the model and the stages.
+void check_pipeline(const Scenario& s);
 // The whole document, with the checks across sections.
 Scenario parse_document(const json& document);
 
@@ -39,5 +51,7 @@ Scenario parse_with_overrides(const json& document, const std::string& source,
 
 // Largest node count a scenario may ask for (SimGrid replays stay tractable).
 constexpr int kMaxNodes = 1 << 16;
+// Largest count (layers, steps, ranks of a basis) a scenario may give.
+constexpr int64_t kMaxInt = 1 << 30;
 
 }  // namespace lowband::scenario_detail

@@ -124,6 +124,22 @@ json devices_json(const DeviceConfig& d) {
           {"custom_profiles", custom}, {"timing", timing}};
 }
 
+json boundary_json(const BoundaryConfig& b) {
+  const char* method = b.method == BoundaryMethod::subspace  ? "subspace"
+                       : b.method == BoundaryMethod::lowrank  ? "lowrank"
+                       : b.method == BoundaryMethod::topk     ? "topk"
+                       : b.method == BoundaryMethod::quantize ? "quantize"
+                                                              : "none";
+  json j = {{"method", method}};
+  if (b.method == BoundaryMethod::subspace || b.method == BoundaryMethod::lowrank) j["rank"] = b.rank;
+  if (b.method == BoundaryMethod::topk) j["topk_fraction"] = b.topk_fraction;
+  if (b.method == BoundaryMethod::quantize) {
+    j["bits"] = b.quantize_bits;
+    j["block"] = b.quantize_block;
+  }
+  return j;
+}
+
 json compression_json(const CompressionConfig& c) {
   const char* method = c.method == CompressionMethod::mos        ? "mos"
                        : c.method == CompressionMethod::topk     ? "topk"
@@ -146,6 +162,7 @@ json compression_json(const CompressionConfig& c) {
     j["bits"] = c.quantize_bits;
     j["block"] = c.quantize_block;
   }
+  j["boundary"] = boundary_json(c.boundary);
   return j;
 }
 
@@ -163,7 +180,8 @@ nlohmann::json to_json(const Scenario& s) {
         {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab}, {"seq_len", m.seq_len},
         {"bytes_per_element", m.bytes_per_element}, {"tie_embeddings", m.tie_embeddings}}},
       {"parallel",
-       {{"context", p.context}, {"pipeline", p.pipeline}, {"data", p.data},
+       {{"context", p.context}, {"pipeline", p.pipeline}, {"data", p.data}, {"microbatches", p.microbatches},
+        {"schedule", p.schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b"},
         {"split", p.split == CpSplit::zigzag ? "zigzag" : "contiguous"},
         {"exchange", p.exchange == CpExchange::ring ? "ring" : "all_gather"}, {"overlap", p.overlap}}},
       {"compression", compression_json(s.compression)},
@@ -177,6 +195,7 @@ nlohmann::json to_json(const Scenario& s) {
         {"checkpoint_every", t.checkpoint_every}, {"backend", t.backend}}},
   };
   if (!p.placement.empty()) out["parallel"]["placement"] = p.placement;
+  if (!p.stage_layers.empty()) out["parallel"]["stage_layers"] = p.stage_layers;  // absent: the even split
   // Inline, so that a run directory's scenario.json says everything the run used.
   if (s.projection.scenario) out["projection"] = {{"scenario", to_json(*s.projection.scenario)}};
   return out;

@@ -64,7 +64,8 @@ TEST(Layout, PlacementAndReplicasAreValidatedWithTheirPath) {
       {{"parallel.context=2", "parallel.placement=[0,\"x\"]"}, "parallel.placement.1"},
       {{"parallel.replicas=[{\"context\":2,\"nodes\":[0]}]"}, "parallel.replicas.0.nodes"},
       {{"parallel.replicas=[{\"context\":1,\"nodes\":[0]},{\"context\":1,\"nodes\":[1]}]"}, "parallel.replicas"},
-      {{"parallel.replicas=[{\"pipeline\":2,\"nodes\":[0,1]}]"}, "parallel.replicas.0.pipeline"},
+      // A replica's stages are checked like parallel.pipeline's: here 2 stages for 1 layer.
+      {{"parallel.context=1", "parallel.replicas=[{\"pipeline\":2,\"nodes\":[0,1]}]"}, "parallel.pipeline"},
       {{"parallel.context=4", "parallel.replicas=[{\"context\":2,\"nodes\":[0,1]}]"}, "parallel.replicas"},
   };
   for (const Bad& b : bad) {
@@ -80,6 +81,10 @@ TEST(Layout, PlacementAndReplicasAreValidatedWithTheirPath) {
   EXPECT_EQ(ok.parallel.context, 2);
   EXPECT_EQ(ok.parallel.placement, (std::vector<int>{5, 2}));
   EXPECT_EQ(ok.parallel.node_of(0), 5);
+  const Scenario staged = small({"model.layers=2", "parallel.context=1",
+                                 "parallel.replicas=[{\"pipeline\":2,\"nodes\":[3,1]}]"});
+  EXPECT_EQ(staged.parallel.pipeline, 2);
+  EXPECT_EQ(staged.parallel.placement, (std::vector<int>{3, 1}));
 }
 
 using test_support::transfers;

@@ -22,5 +22,24 @@ TEST(ScenarioDifference, NamesTheNetworkKeysAUserWrites) {
   EXPECT_EQ(lat.rfind("network.latency:", 0), 0u) << lat;
 }
 
+// What decides the training of a pipeline is compared: each stage's layers (an
+// explicit even split equals none), the microbatches, the schedule, the boundary codec.
+TEST(ScenarioDifference, ComparesThePipelineAsTrained) {
+  const auto pipelined = [](std::vector<std::string> sets) {
+    sets.insert(sets.begin(), {"parallel.context=2", "parallel.pipeline=2", "training.batch_size=4"});
+    return builtin_scenario("default", sets);
+  };
+  const Scenario even = pipelined({});
+  EXPECT_EQ(scenario_difference(even, pipelined({"parallel.stage_layers=[2,2]"})), "");
+  EXPECT_EQ(scenario_difference(even, pipelined({"parallel.stage_layers=[3,1]"})),
+            "parallel.stage_layers.0: 2 vs 3");
+  EXPECT_EQ(scenario_difference(even, pipelined({"parallel.microbatches=2"})), "parallel.microbatches: 1 vs 2");
+  EXPECT_EQ(scenario_difference(even, pipelined({"parallel.schedule=gpipe"})).rfind("parallel.schedule:", 0), 0u);
+  const Scenario sub8 = pipelined({"compression.boundary={\"method\":\"subspace\",\"rank\":8}"});
+  EXPECT_EQ(scenario_difference(even, sub8).rfind("compression.boundary.method:", 0), 0u);
+  EXPECT_EQ(scenario_difference(sub8, pipelined({"compression.boundary={\"method\":\"subspace\",\"rank\":9}"})),
+            "compression.boundary.rank: 8 vs 9");
+}
+
 }  // namespace
 }  // namespace lowband::parallel::test

@@ -205,14 +205,125 @@ TEST(ScenarioErrors, ChecksAcrossSections) {
   d["compression"] = {{"method", "none"}, {"k_ratio", 0.5}};
   EXPECT_CONTAINS(error_of(d), "compression.k_ratio: only used with method \"mos\"");
   d = base();
-  d["parallel"]["pipeline"] = 2;
-  EXPECT_CONTAINS(error_of(d), "parallel.pipeline: pipeline parallelism is not implemented yet: must be 1");
+  d["parallel"]["data"] = 2;  // pipeline parallelism is accepted now (ScenarioPipelineErrors); data is not
+  EXPECT_CONTAINS(error_of(d), "parallel.data: data parallelism is not implemented yet: must be 1");
   d = base();
   d["training"]["tokenizer"] = "gpt2";  // vocab 256
   EXPECT_CONTAINS(error_of(d), "model.vocab: tokenizer \"gpt2\" needs vocab >= 50257, got 256");
   d = base();
   d["name"] = "../etc";
   EXPECT_CONTAINS(error_of(d), "name: expected a name of letters, digits");
+}
+
+// The quickstart's 4 layers and 4 nodes as 2 stages x 2 context ranks.
+json pipelined() {
+  json d = base();
+  d["parallel"]["context"] = 2;
+  d["parallel"]["pipeline"] = 2;
+  return d;
+}
+
+TEST(ScenarioPipelineErrors, StagesMustHoldTheModelsLayers) {
+  json d = pipelined();
+  EXPECT_EQ(parse_scenario(d, "test.json").parallel.stage_layer_count(1, 4), 2);  // the even split
+  d["model"]["layers"] = 5;
+  EXPECT_CONTAINS(error_of(d), "test.json: parallel.pipeline: model.layers 5 does not split evenly into 2 stages: "
+                               "give parallel.stage_layers");
+  d["parallel"]["stage_layers"] = {3, 2};
+  const Scenario uneven = parse_scenario(d, "test.json");
+  EXPECT_EQ(uneven.parallel.stage_first_layer(1, 5), 3);
+  EXPECT_EQ(uneven.parallel.stage_layer_count(1, 5), 2);
+  d["parallel"]["stage_layers"] = {5};
+  EXPECT_CONTAINS(error_of(d), "parallel.stage_layers: 1 entries for 2 stages (one layer count per stage)");
+  d["parallel"]["stage_layers"] = {5, 0};
+  EXPECT_CONTAINS(error_of(d), "parallel.stage_layers.1: a stage with no layer (0)");
+  d["parallel"]["stage_layers"] = {3, 3};
+  EXPECT_CONTAINS(error_of(d), "parallel.stage_layers: the stages hold 6 layers but model.layers is 5");
+  d["parallel"]["stage_layers"] = {3, "2"};
+  EXPECT_CONTAINS(error_of(d), "parallel.stage_layers.1: expected an integer");
+  d = pipelined();
+  d["parallel"]["context"] = 1;
+  d["parallel"]["pipeline"] = 4;
+  d["model"]["layers"] = 2;
+  EXPECT_CONTAINS(error_of(d), "parallel.pipeline: 4 stages but model.layers is 2: every stage needs a layer");
+}
+
+TEST(ScenarioPipelineErrors, StagesNeedTheirOwnNodes) {
+  json d = pipelined();
+  d["parallel"]["pipeline"] = 4;  // 2 context ranks x 4 stages on 4 nodes
+  EXPECT_EQ(error_of(d), "test.json: parallel.context: 8 ranks (context 2 x pipeline 4) need 8 nodes but network has 4");
+  d["network"]["nodes"] = 8;
+  EXPECT_EQ(parse_scenario(d, "test.json").parallel.ranks(), 8);
+}
+
+TEST(ScenarioPipelineErrors, MicrobatchesDivideTheBatchAndTheScheduleIsNamed) {
+  json d = pipelined();
+  d["parallel"]["microbatches"] = 2;  // batch_size 1
+  EXPECT_CONTAINS(error_of(d), "parallel.microbatches: 2 microbatches do not divide training.batch_size 1");
+  d["training"]["batch_size"] = 6;
+  EXPECT_EQ(parse_scenario(d, "test.json").parallel.microbatches, 2);
+  d["parallel"]["microbatches"] = 4;
+  EXPECT_CONTAINS(error_of(d), "parallel.microbatches: 4 microbatches do not divide training.batch_size 6");
+  d["parallel"]["microbatches"] = 0;
+  EXPECT_CONTAINS(error_of(d), "parallel.microbatches: expected an integer in 1..");
+  d = pipelined();
+  EXPECT_EQ(parse_scenario(d, "test.json").parallel.schedule, PipelineSchedule::one_f_one_b);
+  d["parallel"]["schedule"] = "gpipe";
+  EXPECT_EQ(parse_scenario(d, "test.json").parallel.schedule, PipelineSchedule::gpipe);
+  d["parallel"]["schedule"] = "interleaved";
+  EXPECT_CONTAINS(error_of(d), "parallel.schedule");
+  EXPECT_CONTAINS(error_of(d), "\"1f1b\"");
+}
+
+TEST(ScenarioPipelineErrors, BoundaryKeysBelongToTheirMethod) {
+  json d = pipelined();
+  d["compression"]["boundary"] = {{"method", "subspace"}};
+  EXPECT_CONTAINS(error_of(d), "compression.boundary: method \"subspace\" needs rank");
+  d["compression"]["boundary"] = {{"method", "lowrank"}, {"rank", 8}, {"topk_fraction", 0.5}};
+  EXPECT_CONTAINS(error_of(d), "compression.boundary.topk_fraction: only used with method \"topk\", but method is "
+                               "\"lowrank\"");
+  d["compression"]["boundary"] = {{"method", "quantize"}, {"rank", 8}};
+  EXPECT_CONTAINS(error_of(d), "compression.boundary.rank: only used with method \"subspace\" or \"lowrank\"");
+  d["compression"]["boundary"] = {{"method", "topk"}, {"bits", 4}};
+  EXPECT_CONTAINS(error_of(d), "compression.boundary.bits: only used with method \"quantize\"");
+  d["compression"]["boundary"] = {{"method", "quantize"}, {"bits", 6}};
+  EXPECT_CONTAINS(error_of(d), "compression.boundary.bits: expected 4 or 8, got 6");
+  d["compression"]["boundary"] = {{"method", "svd"}};
+  EXPECT_CONTAINS(error_of(d), "compression.boundary.method");
+  d["compression"]["boundary"] = {{"method", "lowrank"}, {"rank", 8}, {"ranks", 8}};
+  EXPECT_CONTAINS(error_of(d), "unknown key \"ranks\" at compression.boundary");
+  d["compression"]["boundary"] = {{"method", "quantize"}, {"bits", 4}, {"block", 32}};
+  const BoundaryConfig q = parse_scenario(d, "test.json").compression.boundary;
+  EXPECT_EQ(q.method, BoundaryMethod::quantize);
+  EXPECT_EQ(q.quantize_bits, 4);
+  EXPECT_EQ(q.quantize_block, 32);
+}
+
+TEST(ScenarioPipelineErrors, BoundaryChecksAcrossSections) {
+  json d = pipelined();
+  d["compression"]["boundary"] = {{"method", "subspace"}, {"rank", 257}};  // d_model 256
+  EXPECT_CONTAINS(error_of(d), "compression.boundary.rank: rank 257 exceeds model.d_model 256");
+  d["compression"]["boundary"]["rank"] = 256;
+  EXPECT_EQ(parse_scenario(d, "test.json").compression.boundary.rank, 256);
+  d["model"]["tie_embeddings"] = true;
+  EXPECT_CONTAINS(error_of(d), "compression.boundary.method: \"subspace\" needs a frozen embedding table, but "
+                               "model.tie_embeddings is true");
+  d["compression"]["boundary"]["method"] = "lowrank";  // no constraint, nothing frozen: fine tied
+  EXPECT_EQ(parse_scenario(d, "test.json").compression.boundary.method, BoundaryMethod::lowrank);
+  d = base();  // one stage
+  d["compression"]["boundary"] = {{"method", "topk"}};
+  EXPECT_CONTAINS(error_of(d), "compression.boundary.method: no stage boundary to compress: parallel.pipeline is 1");
+  d["compression"]["boundary"] = {{"method", "none"}};
+  EXPECT_NO_THROW(parse_scenario(d, "test.json"));
+}
+
+TEST(ScenarioPipelineErrors, OneReplicasStagesAreAccepted) {
+  json d = base();
+  d["parallel"] = {{"replicas", {{{"pipeline", 2}, {"context", 2}, {"nodes", {3, 2, 1, 0}}}}}};
+  const Scenario s = parse_scenario(d, "test.json");
+  EXPECT_EQ(s.parallel.pipeline, 2);
+  EXPECT_EQ(s.parallel.context, 2);
+  EXPECT_EQ(s.parallel.node_of(0), 3);
 }
 
 TEST(ScenarioErrors, TopologiesMustConnectEveryNode) {

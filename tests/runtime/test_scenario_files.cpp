@@ -2,6 +2,7 @@
 // equal their files, the values land in the right fields, and to_json round-trips.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "runtime/scenario/equal.h"
@@ -28,8 +29,9 @@ Scenario file(const std::string& name) { return load_scenario_file(kScenarios + 
 
 TEST(ScenarioFiles, EveryFileUnderScenariosValidates) {
   const auto files = scenario_files();
-  // The eight files the project ships, and the Figure 2 reproduction's six; more may be added.
-  ASSERT_GE(files.size(), 14u);
+  // The nine files the project ships, and the Figure 2 reproduction's six; more may be added.
+  ASSERT_GE(files.size(), 15u);
+  EXPECT_NE(std::find(files.begin(), files.end(), kScenarios + "/pipeline-subspace.json"), files.end());
   for (const auto& path : files) {
     SCOPED_TRACE(path);
     Scenario s;
@@ -167,6 +169,24 @@ TEST(ScenarioFiles, TopologyExamplesFillTheNetworkSpec) {
   EXPECT_EQ(t.network.tcp.connections, sim::ConnectionState::warm);
 }
 
+TEST(ScenarioFiles, PipelineExampleHasTheDocumentedSettings) {
+  const Scenario s = file("pipeline-subspace.json");
+  EXPECT_EQ(s.model.layers, 4);
+  EXPECT_EQ(s.model.d_model, 64);
+  EXPECT_FALSE(s.model.tie_embeddings);
+  EXPECT_EQ(s.parallel.pipeline, 4);
+  EXPECT_EQ(s.parallel.context, 1);
+  EXPECT_EQ(s.parallel.stage_layers, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_EQ(s.parallel.stage_first_layer(3, s.model.layers), 3);
+  EXPECT_EQ(s.parallel.microbatches, 4);
+  EXPECT_EQ(s.training.batch_size, 4);
+  EXPECT_EQ(s.parallel.schedule, PipelineSchedule::one_f_one_b);
+  EXPECT_EQ(s.compression.method, CompressionMethod::none);
+  EXPECT_EQ(s.compression.boundary.method, BoundaryMethod::subspace);
+  EXPECT_EQ(s.compression.boundary.rank, 8);
+  EXPECT_EQ(s.network.nodes, 4);
+}
+
 TEST(ScenarioFiles, ToJsonRoundTripsEveryFile) {
   for (const auto& path : scenario_files()) {
     SCOPED_TRACE(path);
@@ -185,6 +205,10 @@ TEST(ScenarioFiles, ToJsonWritesEveryKnobWithUnits) {
   EXPECT_EQ(j["network"]["model"], "ideal");
   EXPECT_EQ(j["parallel"]["overlap"], true);
   EXPECT_EQ(j["parallel"]["pipeline"], 1);
+  EXPECT_EQ(j["parallel"]["microbatches"], 1);
+  EXPECT_EQ(j["parallel"]["schedule"], "1f1b");
+  EXPECT_FALSE(j["parallel"].contains("stage_layers"));  // the even split
+  EXPECT_EQ(j["compression"]["boundary"], (nlohmann::json{{"method", "none"}}));
   EXPECT_EQ(j["compression"]["warmup_steps"], 500);
   EXPECT_EQ(j["compression"]["weight_sync"], "all_reduce");
   EXPECT_EQ(j["model"]["kv_heads"], 4);
@@ -206,6 +230,35 @@ TEST(ScenarioFiles, ToJsonRoundTripsAwkwardValuesExactly) {
   s.compression.v_rank_set = 7;
   const Scenario back = parse_scenario(to_json(s), "round-trip");
   EXPECT_EQ(scenario_difference(s, back), "");
+}
+
+TEST(ScenarioFiles, ToJsonRoundTripsPipelines) {
+  // Uneven stages, GPipe, and each boundary method with values off its defaults.
+  Scenario s = file("pipeline-subspace.json");
+  s.model.layers = 7;
+  s.parallel.stage_layers = {3, 1, 2, 1};
+  s.parallel.schedule = PipelineSchedule::gpipe;
+  s.parallel.microbatches = 2;
+  const auto round_trip = [](const Scenario& x) {
+    const nlohmann::json j = to_json(x);
+    const Scenario back = parse_scenario(j, "round-trip");
+    EXPECT_EQ(scenario_difference(x, back), "") << j.dump();
+    EXPECT_EQ(to_json(back), j);
+    return back;
+  };
+  const Scenario back = round_trip(s);
+  EXPECT_EQ(back.parallel.stage_layers, s.parallel.stage_layers);
+  EXPECT_EQ(back.parallel.schedule, PipelineSchedule::gpipe);
+  EXPECT_EQ(back.compression.boundary.rank, 8);
+  s.compression.boundary = {BoundaryMethod::lowrank, 63, 0.1, 8, 64};
+  EXPECT_EQ(round_trip(s).compression.boundary.rank, 63);
+  s.compression.boundary = {BoundaryMethod::topk, 0, 1.0 / 3, 8, 64};
+  EXPECT_EQ(round_trip(s).compression.boundary.topk_fraction, 1.0 / 3);
+  s.compression.boundary = {BoundaryMethod::quantize, 0, 0.1, 4, 17};
+  EXPECT_EQ(round_trip(s).compression.boundary.quantize_block, 17);
+  s.parallel.stage_layers.clear();  // the even split stays implicit
+  s.model.layers = 8;
+  EXPECT_TRUE(round_trip(s).parallel.stage_layers.empty());
 }
 
 }  // namespace

@@ -57,6 +57,35 @@ TEST(ScenarioOverrides, BuiltinsTakeOverridesToo) {
   EXPECT_EQ(s.network.nodes, 2);
 }
 
+TEST(ScenarioOverrides, PipelineKeysTakeOverrides) {
+  const Scenario g = load_scenario_file(kScenarios + "pipeline-subspace.json",
+                                        {"parallel.schedule=gpipe", "compression.boundary.method=lowrank",
+                                         "parallel.stage_layers=[2,1,0,1]", "parallel.stage_layers.2=1"});
+  EXPECT_EQ(g.parallel.schedule, PipelineSchedule::gpipe);
+  EXPECT_EQ(g.compression.boundary.method, BoundaryMethod::lowrank);
+  EXPECT_EQ(g.compression.boundary.rank, 8);  // the file's
+  EXPECT_EQ(g.parallel.stage_layers, (std::vector<int>{2, 1, 1, 1}));
+  const Scenario q = builtin_scenario("default", {"parallel.context=2", "parallel.pipeline=2",
+                                                  "compression.boundary.method=subspace",
+                                                  "compression.boundary.rank=16"});
+  EXPECT_EQ(q.parallel.pipeline, 2);
+  EXPECT_EQ(q.compression.boundary.method, BoundaryMethod::subspace);
+  EXPECT_EQ(q.compression.boundary.rank, 16);
+  EXPECT_EQ(q.compression.method, CompressionMethod::none);  // K/V untouched
+}
+
+TEST(ScenarioOverrides, PipelineErrorsNameTheFlag) {
+  EXPECT_EQ(error_of("quickstart.json", {"compression.boundary.method=subspace", "compression.boundary.rank=8"}),
+            "--set compression.boundary.method=subspace: compression.boundary.method: no stage boundary to "
+            "compress: parallel.pipeline is 1");
+  EXPECT_EQ(error_of("pipeline-subspace.json", {"training.batch_size=6"}),
+            "--set training.batch_size=6: parallel.microbatches: 4 microbatches do not divide training.batch_size 6");
+  EXPECT_EQ(error_of("pipeline-subspace.json", {"parallel.schedule=zero_bubble"}).rfind(
+                "--set parallel.schedule=zero_bubble: parallel.schedule: ", 0), 0u);
+  EXPECT_EQ(error_of("pipeline-subspace.json", {"model.d_model=4", "model.heads=1", "model.kv_heads=1"}),
+            "--set model.d_model=4: compression.boundary.rank: rank 8 exceeds model.d_model 4");
+}
+
 TEST(ScenarioOverrides, UnknownKeyNamesTheFlag) {
   EXPECT_EQ(error_of("quickstart.json", {"network.bandwith=300Mbps"}),
             "--set network.bandwith=300Mbps: unknown key \"bandwith\" at network (did you mean \"bandwidth\"?)");
