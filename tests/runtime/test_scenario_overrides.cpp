@@ -60,7 +60,8 @@ TEST(ScenarioOverrides, BuiltinsTakeOverridesToo) {
 TEST(ScenarioOverrides, PipelineKeysTakeOverrides) {
   const Scenario g = load_scenario_file(kScenarios + "pipeline-subspace.json",
                                         {"parallel.schedule=gpipe", "compression.boundary.method=lowrank",
-                                         "parallel.stage_layers=[2,1,0,1]", "parallel.stage_layers.2=1"});
+                                         "model.layers=5", "parallel.stage_layers=[2,1,0,1]",
+                                         "parallel.stage_layers.2=1"});
   EXPECT_EQ(g.parallel.schedule, PipelineSchedule::gpipe);
   EXPECT_EQ(g.compression.boundary.method, BoundaryMethod::lowrank);
   EXPECT_EQ(g.compression.boundary.rank, 8);  // the file's
