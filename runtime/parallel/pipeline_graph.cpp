@@ -1,0 +1,88 @@
+#include "runtime/parallel/pipeline_graph.h"
+
+#include <string>
+
+#include "comm/recording.h"
+#include "common/error.h"
+#include "runtime/compress/boundary_codec.h"
+#include "runtime/parallel/layout.h"
+#include "runtime/parallel/pipeline_costs.h"
+#include "runtime/parallel/pipeline_schedule.h"
+
+namespace lowband::parallel {
+
+namespace {
+
+// Message tags of the two directions (any pair works: each direction is its own
+// (source, destination) queue in assemble_step_graph).
+constexpr int kActTag = 1, kGradTag = 2;
+constexpr double kLossBytes = 2 * sizeof(double);  // loss sum, squared gradient norm
+
+void validate(const Scenario& s) {
+  if (s.model.seq_len < 1) throw InputError("model.seq_len", "must be at least 1");
+  if (s.training.batch_size < 1) throw InputError("training.batch_size", "must be at least 1");
+  if (s.network.nodes < s.parallel.pipeline)
+    throw InputError("network.nodes", std::to_string(s.network.nodes) + " nodes for " +
+                                          std::to_string(s.parallel.pipeline) + " pipeline stages");
+}
+
+comm::Event message(comm::EventType type, int peer, int tag, double bytes, const char* kind) {
+  comm::Event e;
+  e.type = type;
+  e.kind = kind;
+  e.peer = peer;
+  e.tag = tag;
+  e.bytes = bytes;
+  return e;
+}
+
+}  // namespace
+
+PipelineStep build_pipeline_parallel(const Scenario& s) {
+  const PipelineCosts costs(s);  // validates the pipeline keys first
+  validate(s);
+  const int P = costs.stages(), M = s.parallel.microbatches;
+  const int64_t n = costs.microbatch_rows();
+  const auto codec = compress::make_boundary_codec(s);
+  PipelineStep out;
+  out.tokens = double(s.training.batch_size) * double(s.model.seq_len);
+  out.message_bytes = codec->message_bytes(n);
+  out.gradient_bytes = codec->gradient_bytes(n);
+  out.uncompressed_boundary_bytes = 2.0 * M * double(n) * s.model.d_model * s.model.bytes_per_element;
+
+  // Each stage's program as a real run records it, then one assembly: the
+  // dependencies are exactly the recorded graph's.
+  std::vector<comm::RankLog> logs(static_cast<size_t>(P));
+  std::vector<int> all(static_cast<size_t>(P));
+  for (int st = 0; st < P; ++st) all[size_t(st)] = st;
+  double forward_flops = 0;
+  for (int st = 0; st < P; ++st) {
+    comm::RankLog& log = logs[size_t(st)];
+    const double fwd = costs.seconds(st, costs.forward(st), "stage_fwd");
+    const double bwd = costs.seconds(st, costs.backward(st), "stage_bwd");
+    forward_flops += M * costs.forward(st).flops;
+    for (const PipelineOp& op : pipeline_schedule(s.parallel.schedule, P, st, M)) {
+      if (op.forward) {
+        if (st > 0) log.add(message(comm::EventType::recv, st - 1, kActTag, out.message_bytes, "act"));
+        log.compute(fwd, "stage_fwd");
+        if (st < P - 1) log.add(message(comm::EventType::send, st + 1, kActTag, out.message_bytes, "act"));
+      } else {
+        if (st < P - 1) log.add(message(comm::EventType::recv, st + 1, kGradTag, out.gradient_bytes, "act_grad"));
+        log.compute(bwd, "stage_bwd");
+        if (st > 0) log.add(message(comm::EventType::send, st - 1, kGradTag, out.gradient_bytes, "act_grad"));
+      }
+    }
+    comm::Event loss = message(comm::EventType::all_reduce, -1, 0, kLossBytes, "loss");
+    loss.members = all;
+    log.add(std::move(loss));
+    log.compute(costs.seconds(st, costs.optimizer(st), "optimizer"), "optimizer");
+  }
+  std::vector<const comm::RankLog*> views;
+  for (const auto& log : logs) views.push_back(&log);
+  out.graph = comm::assemble_step_graph(views);
+  out.model_flops = 3.0 * forward_flops;
+  if (!s.parallel.placement.empty()) out.graph = place_on_nodes(out.graph, Layout(s.parallel));
+  return out;
+}
+
+}  // namespace lowband::parallel

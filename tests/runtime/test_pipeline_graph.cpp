@@ -1,0 +1,175 @@
+// The pipeline step graph: its transfers per stage pair, each stage's program
+// order, and its replayed step time against the closed forms of a pipeline.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "runtime/parallel/pipeline_costs.h"
+#include "runtime/parallel/pipeline_graph.h"
+#include "runtime/parallel/pipeline_schedule.h"
+#include "sim/collectives.h"
+#include "sim/replay.h"
+#include "test_estimate_support.h"
+#include "test_graph_support.h"
+
+namespace lowband {
+namespace {
+
+using parallel::build_pipeline_parallel;
+using parallel::PipelineCosts;
+using test_support::Transfer;
+
+constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b};
+
+// Every stage's forward takes t_f and its backward t_b = 2·t_f exactly, on per-node
+// devices: memory-bound forward (bandwidth = forward bytes / t_f), compute-bound
+// backward (peak = backward FLOPs / t_b). Valid because in this cost model every
+// piece's backward moves at most 2x its forward's bytes and does at least 2x its
+// FLOPs, so the other roof never binds.
+void equalize_stages(Scenario& s, double t_f) {
+  const PipelineCosts costs(s);
+  for (int st = 0; st < costs.stages(); ++st) {
+    sim::DeviceProfile d = testing::instant_device();
+    d.name = "stage" + std::to_string(st);
+    d.memory_bandwidth_bytes_per_s = costs.forward(st).bytes / t_f;
+    d.peak_flops_bf16 = costs.backward(st).flops / (2 * t_f);
+    s.devices.node_profiles.push_back({st, d});
+  }
+}
+
+TEST(PipelineGraph, TransfersPerStagePair) {
+  // Per boundary b -> b+1: M activations forward and M gradients back, each
+  // n·d·bytes_per_element (compression.boundary none); then the ring all-reduce of
+  // the 16-byte loss: 2(P-1) chunks of 16/P from every stage to the next.
+  for (PipelineSchedule schedule : kSchedules)
+    for (int P : {2, 4})
+      for (int M : {1, 4}) {
+        Scenario s = testing::small_pp_scenario(P, M);
+        s.parallel.schedule = schedule;
+        const parallel::PipelineStep step = build_pipeline_parallel(s);
+        const double n = 4.0 / M * 4096, dense = n * 256 * 2;
+        EXPECT_DOUBLE_EQ(step.message_bytes, dense);
+        EXPECT_DOUBLE_EQ(step.gradient_bytes, dense);
+        EXPECT_DOUBLE_EQ(step.uncompressed_boundary_bytes, 2 * M * dense);
+        std::vector<Transfer> expected;
+        for (int b = 0; b + 1 < P; ++b)
+          for (int m = 0; m < M; ++m) {
+            expected.emplace_back(b, b + 1, dense, "act");
+            expected.emplace_back(b + 1, b, dense, "act_grad");
+          }
+        for (int r = 0; r < P; ++r)
+          for (int k = 0; k < 2 * (P - 1); ++k) expected.emplace_back(r, (r + 1) % P, 16.0 / P, "loss");
+        std::sort(expected.begin(), expected.end());
+        EXPECT_EQ(test_support::transfers(step.graph), expected) << "P=" << P << " M=" << M;
+        EXPECT_DOUBLE_EQ(step.tokens, 4 * 4096.0);
+      }
+}
+
+TEST(PipelineGraph, EachStageComputesInScheduleOrder) {
+  // Task ids follow each stage's program, so the stage's compute tags in id order
+  // are its schedule's F/B sequence, then the optimizer; every forward past stage 0
+  // waits for an "act" transfer from the stage before, every backward before the
+  // last for an "act_grad" from the stage after.
+  for (PipelineSchedule schedule : kSchedules) {
+    const int P = 4, M = 4;
+    Scenario s = testing::small_pp_scenario(P, M);
+    s.parallel.schedule = schedule;
+    const sim::StepGraph g = build_pipeline_parallel(s).graph;
+    for (int st = 0; st < P; ++st) {
+      std::vector<std::string> want;
+      for (const auto& op : parallel::pipeline_schedule(schedule, P, st, M))
+        want.push_back(op.forward ? "stage_fwd" : "stage_bwd");
+      want.push_back("optimizer");
+      std::vector<std::string> got;
+      for (const sim::Task& t : g.tasks()) {
+        if (t.kind != sim::TaskKind::compute || t.rank != st || t.kind_tag == "loss") continue;
+        got.push_back(t.kind_tag);
+        const bool fwd = t.kind_tag == "stage_fwd", bwd = t.kind_tag == "stage_bwd";
+        const int from = fwd ? st - 1 : st + 1;
+        if ((fwd && st == 0) || (bwd && st == P - 1) || !(fwd || bwd)) continue;
+        const bool waits = std::any_of(t.deps.begin(), t.deps.end(), [&](sim::TaskId d) {
+          const sim::Task& dep = g.task(d);
+          return dep.kind == sim::TaskKind::transfer && dep.rank == from && dep.peer == st &&
+                 dep.kind_tag == (fwd ? "act" : "act_grad");
+        });
+        EXPECT_TRUE(waits) << t.kind_tag << " on stage " << st;
+      }
+      EXPECT_EQ(got, want) << "stage " << st;
+    }
+  }
+}
+
+TEST(PipelineGraph, FreeNetworkStepIsTheBubbleClosedForm) {
+  // Equal stages (t_f, t_b), no network cost: the last microbatch's forward leaves
+  // the last stage at (M + P - 1)·t_f, its backward reaches stage 0 (P - 1 + M)·t_b
+  // later, for GPipe and 1F1B alike; the loss all-reduce is free and every stage's
+  // optimizer starts then: step = (M + P - 1)(t_f + t_b) + max_s optimizer_s.
+  const double t_f = 10;
+  for (PipelineSchedule schedule : kSchedules)
+    for (int P : {2, 4})
+      for (int M : {1, 4}) {
+        Scenario s = testing::small_pp_scenario(P, M);
+        s.parallel.schedule = schedule;
+        s.network.link = {1e30, 0};
+        equalize_stages(s, t_f);
+        const PipelineCosts costs(s);
+        double optimizer = 0;
+        for (int st = 0; st < P; ++st) {
+          ASSERT_NEAR(costs.seconds(st, costs.forward(st), "f"), t_f, 1e-12 * t_f);
+          ASSERT_NEAR(costs.seconds(st, costs.backward(st), "b"), 2 * t_f, 1e-12 * t_f);
+          optimizer = std::max(optimizer, costs.seconds(st, costs.optimizer(st), "optimizer"));
+        }
+        const double expected = (M + P - 1) * (t_f + 2 * t_f) + optimizer;
+        const sim::ReplayResult r = sim::replay(s.network, build_pipeline_parallel(s).graph);
+        EXPECT_NEAR(r.step_seconds, expected, 1e-9 * expected) << "P=" << P << " M=" << M;
+      }
+}
+
+TEST(PipelineGraph, TwoStagesOneMicrobatchOnALink) {
+  // P = 2, M = 1 on a 1 Gbps / 1 ms link: everything is one chain,
+  //   stage 0 F, act (L + S/B), stage 1 F and B, act_grad (L + S/B), stage 0 B,
+  //   the loss all-reduce (2 rounds of L + 8/B), then the slower optimizer.
+  for (PipelineSchedule schedule : kSchedules) {
+    Scenario s = testing::small_pp_scenario(2, 1);
+    s.parallel.schedule = schedule;
+    const PipelineCosts c(s);
+    const double B = s.network.link.bandwidth_bytes_per_s, L = s.network.link.latency_s;
+    const double S = 4 * 4096.0 * 256 * 2;
+    auto sec = [&](int st, const cost::Cost& cost) { return c.seconds(st, cost, "t"); };
+    const double expected = sec(0, c.forward(0)) + sim::point_to_point_seconds(S, B, L) + sec(1, c.forward(1)) +
+                            sec(1, c.backward(1)) + sim::point_to_point_seconds(S, B, L) + sec(0, c.backward(0)) +
+                            sim::ring_all_reduce_seconds(2, 16, B, L) +
+                            std::max(sec(0, c.optimizer(0)), sec(1, c.optimizer(1)));
+    const sim::ReplayResult r = sim::replay(s.network, build_pipeline_parallel(s).graph);
+    EXPECT_NEAR(r.step_seconds, expected, 1e-6 * expected);
+  }
+}
+
+TEST(PipelineGraph, PlacementMovesStagesOntoNodes) {
+  Scenario s = testing::small_pp_scenario(2, 1);
+  s.network.nodes = 3;
+  s.parallel.placement = {2, 0};
+  const sim::StepGraph g = build_pipeline_parallel(s).graph;
+  int acts = 0;
+  for (const Transfer& t : test_support::transfers(g)) {
+    if (std::get<3>(t) != "act") continue;
+    ++acts;
+    EXPECT_EQ(std::make_pair(std::get<0>(t), std::get<1>(t)), std::make_pair(2, 0));
+  }
+  EXPECT_EQ(acts, 1);
+}
+
+TEST(PipelineGraph, FewerNodesThanStagesNameTheKey) {
+  Scenario s = testing::small_pp_scenario(4, 1);
+  s.network.nodes = 3;
+  try {
+    build_pipeline_parallel(s);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.place(), "network.nodes");
+  }
+}
+
+}  // namespace
+}  // namespace lowband
