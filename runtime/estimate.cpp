@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/cost_model.h"
+#include "runtime/estimate_format.h"
 #include "runtime/parallel/context_schedule.h"
 #include "sim/replay.h"
 
@@ -66,21 +67,6 @@ std::vector<StepFigures> replay_steps(const Scenario& s, bool also_without_sync)
   for (size_t i = 0; i < steps.size(); ++i)
     figures.push_back(figures_of(steps[i], graphs[i], replayed[i], wall / steps.size()));
   return figures;
-}
-
-std::string si(double value, const char* unit) {  // 1.23 G<unit>
-  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
-  int i = 0;
-  while (std::abs(value) >= 1000 && i < 6) value /= 1000, ++i;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g %s%s", value, prefixes[i], unit);
-  return buf;
-}
-
-std::string fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
 }
 
 }  // namespace
@@ -152,20 +138,15 @@ nlohmann::json to_json(const EstimateResult& e) {
 }
 
 std::string format_estimate_table(const Scenario& s, const EstimateResult& e) {
+  using estimate_format::fmt;
+  using estimate_format::si;
   const auto& m = s.model;
   const auto& p = s.parallel;
   const auto& c = s.compression;
   std::string out;
-  auto row = [&out](const char* key, const std::string& value) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%-22s", key);
-    out += buf + value + "\n";
-  };
+  auto row = [&out](const char* key, const std::string& value) { estimate_format::row(out, key, value); };
   row("scenario", s.name + (s.source.empty() ? "" : " (" + s.source + ")"));
-  row("model", std::to_string(m.layers) + " layers, d_model " + std::to_string(m.d_model) + ", " +
-                   std::to_string(m.heads) + " heads (" + std::to_string(m.kv_heads) + " kv), ffn " +
-                   std::to_string(m.ffn_hidden) + ", vocab " + std::to_string(m.vocab) + ", " +
-                   si(m.parameters(), "params"));
+  row("model", estimate_format::describe_model(m));
   row("context parallel", std::to_string(m.seq_len) + " tokens x " + std::to_string(s.training.batch_size) +
                               " seq over " + std::to_string(p.context) + " ranks, " +
                               (p.split == CpSplit::zigzag ? "zigzag" : "contiguous") + ", " +

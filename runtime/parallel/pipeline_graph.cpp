@@ -48,6 +48,7 @@ PipelineStep build_pipeline_parallel(const Scenario& s) {
   out.tokens = double(s.training.batch_size) * double(s.model.seq_len);
   out.message_bytes = codec->message_bytes(n);
   out.gradient_bytes = codec->gradient_bytes(n);
+  out.boundary_codec = codec->describe();
   out.uncompressed_boundary_bytes = 2.0 * M * double(n) * s.model.d_model * s.model.bytes_per_element;
 
   // Each stage's program as a real run records it, then one assembly: the

@@ -11,6 +11,7 @@
 // Boundary bytes come from the boundary codec (compression.boundary). The graph
 // is the one comm::assemble_step_graph builds from the same program recorded by
 // a real run (it is built that way), so the two compare transfer for transfer.
+#include <string>
 #include <vector>
 
 #include "runtime/scenario/scenario.h"
@@ -27,6 +28,7 @@ struct PipelineStep {
   // What one boundary's two directions carry per step uncompressed (2·M·n·d·b),
   // to measure the compression ratio against.
   double uncompressed_boundary_bytes = 0;
+  std::string boundary_codec;  // the codec's description
 };
 
 // Throws InputError naming the scenario key when the scenario cannot be scheduled

@@ -8,6 +8,7 @@
 #include "runtime/parallel/pipeline_costs.h"
 #include "runtime/parallel/pipeline_graph.h"
 #include "runtime/parallel/pipeline_schedule.h"
+#include "runtime/pipeline_estimate.h"
 #include "sim/collectives.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
@@ -19,6 +20,8 @@ namespace {
 using parallel::build_pipeline_parallel;
 using parallel::PipelineCosts;
 using test_support::Transfer;
+using lowband::BoundaryTraffic;
+using lowband::PipelineEstimate;
 
 constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b};
 
@@ -144,6 +147,56 @@ TEST(PipelineGraph, TwoStagesOneMicrobatchOnALink) {
     const sim::ReplayResult r = sim::replay(s.network, build_pipeline_parallel(s).graph);
     EXPECT_NEAR(r.step_seconds, expected, 1e-6 * expected);
   }
+}
+
+TEST(PipelineEstimate, BubbleAndBytesOnAFreeNetwork) {
+  // Equal stages on a free network: stage s computes M(t_f + t_b) + optimizer_s of
+  // a step of (M + P - 1)(t_f + t_b) + max optimizer; nothing is exposed; each
+  // boundary carries M dense messages each way.
+  const double t_f = 10;
+  for (PipelineSchedule schedule : kSchedules) {
+    const int P = 4, M = 4;
+    Scenario s = testing::small_pp_scenario(P, M);
+    s.parallel.schedule = schedule;
+    s.network.link = {1e30, 0};
+    equalize_stages(s, t_f);
+    const PipelineCosts costs(s);
+    std::vector<double> optimizer;
+    for (int st = 0; st < P; ++st) optimizer.push_back(costs.seconds(st, costs.optimizer(st), "optimizer"));
+    const double slowest = *std::max_element(optimizer.begin(), optimizer.end());
+    const double step = (M + P - 1) * 3 * t_f + slowest;
+    double idle = 0;
+    for (double o : optimizer) idle += step - (M * 3 * t_f + o);
+    const PipelineEstimate e = estimate_pipeline(s);
+    EXPECT_NEAR(e.step_seconds, step, 1e-9 * step);
+    EXPECT_NEAR(e.bubble_fraction, idle / (P * step), 1e-9);
+    EXPECT_DOUBLE_EQ(e.ideal_bubble_fraction, 3.0 / 7);
+    EXPECT_NEAR(e.exposed_comm_seconds, 0, 1e-9 * step);
+    EXPECT_NEAR(e.free_network_step_seconds, step, 1e-12 * step);
+    EXPECT_NEAR(e.compute_seconds, M * 3 * t_f + slowest, 1e-9 * step);
+    EXPECT_DOUBLE_EQ(e.tokens_per_s, 4 * 4096 / e.step_seconds);
+    ASSERT_EQ(e.boundaries.size(), 3u);
+    for (const BoundaryTraffic& b : e.boundaries) {
+      EXPECT_DOUBLE_EQ(b.forward_bytes, 4 * 4096.0 * 256 * 2);  // M microbatches of n = 4096 rows
+      EXPECT_DOUBLE_EQ(b.backward_bytes, 4 * 4096.0 * 256 * 2);
+    }
+    EXPECT_DOUBLE_EQ(e.boundary_bytes_ratio, 1);
+    double peak = 0;
+    for (const auto& [node, device] : s.devices.node_profiles) peak += device.peak_flops_bf16;
+    EXPECT_DOUBLE_EQ(e.mfu, e.model_flops_per_step / (e.step_seconds * peak));
+  }
+}
+
+TEST(PipelineEstimate, ExposedCommIsWhatTheLinkAdds) {
+  // The 2-stage, 1-microbatch chain: the two boundary messages and the loss
+  // all-reduce are all on the critical path, so they are all exposed.
+  Scenario s = testing::small_pp_scenario(2, 1);
+  const double B = s.network.link.bandwidth_bytes_per_s, L = s.network.link.latency_s;
+  const double S = 4 * 4096.0 * 256 * 2;
+  const double comm = 2 * sim::point_to_point_seconds(S, B, L) + sim::ring_all_reduce_seconds(2, 16, B, L);
+  const PipelineEstimate e = estimate_pipeline(s);
+  EXPECT_NEAR(e.exposed_comm_seconds, comm, 1e-6 * e.step_seconds);
+  EXPECT_NEAR(e.step_seconds, e.free_network_step_seconds + comm, 1e-6 * e.step_seconds);
 }
 
 TEST(PipelineGraph, PlacementMovesStagesOntoNodes) {

@@ -1,0 +1,52 @@
+#pragma once
+// `lowband estimate` for pipeline parallelism (parallel.pipeline > 1, context 1):
+// build the step graph from the model's shapes (runtime/parallel/pipeline_graph.h),
+// replay it on the SimGrid network, and report the step with its pipeline bubble
+// and what crosses each stage boundary.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runtime/scenario/scenario.h"
+
+namespace lowband {
+
+struct BoundaryTraffic {
+  int from_stage = 0;            // the boundary between from_stage and from_stage + 1
+  double forward_bytes = 0;      // "act" from_stage -> from_stage + 1, per step
+  double backward_bytes = 0;     // "act_grad" back, per step
+};
+
+struct PipelineEstimate {
+  double step_seconds = 0;
+  double tokens_per_step = 0;      // batch_size · seq_len
+  double tokens_per_s = 0;
+  double compute_seconds = 0;      // busiest stage: its forwards, backwards and optimizer
+  // Idle stage time over all stage time: Σ_s (step − compute busy_s) / (P · step).
+  // It counts every wait, the schedule's fill and drain and the waits for messages;
+  // ideal_bubble_fraction is the schedule's alone for equal stages on a free
+  // network: (P − 1)/(M + P − 1) of the forward-backward part.
+  double bubble_fraction = 0;
+  double ideal_bubble_fraction = 0;
+  // What communication adds: step − the same graph's step with every transfer free
+  // (free_network_step_seconds, its critical path of compute).
+  double exposed_comm_seconds = 0;
+  double free_network_step_seconds = 0;
+  std::vector<BoundaryTraffic> boundaries;  // one per stage pair, first to last
+  double boundary_bytes_ratio = 1;          // boundary bytes over uncompressed (n·d·b each way)
+  std::string boundary_codec;
+  double model_flops_per_step = 0;          // forward + backward, no recompute, all stages
+  double peak_flops_per_s = 0;              // Σ stages' peak FLOP/s at the scenario dtype
+  double mfu = 0;                           // model_flops_per_step / (step_seconds · peak_flops_per_s)
+  int stages = 0, microbatches = 0;
+  std::string schedule;                     // "gpipe", "1f1b"
+  std::string network_model, network;
+  double replay_wall_seconds = 0;
+};
+
+PipelineEstimate estimate_pipeline(const Scenario& scenario);
+
+nlohmann::json to_json(const PipelineEstimate& result);
+std::string format_pipeline_table(const Scenario& scenario, const PipelineEstimate& result);
+
+}  // namespace lowband
