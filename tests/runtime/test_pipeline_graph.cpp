@@ -69,6 +69,24 @@ TEST(PipelineGraph, TransfersPerStagePair) {
       }
 }
 
+TEST(PipelineGraph, SubspaceBoundaryShrinksTheMessages) {
+  // Rank k of d = 256: k coordinates and the token id forward, k back
+  // (boundary_codec.h), so the boundary carries (2k + 1)/(2d) of the dense bytes.
+  const int k = 8;
+  Scenario s = testing::small_pp_scenario(4, 2);
+  s.compression.boundary.method = BoundaryMethod::subspace;
+  s.compression.boundary.rank = k;
+  const parallel::PipelineStep step = build_pipeline_parallel(s);
+  const double n = 2 * 4096;
+  EXPECT_DOUBLE_EQ(step.message_bytes, n * (k + 1) * 2);
+  EXPECT_DOUBLE_EQ(step.gradient_bytes, n * k * 2);
+  for (int b = 0; b < 3; ++b) {
+    EXPECT_DOUBLE_EQ(step.graph.bytes_sent(b, "act"), 2 * n * (k + 1) * 2);
+    EXPECT_DOUBLE_EQ(step.graph.bytes_sent(b + 1, "act_grad"), 2 * n * k * 2);
+  }
+  EXPECT_NEAR(estimate_pipeline(s).boundary_bytes_ratio, (2.0 * k + 1) / (2 * 256), 1e-15);
+}
+
 TEST(PipelineGraph, EachStageComputesInScheduleOrder) {
   // Task ids follow each stage's program, so the stage's compute tags in id order
   // are its schedule's F/B sequence, then the optimizer; every forward past stage 0
