@@ -123,8 +123,9 @@ void add_run_command(CLI::App& app) {
     std::ostringstream discard;
     std::ostream& out = quiet ? discard : std::cout;
     out << "scenario " << scenario.name << " (" << scenario.source << "): " << scenario.model.layers
-        << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len << ", P = "
-        << scenario.parallel.context << ", backend " << scenario.training.backend
+        << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len
+        << (scenario.parallel.pipeline > 1 ? ", pipeline stages " + std::to_string(scenario.parallel.pipeline) : "")
+        << ", P = " << scenario.parallel.context << ", backend " << scenario.training.backend
         << (world ? " (one rank per MPI process)" : "") << "\n";
     const train::RunResult r = [&] {
       if (!world || world->size() < 2) return train::run_training(scenario, options);

@@ -52,6 +52,27 @@ StepStats AdamW::step(float* params, float* grads, double lr) {
   s.lr = lr;
   s.grad_norm = config_.grad_clip > 0 ? k_->clip_grad_norm(grads, count_, config_.grad_clip)
                                       : k_->global_grad_norm(grads, count_);
+  update(params, grads, lr);
+  return s;
+}
+
+double AdamW::squared_grad_norm(const float* grads) const {
+  const double norm = k_->global_grad_norm(grads, count_);
+  return norm * norm;
+}
+
+StepStats AdamW::step_with_norm(float* params, float* grads, double lr, double global_grad_norm) {
+  StepStats s;
+  s.step = ++steps_;
+  s.lr = lr;
+  s.grad_norm = global_grad_norm;
+  if (config_.grad_clip > 0 && global_grad_norm > config_.grad_clip)  // as clip_grad_norm scales
+    k_->scale_inplace(grads, float(config_.grad_clip / global_grad_norm), count_);
+  update(params, grads, lr);
+  return s;
+}
+
+void AdamW::update(float* params, float* grads, double lr) {
   kernels::AdamWConfig k;
   k.lr = float(lr);
   k.beta1 = config_.beta1;
@@ -62,7 +83,6 @@ StepStats AdamW::step(float* params, float* grads, double lr) {
     k_->adamw_step(params + r.offset, grads + r.offset, m_.data() + r.offset,
                              v_.data() + r.offset, r.count, steps_, k);
   }
-  return s;
 }
 
 void AdamW::save_state(std::ostream& out) const {

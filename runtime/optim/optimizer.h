@@ -55,6 +55,11 @@ class AdamW {
   // learning rate lr. A non-finite gradient norm is returned, not thrown: the
   // caller decides (the trainer stops on a non-finite loss).
   StepStats step(float* params, float* grads, double lr);
+  // The same for a shard of a model (a pipeline stage's parameters): clipped by
+  // the norm of the WHOLE model's gradient, which the caller has summed over the
+  // shards (global_grad_norm below is this shard's part).
+  StepStats step_with_norm(float* params, float* grads, double lr, double global_grad_norm);
+  double squared_grad_norm(const float* grads) const;
 
   int64_t steps_taken() const { return steps_; }
   const OptimizerConfig& config() const { return config_; }
@@ -77,6 +82,7 @@ class AdamW {
   OptimizerConfig config_;
   int64_t count_ = 0;
   int64_t steps_ = 0;
+  void update(float* params, float* grads, double lr);
   std::vector<Range> ranges_;  // adjacent tensors with the same decay merged
   const kernels::Backend* k_;
   kernels::BackendBuffer<float> m_, v_;

@@ -21,29 +21,15 @@
 #include <memory>
 #include <vector>
 
-#include "comm/in_process.h"
-#include "comm/recording.h"
 #include "runtime/parallel/context_rank.h"
+#include "runtime/parallel/rank_world.h"
+#include "runtime/parallel/trainer.h"
 #include "runtime/scenario/scenario.h"
 #include "sim/step_graph.h"
 
 namespace lowband::parallel {
 
-struct StepRecord {
-  int step = 0;              // 0-based index of the step taken
-  double loss = 0;           // mean over every valid target token of the batch
-  double lr = 0;
-  double grad_norm = 0;      // global norm before clipping (rank 0's)
-  bool weight_sync = true;   // whether the weights were synchronised this step
-  // Per layer, relative Frobenius error of what receivers saw of K and of V in this
-  // step's training forward (KvCodec::reconstruction_errors); empty unless compressing.
-  std::vector<double> kv_reconstruction_error_k, kv_reconstruction_error_v;
-  sim::StepGraph graph;      // empty unless recording
-  double kernel_wall_seconds = 0;  // wall time of the ranks' compute, summed
-  double record_wall_seconds = 0;  // wall time spent assembling the graph
-};
-
-class ContextTrainer {
+class ContextTrainer final : public Trainer {
  public:
   // Throws InputError (scenario keys) for shapes context parallelism cannot split,
   // and InputError("training.backend") for "cuda" where no GPU can be used. Each
@@ -53,7 +39,8 @@ class ContextTrainer {
   // parallel.context); every process makes the same calls in the same order.
   ContextTrainer(const Scenario& scenario, ComputeTiming timing, comm::Communicator& comm);
 
-  int ranks() const { return P_; }
+  int ranks() const override { return P_; }
+  CompressedTraffic compressed_traffic() const override;
   // Whether this process holds rank `rank` (always, in-process).
   bool holds(int rank) const { return local_rank(rank) != nullptr; }
   // On a GPU backend its buffers are device memory (Model::params_to_host()).
@@ -66,15 +53,11 @@ class ContextTrainer {
   float forward_backward(const int32_t* inputs, const int32_t* targets, int sequences);
   // Sums the replicas' gradients (rank order) and gives every replica the sum.
   void all_reduce_gradients();
-  // A whole training step (step counts from 0) and, when `record`, its graph.
   StepRecord train_step(int step, const int32_t* inputs, const int32_t* targets, int sequences,
-                        bool record = true);
-  // Mean loss over the valid targets, forward only (the codec still applies).
-  float evaluate(const int32_t* inputs, const int32_t* targets, int sequences);
-  // Whether step `step` (from 0) synchronises the weights.
-  bool syncs_weights(int step) const { return ranks_[0]->sync().syncs_at(step); }
-  // Whether this process writes the run's files (in-process, or MPI rank 0).
-  bool writer() const { return !external_ || external_->rank() == 0; }
+                        bool record = true) override;
+  float evaluate(const int32_t* inputs, const int32_t* targets, int sequences) override;
+  bool syncs_weights(int step) const override { return ranks_[0]->sync().syncs_at(step); }
+  bool writer() const override { return world_.writer(); }
 
   // Everything that decides the next steps, for checkpoints (context_trainer_state.cpp):
   // every replica's parameters and AdamW state, every rank's codec state and the
@@ -83,28 +66,23 @@ class ContextTrainer {
   // expects a trainer built from the same scenario and throws
   // binary::BinaryFormatError for a state of another shape; after such an error
   // the trainer must not be used.
-  void save_state(std::ostream& out) const;
-  void load_state(std::istream& in);
+  void save_state(std::ostream& out) const override;
+  void load_state(std::istream& in) override;
 
  private:
-  // Runs fn(rank, communicator) on every rank this process holds (in-process:
-  // all, on their threads, with the caller's OpenMP thread count).
-  void on_ranks(const std::function<void(ContextRank&, comm::Communicator&)>& fn);
+  ContextTrainer(const Scenario& scenario, ComputeTiming timing, comm::Communicator* comm);
+  // Runs fn(rank, communicator) on every rank this process holds.
+  void on_ranks(const std::function<void(ContextRank&, comm::Communicator&)>& fn, bool record = false);
   ContextRank* local_rank(int rank) const;
   std::string rank_state(const ContextRank& r) const;
-  std::vector<std::string> gather_rank_states() const;  // every rank's blob (MPI: gathered)
   void load_state_v1(std::istream& in);
-  sim::StepGraph assemble_graph();  // MPI: gathers the logs; the graph on rank 0 only
-  double sum_over_processes(double x) const;
 
   Scenario scenario_;
   const kernels::Backend* k_;
   int P_;
   ContextCosts costs_;
-  comm::Communicator* external_ = nullptr;
-  std::unique_ptr<comm::InProcessWorld> world_;       // in-process only
-  std::vector<comm::RankLog> logs_;                   // per local rank
-  std::vector<std::unique_ptr<ContextRank>> ranks_;   // local ranks
+  RankWorld world_;
+  std::vector<std::unique_ptr<ContextRank>> ranks_;   // local ranks, in world_.local_ranks() order
   int64_t param_count_ = 0;
   std::string codec_name_;
 };

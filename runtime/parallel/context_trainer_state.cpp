@@ -56,7 +56,7 @@ std::string ContextTrainer::rank_state(const ContextRank& r) const {
 }
 
 void ContextTrainer::save_state(std::ostream& out) const {
-  const std::vector<std::string> blobs = gather_rank_states();
+  const std::vector<std::string> blobs = world_.gather([&](int r) { return rank_state(*local_rank(r)); });
   binary::write_u64(out, kTrainerStateTag);
   binary::write_i64(out, P_);
   binary::write_i64(out, param_count_);

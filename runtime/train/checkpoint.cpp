@@ -251,7 +251,7 @@ ResumeThreads resume_threads(int recorded, int wanted, bool forced) {
   return r;
 }
 
-void restore_trainer(parallel::ContextTrainer& trainer, const Checkpoint& c, const std::string& run_dir) {
+void restore_trainer(parallel::Trainer& trainer, const Checkpoint& c, const std::string& run_dir) {
   std::istringstream in(c.trainer_state);
   try {
     trainer.load_state(in);

@@ -10,7 +10,7 @@
 //   u64      payload bytes
 //   u64      checksum of the payload (binary::checksum64)
 //   payload: the resolved scenario JSON, steps done, complete flag, the trainer's
-//            state (ContextTrainer::save_state) and, per output target, its
+//            state (parallel::Trainer::save_state) and, per output target, its
 //            RunTotals and the byte length of its steps.jsonl at the checkpoint
 //            (lines after it were written by a process that died before the next
 //            checkpoint: the resumed run drops them and computes them again);
@@ -50,7 +50,7 @@ struct Checkpoint {
   std::string scenario_json;  // to_json(scenario).dump(): what the run was started with
   int steps_done = 0;         // the next step to train is this index (from 0)
   bool complete = false;      // the run ended (all steps, or diverged): nothing to resume
-  std::string trainer_state;  // ContextTrainer::save_state; empty when complete
+  std::string trainer_state;  // Trainer::save_state; empty when complete
   std::vector<TargetCheckpoint> targets;  // the trained run first, then RunOptions::also_timed_on
   int omp_threads = 0;  // OpenMP threads the training ran with (omp_get_max_threads); 0: unknown (version 1)
 };
@@ -94,7 +94,7 @@ ResumeThreads resume_threads(int recorded, int wanted, bool forced);
 
 // Loads the checkpoint's trainer state; InputError naming the checkpoint when it does
 // not fit the trainer (another build or shape).
-void restore_trainer(parallel::ContextTrainer& trainer, const Checkpoint& checkpoint, const std::string& run_dir);
+void restore_trainer(parallel::Trainer& trainer, const Checkpoint& checkpoint, const std::string& run_dir);
 
 // What run_training returns for a run whose checkpoint says it ended.
 RunResult completed_run_result(const Checkpoint& checkpoint, const std::string& run_dir);

@@ -103,7 +103,7 @@ parallel::ComputeTiming compute_timing(const Scenario& s) {
   if (s.training.backend != "cpu") return parallel::ComputeTiming::profile;
   bool all_cpu = s.devices.default_profile.name == "cpu";
   for (const auto& [node, profile] : s.devices.node_profiles)
-    if (node < s.parallel.context && profile.name != "cpu") all_cpu = false;
+    if (node < s.parallel.ranks() && profile.name != "cpu") all_cpu = false;
   return all_cpu ? parallel::ComputeTiming::measured : parallel::ComputeTiming::profile;
 }
 
@@ -121,11 +121,9 @@ std::string default_run_dir(const std::string& scenario_name) {
 
 namespace {
 
-// Whether the codec shrank this step's K/V messages (false in a MoS warm-up).
-bool compressed(const parallel::StepRecord& record, double uncompressed_kv_bytes) {
-  double sent = 0;
-  for (int r = 0; r < record.graph.ranks(); ++r) sent += record.graph.bytes_sent(r, "kv") + record.graph.bytes_sent(r, "dkv");
-  return sent < 0.999 * uncompressed_kv_bytes;
+// Whether the codec shrank this step's messages (false in a MoS warm-up).
+bool compressed(const parallel::StepRecord& record, const parallel::CompressedTraffic& traffic) {
+  return traffic.sent(record.graph) < 0.999 * traffic.uncompressed_bytes_per_step;
 }
 
 // One network the training is timed on: its run directory, running totals and
@@ -218,11 +216,8 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
   const ThreadCount thread_count(threads);
   const int start_step = resumed ? resumed->steps_done : 0;
   const parallel::ComputeTiming timing = compute_timing(scenario);
-  const std::string codec_name = compress::make_kv_codec(scenario)->describe();
-  std::unique_ptr<parallel::ContextTrainer> trainer_owned =
-      options.comm ? std::make_unique<parallel::ContextTrainer>(scenario, timing, *options.comm)
-                   : std::make_unique<parallel::ContextTrainer>(scenario, timing);
-  parallel::ContextTrainer& trainer = *trainer_owned;
+  std::unique_ptr<parallel::Trainer> trainer_owned = parallel::make_trainer(scenario, timing, options.comm);
+  parallel::Trainer& trainer = *trainer_owned;
   std::ostream* const log = writer ? options.log : nullptr;
   if (resumed) restore_trainer(trainer, *resumed, options.out_dir);
 
@@ -250,20 +245,21 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
     for (const auto& t : targets) dirs.push_back(t->files.dir());
     truncate_steps_files(dirs, *resumed);  // lines after the checkpoint are trained again
   }
-  const double uncompressed_kv_bytes = parallel::build_context_parallel(scenario).uncompressed_kv_bytes;
+  const parallel::CompressedTraffic traffic = trainer.compressed_traffic();
   for (size_t index = 0; index < targets.size(); ++index) {
     Target* t = targets[index].get();
     RunTotals& totals = t->totals;
     totals.steps_planned = steps;
     totals.tokens_per_step =
         t->projection ? t->projection->tokens_per_step() : double(shape.batch_size) * double(shape.seq_len);
-    totals.uncompressed_kv_bytes_per_step = uncompressed_kv_bytes;
+    totals.traffic = traffic;
+    totals.uncompressed_kv_bytes_per_step = traffic.uncompressed_bytes_per_step;
     totals.header = {{"scenario", t->scenario.name},
                      {"scenario_source", t->scenario.source},
                      {"run_dir", t->files.dir()},
                      {"network", sim::describe(t->scenario.network)},
                      {"network_model", sim::to_string(t->scenario.network.model)},
-                     {"codec", codec_name},
+                     {"codec", traffic.codec},
                      {"data", dataset.describe()},
                      {"ranks", trainer.ranks()},
                      {"compute_timing", timing == parallel::ComputeTiming::measured ? "measured" : "profile"}};
@@ -271,6 +267,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
     if (t->projection) totals.header["time_projection"] = t->projection->describe();
     if (resumed) {  // the totals as they were at the checkpoint
       totals = resumed->targets[index].totals;
+      totals.traffic = traffic;
       totals.header["run_dir"] = t->files.dir();
       t->replayer.wall_seconds = totals.replay_wall_seconds;
     }
@@ -350,7 +347,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
       t->totals.replay_wall_seconds = t->replayer.wall_seconds;
       for (size_t i = 0; i < pending.size(); ++i)
         t->totals.add(pending[i],
-                      t->projection ? t->projection->step(compressed(pending[i].record, uncompressed_kv_bytes)) : replays[i],
+                      t->projection ? t->projection->step(compressed(pending[i].record, traffic)) : replays[i],
                       t->files);
       t->files.write_summary(t->totals.summary_json());
     }

@@ -37,7 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/trainer.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::train {
@@ -102,7 +102,7 @@ struct RunResult {
   std::vector<Retimed> retimed;
 };
 
-// Throws InputError for a scenario it cannot train (see ContextTrainer), an
+// Throws InputError for a scenario it cannot train (see parallel::make_trainer), an
 // unusable output directory ("--out"), a retime target that differs from the
 // trained scenario in more than its name, description and network, or (resume) a
 // checkpoint that is missing, damaged or for another scenario, or --steps other

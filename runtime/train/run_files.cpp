@@ -92,15 +92,16 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
   if (p.val_loss) last_val_loss = p.val_loss;
 
   nlohmann::json bytes = nlohmann::json::object();
-  for (const char* kind : {"kv", "dkv", "grad_sync", ""}) {
+  std::vector<std::string> kinds = traffic.kinds;
+  kinds.insert(kinds.end(), {"grad_sync", ""});
+  for (const std::string& kind : kinds) {
     double most = 0;
     for (int r = 0; r < rec.graph.ranks(); ++r) most = std::max(most, rec.graph.bytes_sent(r, kind));
-    const std::string name = *kind ? kind : "total";
+    const std::string name = kind.empty() ? "total" : kind;
     bytes[name] = most;
     bytes_per_rank_sum[name] += most;
   }
-  for (int r = 0; r < rec.graph.ranks(); ++r)
-    kv_bytes_sent += rec.graph.bytes_sent(r, "kv") + rec.graph.bytes_sent(r, "dkv");
+  kv_bytes_sent += traffic.sent(rec.graph);
   double compute = 0;
   for (double c : replay.rank_compute_busy_seconds) compute = std::max(compute, c);
 
@@ -151,10 +152,10 @@ nlohmann::json RunTotals::summary_json() const {
   s["process_tokens_per_s"] = step_wall_seconds > 0 ? tokens_per_step * steps_done / step_wall_seconds : 0.0;
   s["process_step_wall_seconds"] = step_wall_seconds / n;
   s["bytes_sent_per_rank_per_step"] = bytes;  // max over ranks, mean over steps
-  // Measured: what the codec's real K/V and dK/dV messages carried over what
-  // they would have carried uncompressed.
-  s["kv_bytes_ratio"] = plain > 0 ? kv_bytes_sent / plain : 1.0;
-  s["kv_bytes_saved_fraction"] = plain > 0 ? 1.0 - kv_bytes_sent / plain : 0.0;
+  // Measured: what the codec's real messages (K/V and dK/dV, or the pipeline
+  // boundaries' both ways) carried over what they would have carried uncompressed.
+  s[traffic.name + "_bytes_ratio"] = plain > 0 ? kv_bytes_sent / plain : 1.0;
+  s[traffic.name + "_bytes_saved_fraction"] = plain > 0 ? 1.0 - kv_bytes_sent / plain : 0.0;
   if (!kv_recon_k.empty() && (!kv_recon_k.back().empty() || !kv_recon_v.back().empty())) {
     s["kv_reconstruction_error"] = kv_errors_json(kv_recon_k.back(), kv_recon_v.back());  // the last step's
     // Mean over the compressed steps among the last 10 % (at least one), less noisy than one step.

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/trainer.h"
 #include "sim/replay.h"
 
 namespace lowband::train {
@@ -46,12 +46,13 @@ struct RunTotals {
   int steps_planned = 0;
   int steps_done = 0;
   double tokens_per_step = 0;
-  double uncompressed_kv_bytes_per_step = 0;  // all ranks' kv + dkv, uncompressed
+  parallel::CompressedTraffic traffic;  // what the codec compresses (not checkpointed: from the trainer)
+  double uncompressed_kv_bytes_per_step = 0;  // all ranks' traffic.kinds, uncompressed
   double sim_total_seconds = 0;
   double step_wall_seconds = 0;       // sum of train_step wall times
   double record_wall_seconds = 0;     // of which building the graphs
   double replay_wall_seconds = 0;     // SimGrid replays
-  double kv_bytes_sent = 0;           // all ranks' kv + dkv, as recorded
+  double kv_bytes_sent = 0;           // all ranks' traffic.kinds, as recorded
   std::map<std::string, double> bytes_per_rank_sum;  // by kind and "total", max over ranks per step
   double last_train_loss = 0;
   std::optional<double> last_val_loss;

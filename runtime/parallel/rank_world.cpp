@@ -1,0 +1,98 @@
+#include "runtime/parallel/rank_world.h"
+
+#include <omp.h>
+
+#include <stdexcept>
+
+#include "common/error.h"
+
+#include "runtime/parallel/layout.h"
+
+namespace lowband::parallel {
+namespace {
+
+// One string per process onto every process (not recorded: bookkeeping).
+std::vector<std::string> all_gather_strings(comm::Communicator& comm, const std::string& mine) {
+  const int P = comm.size();
+  std::vector<int64_t> sizes(static_cast<size_t>(P)), one{int64_t(mine.size())};
+  comm.all_gather(one.data(), sizes.data(), std::vector<int64_t>(size_t(P), 1), comm::DType::i64, "bookkeeping");
+  int64_t total = 0;
+  for (int64_t n : sizes) total += n;
+  std::string all(size_t(total), '\0');
+  comm.all_gather(mine.data(), all.data(), sizes, comm::DType::u8, "bookkeeping");
+  std::vector<std::string> out;
+  int64_t at = 0;
+  for (int64_t n : sizes) out.push_back(all.substr(size_t(at), size_t(n))), at += n;
+  return out;
+}
+
+}  // namespace
+
+RankWorld::RankWorld(int ranks, comm::Communicator* comm, const std::string& key) : P_(ranks), external_(comm) {
+  if (!comm) {
+    world_ = std::make_unique<comm::InProcessWorld>(ranks);
+    for (int r = 0; r < P_; ++r) local_.push_back(r);
+    logs_.resize(size_t(P_));
+    return;
+  }
+  if (comm->size() != ranks)
+    throw InputError(key, std::to_string(ranks) + " ranks, but " + std::to_string(comm->size()) +
+                              " processes (mpirun -np " + std::to_string(ranks) + ")");
+  local_.push_back(comm->rank());
+  logs_.resize(1);
+}
+
+int RankWorld::local_index(int rank) const {
+  if (!external_) return rank >= 0 && rank < P_ ? rank : -1;
+  return rank == external_->rank() ? 0 : -1;
+}
+
+void RankWorld::run(const std::function<void(int, comm::Communicator&)>& fn, bool record) {
+  if (record)
+    for (auto& log : logs_) log.clear();
+  auto one = [&](comm::Communicator& comm) {
+    if (!record) return fn(comm.rank(), comm);
+    comm::RecordingCommunicator recording(comm, log(comm.rank()));
+    fn(comm.rank(), recording);
+  };
+  if (external_) return one(*external_);
+  const int threads = omp_get_max_threads();  // a new thread starts from OpenMP's default
+  world_->run([&](comm::Communicator& comm) {
+    omp_set_num_threads(threads);
+    one(comm);
+  });
+}
+
+sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
+  auto on_nodes = [&](const sim::StepGraph& g) {  // the ranks' graph on parallel.placement's nodes
+    return scenario.parallel.placement.empty() ? g : place_on_nodes(g, Layout(scenario.parallel));
+  };
+  if (!external_) {
+    std::vector<const comm::RankLog*> logs;
+    for (const auto& log : logs_) logs.push_back(&log);
+    return on_nodes(comm::assemble_step_graph(logs));
+  }
+  const std::vector<std::string> blobs = all_gather_strings(*external_, logs_[0].serialize());
+  if (external_->rank() != 0) return sim::StepGraph(P_);
+  std::vector<comm::RankLog> logs;
+  for (const auto& b : blobs) logs.push_back(comm::RankLog::deserialize(b));
+  std::vector<const comm::RankLog*> ptrs;
+  for (const auto& log : logs) ptrs.push_back(&log);
+  return on_nodes(comm::assemble_step_graph(ptrs));
+}
+
+double RankWorld::sum_over_processes(double x) const {
+  if (external_) external_->all_reduce_sum(&x, 1, "bookkeeping");
+  return x;
+}
+
+std::vector<std::string> RankWorld::gather(const std::function<std::string(int)>& blob) const {
+  if (!external_) {
+    std::vector<std::string> out;
+    for (int r = 0; r < P_; ++r) out.push_back(blob(r));
+    return out;
+  }
+  return all_gather_strings(*external_, blob(external_->rank()));
+}
+
+}  // namespace lowband::parallel

@@ -1,0 +1,75 @@
+#pragma once
+// What the run loop (runtime/train/run.cpp) needs of a parallel layout's
+// trainer, whichever dimension it parallelises: context parallelism
+// (context_trainer.h) or pipeline parallelism (pipeline_trainer.h). make_trainer
+// picks by the scenario's layout.
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "kernels/backend.h"
+#include "runtime/parallel/context_rank.h"
+#include "runtime/scenario/scenario.h"
+#include "sim/step_graph.h"
+
+namespace lowband::parallel {
+
+struct StepRecord {
+  int step = 0;              // 0-based index of the step taken
+  double loss = 0;           // mean over every valid target token of the batch
+  double lr = 0;
+  double grad_norm = 0;      // global norm before clipping (rank 0's)
+  bool weight_sync = true;   // whether the weights were synchronised this step
+  // Per layer, relative Frobenius error of what receivers saw of K and of V in this
+  // step's training forward (KvCodec::reconstruction_errors); empty unless compressing.
+  std::vector<double> kv_reconstruction_error_k, kv_reconstruction_error_v;
+  sim::StepGraph graph;      // empty unless recording
+  double kernel_wall_seconds = 0;  // wall time of the ranks' compute, summed
+  double record_wall_seconds = 0;  // wall time spent assembling the graph
+};
+
+// What the layout's codec compresses: the step graph's kinds of those messages
+// ("kv", "dkv" for context parallelism; "act", "act_grad" for pipeline
+// boundaries), the codec, and what the messages would carry uncompressed per
+// step (all ranks' sends). `name` prefixes the run summary's keys.
+struct CompressedTraffic {
+  std::string name;  // "kv" or "boundary"
+  std::vector<std::string> kinds;
+  std::string codec;
+  double uncompressed_bytes_per_step = 0;
+  double sent(const sim::StepGraph& graph) const;  // those kinds' bytes, all ranks
+};
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  virtual int ranks() const = 0;
+  virtual CompressedTraffic compressed_traffic() const = 0;
+  // A whole training step (step counts from 0) and, when `record`, its graph.
+  virtual StepRecord train_step(int step, const int32_t* inputs, const int32_t* targets, int sequences,
+                                bool record = true) = 0;
+  // Mean loss over the valid targets, forward only (codecs still apply).
+  virtual float evaluate(const int32_t* inputs, const int32_t* targets, int sequences) = 0;
+  // Whether step `step` (from 0) synchronises the weights.
+  virtual bool syncs_weights(int step) const = 0;
+  // Whether this process writes the run's files (in-process, or MPI rank 0).
+  virtual bool writer() const = 0;
+  // Everything that decides the next steps, for checkpoints. load_state expects a
+  // trainer built from the same scenario and throws binary::BinaryFormatError for
+  // a state of another shape; after such an error the trainer must not be used.
+  virtual void save_state(std::ostream& out) const = 0;
+  virtual void load_state(std::istream& in) = 0;
+};
+
+// training.backend's kernels; InputError("training.backend") where they cannot run.
+const kernels::Backend& training_backend(const TrainingConfig& training);
+
+// The scenario's trainer: pipeline parallelism when parallel.pipeline > 1, else
+// context parallelism. comm null: every rank in-process; else this process is
+// comm's rank (MPI). Throws InputError for a layout it cannot train.
+std::unique_ptr<Trainer> make_trainer(const Scenario& scenario, ComputeTiming timing, comm::Communicator* comm);
+
+}  // namespace lowband::parallel
