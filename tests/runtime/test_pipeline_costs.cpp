@@ -108,8 +108,11 @@ TEST(PipelineCosts, BadScenariosNameTheirKey) {
   s = testing::small_pp_scenario(2, 1);
   s.parallel.stage_layers = {2, 1};
   EXPECT_EQ(place_of(s), "parallel.stage_layers");
-  s.devices.default_profile.efficiency = 0;
   s.parallel.stage_layers = {};
+  s.model.tie_embeddings = true;
+  EXPECT_EQ(place_of(s), "model.tie_embeddings");
+  s.model.tie_embeddings = false;
+  s.devices.default_profile.efficiency = 0;
   const PipelineCosts zero(s);
   EXPECT_THROW(zero.seconds(0, zero.forward(0), "stage_fwd"), InputError);
 }
