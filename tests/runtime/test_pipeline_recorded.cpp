@@ -1,0 +1,61 @@
+// The estimate's pipeline graph (built from shapes) against the graph a real
+// in-process pipeline step records (PipelineTrainer, compute seconds from the
+// device profile): the same tasks, task for task — ranks, peers, bytes, seconds,
+// kinds and dependencies — for both schedules, 2 and 4 stages, 1 and 4
+// microbatches, dense and subspace boundaries.
+#include <gtest/gtest.h>
+
+#include "runtime/parallel/pipeline_graph.h"
+#include "runtime/parallel/pipeline_trainer.h"
+#include "runtime/scenario/load.h"
+
+namespace lowband {
+namespace {
+
+Scenario tiny_pipeline(int P, int M, PipelineSchedule schedule, BoundaryMethod boundary) {
+  Scenario s = builtin_scenario("default", {"model.layers=4", "model.d_model=32", "model.heads=4", "model.kv_heads=2",
+                                            "model.ffn_hidden=64", "model.seq_len=32", "model.tie_embeddings=false",
+                                            "network.nodes=8", "training.batch_size=4", "parallel.context=1"});
+  s.parallel.pipeline = P;
+  s.parallel.microbatches = M;
+  s.parallel.schedule = schedule;
+  s.compression.boundary.method = boundary;
+  s.compression.boundary.rank = boundary == BoundaryMethod::none ? 0 : 8;
+  return s;
+}
+
+TEST(PipelineRecorded, EstimateGraphIsTheRecordedGraph) {
+  for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b})
+    for (BoundaryMethod boundary : {BoundaryMethod::none, BoundaryMethod::subspace})
+      for (int P : {2, 4})
+        for (int M : {1, 4}) {
+          SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M) +
+                       (schedule == PipelineSchedule::gpipe ? " gpipe" : " 1f1b") +
+                       (boundary == BoundaryMethod::none ? " dense" : " subspace"));
+          const Scenario s = tiny_pipeline(P, M, schedule, boundary);
+          parallel::PipelineTrainer trainer(s, parallel::ComputeTiming::profile);
+          const int64_t n = s.training.batch_size * s.model.seq_len;
+          std::vector<int32_t> inputs, targets;
+          for (int64_t i = 0; i < n; ++i) {
+            inputs.push_back(int32_t(i * 7 % s.model.vocab));
+            targets.push_back(int32_t(i % s.model.vocab));
+          }
+          const sim::StepGraph recorded =
+              trainer.train_step(0, inputs.data(), targets.data(), s.training.batch_size).graph;
+          const sim::StepGraph built = parallel::build_pipeline_parallel(s).graph;
+          ASSERT_EQ(built.tasks().size(), recorded.tasks().size());
+          for (size_t i = 0; i < built.tasks().size(); ++i) {
+            const sim::Task &a = built.tasks()[i], &b = recorded.tasks()[i];
+            EXPECT_EQ(a.kind, b.kind) << i;
+            EXPECT_EQ(a.rank, b.rank) << i;
+            EXPECT_EQ(a.peer, b.peer) << i;
+            EXPECT_EQ(a.bytes, b.bytes) << i;
+            EXPECT_EQ(a.seconds, b.seconds) << i;
+            EXPECT_EQ(a.kind_tag, b.kind_tag) << i;
+            EXPECT_EQ(a.deps, b.deps) << i;
+          }
+        }
+}
+
+}  // namespace
+}  // namespace lowband
