@@ -2,8 +2,8 @@
 # Pipeline-parallel training with compressed stage boundaries (analysis/pipeline-compression.md):
 # scenarios/pp-small.json (4 stages, d_model 256, tinyshakespeare) trained once per boundary codec
 # and timed on 80 and 200 Mbps, 50 ms links (a sweep over network.bandwidth). Two lanes of one
-# training each use the 2 cores; about 25-30 minutes on a 2-core CPU. Rerunning skips finished
-# points. Prints one table per network; TARGET=LOSS for another target validation loss.
+# training each use the 2 cores: about 17 minutes (30 CPU-minutes) on a 2-core CPU. Rerunning
+# skips finished points. Prints one table per network; TARGET=LOSS for another target validation loss.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -x build-cpu/lowband ] || { cmake -S . -B build-cpu -DLOWBAND_CUDA=OFF -DCMAKE_BUILD_TYPE=Release -G Ninja && cmake --build build-cpu --target lowband; }
@@ -25,6 +25,6 @@ wait
 target=${TARGET:-1.95}  # the uncompressed run's validation loss at ~63 % of its 500 steps
 for bw in 80Mbps 200Mbps; do  # loss vs simulated time and vs step, one figure per network
   "$lowband" plot "$runs"/{none,subspace,lowrank,topk,quantize}/*-bw$bw* --out "$runs/plots-$bw" --format png --target-loss "$target" > /dev/null
-  for f in loss_vs_time loss_vs_step; do cp "$runs/plots-$bw/$f.png" "analysis/pipeline-compression/$f-${bw,,}.png"; done
+  for f in loss_vs_time loss_vs_step val_loss_vs_time_log; do cp "$runs/plots-$bw/$f.png" "analysis/pipeline-compression/$f-${bw,,}.png"; done
 done
 python3 scripts/experiments/pipeline-compression-table.py "$runs" "$target"
