@@ -122,7 +122,8 @@ std::string report_markdown(const Report& r) {
   out << "- Bandwidth: the scenario's `network.bandwidth`, or the slowest link of a clusters or explicit network. "
          "Tokens/s and times are simulated (the modelled network), bytes are per rank (the busiest) per step.\n"
          "- K/V bytes saved: over the whole run, measured from the messages sent; uncompressed warm-up steps "
-         "(MoS) count, so it is below the codec's own ratio.\n";
+         "(MoS) count, so it is below the codec's own ratio. For a pipeline run, the stage boundaries' messages "
+         "(both ways) instead.\n";
   std::map<std::string, std::string> marks;  // projection scenario -> "†", "‡", ...
   static const char* kMarks[] = {"†", "‡", "§", "¶"};
   for (const ReportRow& row : r.rows) {

@@ -224,11 +224,35 @@ double run_bandwidth_bytes_per_s(const RunData& run) {
   return slowest;
 }
 
-bool is_uncompressed(const RunData& run) {
-  const json& s = run.scenario;
-  if (!s.contains("compression") || !s["compression"].is_object()) return true;
+namespace {
+
+// compression.method (K/V) and compression.boundary.method (pipeline stage
+// boundaries), "none" where absent.
+std::string kv_method(const json& s) {
+  if (!s.contains("compression") || !s["compression"].is_object()) return "none";
   const json& c = s["compression"];
-  return !c.contains("method") || setting_text(c["method"]) == "none";
+  return c.contains("method") ? setting_text(c["method"]) : "none";
+}
+std::string boundary_method(const json& s) {
+  if (!s.contains("compression") || !s["compression"].is_object()) return "none";
+  const json& c = s["compression"];
+  if (!c.contains("boundary") || !c["boundary"].is_object() || !c["boundary"].contains("method")) return "none";
+  return setting_text(c["boundary"]["method"]);
+}
+
+std::string boundary_label(const json& b) {
+  const std::string method = setting_text(b["method"]);
+  if (method == "subspace" || method == "lowrank")
+    return "boundary " + method + " k=" + (b.contains("rank") ? setting_text(b["rank"]) : "?");
+  if (method == "topk") return "boundary topk " + (b.contains("topk_fraction") ? setting_text(b["topk_fraction"]) : "?");
+  if (method == "quantize") return "boundary quantize " + (b.contains("bits") ? setting_text(b["bits"]) : "?") + "-bit";
+  return "boundary " + method;
+}
+
+}  // namespace
+
+bool is_uncompressed(const RunData& run) {
+  return kv_method(run.scenario) == "none" && boundary_method(run.scenario) == "none";
 }
 
 std::string compression_label(const RunData& run) {
@@ -236,11 +260,15 @@ std::string compression_label(const RunData& run) {
   if (!settings.empty()) return settings;
   if (is_uncompressed(run)) return "uncompressed";
   const json& c = run.scenario["compression"];
-  const std::string method = setting_text(c["method"]);
-  if (method == "mos") return "mos K " + ratio_text(c, "k_ratio", "k_rank") + " / V " + ratio_text(c, "v_ratio", "v_rank");
-  if (method == "topk") return "topk " + (c.contains("topk_fraction") ? setting_text(c["topk_fraction"]) : "?");
-  if (method == "quantize") return "quantize " + (c.contains("bits") ? setting_text(c["bits"]) : "?") + "-bit";
-  return method;
+  const std::string method = kv_method(run.scenario);
+  std::string label;
+  if (method == "mos") label = "mos K " + ratio_text(c, "k_ratio", "k_rank") + " / V " + ratio_text(c, "v_ratio", "v_rank");
+  else if (method == "topk") label = "topk " + (c.contains("topk_fraction") ? setting_text(c["topk_fraction"]) : "?");
+  else if (method == "quantize") label = "quantize " + (c.contains("bits") ? setting_text(c["bits"]) : "?") + "-bit";
+  else if (method != "none") label = method;
+  if (boundary_method(run.scenario) != "none")
+    label += (label.empty() ? "" : ", ") + boundary_label(c["boundary"]);
+  return label;
 }
 
 std::optional<double> summary_number(const RunData& run, const std::string& dotted_path) {
