@@ -52,9 +52,7 @@ class DenseBoundary final : public BoundaryCodec {
 class SubspaceBoundary final : public BoundaryCodec {
  public:
   SubspaceBoundary(int d, int rank, int b, bool exact, int vocab, uint64_t seed)
-      : d_(d), k_(rank), b_(b), vocab_(vocab), exact_(exact), u_(subspace_basis(d, rank, seed)) {
-    if (exact) e_fixed_ = fixed_embedding(vocab, d, seed);
-  }
+      : d_(d), k_(rank), b_(b), vocab_(vocab), exact_(exact), seed_(seed), u_(subspace_basis(d, rank, seed)) {}
   std::string describe() const override {
     return std::string(exact_ ? "subspace" : "lowrank") + " (rank " + std::to_string(k_) + " of " +
            std::to_string(d_) + (exact_ ? ", exact under the subspace constraint)" : ", the rest is lost)");
@@ -71,8 +69,9 @@ class SubspaceBoundary final : public BoundaryCodec {
       out.indices.assign(tokens, tokens + n);
       check_tokens(out.indices, "SubspaceBoundary::encode");
       centred.assign(x, x + n * d_);
+      const std::vector<float>& table = e_fixed();
       for (int64_t r = 0; r < n; ++r)
-        for (int e = 0; e < d_; ++e) centred[r * d_ + e] -= e_fixed_[size_t(tokens[r]) * d_ + e];
+        for (int e = 0; e < d_; ++e) centred[r * d_ + e] -= table[size_t(tokens[r]) * d_ + e];
       a = centred.data();
     }
     // values (n, k) = a·U: row r is Uᵀ·a_r.
@@ -86,8 +85,9 @@ class SubspaceBoundary final : public BoundaryCodec {
                          d_);
     if (!exact_) return;
     check_tokens(in.indices, "SubspaceBoundary::decode");
+    const std::vector<float>& table = e_fixed();
     for (int64_t r = 0; r < n; ++r)
-      for (int e = 0; e < d_; ++e) x_hat[r * d_ + e] += e_fixed_[size_t(in.indices[r]) * d_ + e];
+      for (int e = 0; e < d_; ++e) x_hat[r * d_ + e] += table[size_t(in.indices[r]) * d_ + e];
   }
   // x̂ = U·z + E_fixed[t] (or U·z) is linear in z with Jacobian U: ∂L/∂z = Uᵀ·∂L/∂x̂.
   void encode_gradient(int64_t n, const float* dx_hat, const CodecMessage&, CodecGradient& out) const override {
@@ -119,10 +119,17 @@ class SubspaceBoundary final : public BoundaryCodec {
         throw std::logic_error(std::string(where) + ": token " + std::to_string(t) + " outside a vocabulary of " +
                                std::to_string(vocab_));
   }
+  // Made on first use: `estimate` builds the codec for its byte counts only, and
+  // at paper scale the table is vocab · d floats (50257 × 2560: 0.5 GB).
+  const std::vector<float>& e_fixed() const {
+    if (e_fixed_.empty()) e_fixed_ = fixed_embedding(vocab_, d_, seed_);
+    return e_fixed_;
+  }
   int d_, k_, b_, vocab_;
   bool exact_;
-  std::vector<float> u_;        // (d, k)
-  std::vector<float> e_fixed_;  // (vocab, d); subspace only
+  uint64_t seed_;
+  std::vector<float> u_;                // (d, k)
+  mutable std::vector<float> e_fixed_;  // (vocab, d); subspace only, see e_fixed()
 };
 
 }  // namespace
