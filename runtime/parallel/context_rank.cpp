@@ -1,6 +1,5 @@
 #include "runtime/parallel/context_rank.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -10,27 +9,11 @@
 
 namespace lowband::parallel {
 
-// A compute span: its measured wall time (waiting for the GPU at both ends) is
-// logged under `kind` when done(), or with profile timing the device profile's
-// time for its cost.
-class ContextRank::Span {
+class ContextRank::Span : public ComputeSpan {
  public:
-  Span(ContextRank& r, const char* kind, const cost::Cost& c) : r_(r), kind_(kind), cost_(c) {
-    r_.k_.synchronize();
-    t0_ = std::chrono::steady_clock::now();
-  }
-  void done() {
-    r_.k_.synchronize();
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    r_.kernel_wall_seconds_ += wall;
-    r_.log_.compute(r_.timing_ == ComputeTiming::measured ? wall : r_.costs_.seconds(r_.rank_, cost_, kind_), kind_);
-  }
-
- private:
-  ContextRank& r_;
-  const char* kind_;
-  cost::Cost cost_;
-  std::chrono::steady_clock::time_point t0_;
+  Span(ContextRank& r, const char* kind, const cost::Cost& c)
+      : ComputeSpan(r.k_, r.log_, r.timing_, r.kernel_wall_seconds_, kind,
+                    [&r, kind, c] { return r.costs_.seconds(r.rank_, c, kind); }) {}
 };
 
 namespace {

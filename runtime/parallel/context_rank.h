@@ -33,13 +33,12 @@
 #include "runtime/model/model.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/parallel/compute_span.h"
 #include "runtime/parallel/context_costs.h"
 #include "runtime/parallel/weight_sync.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::parallel {
-
-enum class ComputeTiming { measured, profile };
 
 struct RankStepResult {
   float loss = 0;        // mean over every valid target of the batch (all ranks)

@@ -1,6 +1,6 @@
 #include "runtime/parallel/context_trainer.h"
 
-#include <chrono>
+#include <utility>
 
 #include "common/error.h"
 #include "runtime/compress/make_codec.h"
@@ -77,12 +77,9 @@ StepRecord ContextTrainer::train_step(int step, const int32_t* inputs, const int
   rec.kv_reconstruction_error_v = mine.kv_reconstruction_error_v;
   double kernel = 0;
   for (auto& r : ranks_) kernel += r->take_kernel_wall_seconds();
-  rec.kernel_wall_seconds = world_.sum_over_processes(kernel);
-  if (record) {
-    const auto t0 = std::chrono::steady_clock::now();
-    rec.graph = world_.assemble_graph(scenario_);
-    rec.record_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
+  RankWorld::StepBooks books = world_.close_step(scenario_, kernel, record);
+  rec.kernel_wall_seconds = books.kernel_wall_seconds, rec.record_wall_seconds = books.record_wall_seconds;
+  rec.graph = std::move(books.graph);
   return rec;
 }
 

@@ -1,6 +1,5 @@
 #include "runtime/parallel/pipeline_rank.h"
 
-#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -10,26 +9,11 @@
 
 namespace lowband::parallel {
 
-// One logged compute span: measured (a steady clock after the device's queue
-// drains) or the device profile's seconds.
-class PipelineRank::Span {
+class PipelineRank::Span : public ComputeSpan {
  public:
-  Span(PipelineRank& r, const char* kind, const cost::Cost& c) : r_(r), kind_(kind), cost_(c) {
-    r_.k_.synchronize();
-    t0_ = std::chrono::steady_clock::now();
-  }
-  void done() {
-    r_.k_.synchronize();
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    r_.kernel_wall_seconds_ += wall;
-    r_.log_.compute(r_.timing_ == ComputeTiming::measured ? wall : r_.costs_.seconds(r_.stage_, cost_, kind_), kind_);
-  }
-
- private:
-  PipelineRank& r_;
-  const char* kind_;
-  cost::Cost cost_;
-  std::chrono::steady_clock::time_point t0_;
+  Span(PipelineRank& r, const char* kind, const cost::Cost& c)
+      : ComputeSpan(r.k_, r.log_, r.timing_, r.kernel_wall_seconds_, kind,
+                    [&r, kind, c] { return r.costs_.seconds(r.stage_, c, kind); }) {}
 };
 
 namespace {

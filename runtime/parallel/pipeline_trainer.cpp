@@ -1,6 +1,6 @@
 #include "runtime/parallel/pipeline_trainer.h"
 
-#include <chrono>
+#include <utility>
 #include <istream>
 #include <ostream>
 #include <sstream>
@@ -48,12 +48,9 @@ StepRecord PipelineTrainer::train_step(int step, const int32_t* inputs, const in
   rec.loss = mine.loss, rec.lr = mine.lr, rec.grad_norm = mine.grad_norm;
   double kernel = 0;
   for (auto& st : stages_) kernel += st->take_kernel_wall_seconds();
-  rec.kernel_wall_seconds = world_.sum_over_processes(kernel);
-  if (record) {
-    const auto t0 = std::chrono::steady_clock::now();
-    rec.graph = world_.assemble_graph(scenario_);
-    rec.record_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
+  RankWorld::StepBooks books = world_.close_step(scenario_, kernel, record);
+  rec.kernel_wall_seconds = books.kernel_wall_seconds, rec.record_wall_seconds = books.record_wall_seconds;
+  rec.graph = std::move(books.graph);
   return rec;
 }
 

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <stdexcept>
 
 #include "common/error.h"
@@ -79,6 +80,17 @@ sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
   std::vector<const comm::RankLog*> ptrs;
   for (const auto& log : logs) ptrs.push_back(&log);
   return on_nodes(comm::assemble_step_graph(ptrs));
+}
+
+RankWorld::StepBooks RankWorld::close_step(const Scenario& scenario, double local_kernel_seconds, bool record) {
+  StepBooks books;
+  books.kernel_wall_seconds = sum_over_processes(local_kernel_seconds);
+  if (record) {
+    const auto t0 = std::chrono::steady_clock::now();
+    books.graph = assemble_graph(scenario);
+    books.record_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return books;
 }
 
 double RankWorld::sum_over_processes(double x) const {

@@ -40,6 +40,13 @@ class RankWorld {
   // MPI every process calls it and only rank 0 gets the graph (the others an
   // empty one of P ranks).
   sim::StepGraph assemble_graph(const Scenario& scenario);
+  // A step's bookkeeping: the local ranks' kernel seconds summed over the
+  // processes and, when `record`, the graph and the wall seconds spent assembling it.
+  struct StepBooks {
+    double kernel_wall_seconds = 0, record_wall_seconds = 0;
+    sim::StepGraph graph;
+  };
+  StepBooks close_step(const Scenario& scenario, double local_kernel_seconds, bool record);
   // x summed over the processes (bookkeeping, not recorded).
   double sum_over_processes(double x) const;
   // One string per rank, in rank order, on every process: blob(rank) of the local

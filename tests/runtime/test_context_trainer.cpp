@@ -16,19 +16,12 @@
 #include "runtime/optim/optimizer.h"
 #include "runtime/parallel/context_trainer.h"
 #include "runtime/scenario/load.h"
+#include "tests/runtime/test_numeric_support.h"
 
 namespace lowband::parallel::test {
 namespace {
 
-// Norm-wise relative difference ||a - b|| / ||b||, summed in double.
-double rel_diff(const float* a, const float* b, int64_t n) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
+using lowband::test_support::rel_diff;
 
 Scenario tiny(int P, const std::string& split, const std::string& exchange,
               std::vector<std::string> extra = {}) {

@@ -16,18 +16,12 @@
 #include "runtime/model/model.h"
 #include "runtime/parallel/pipeline_trainer.h"
 #include "runtime/scenario/load.h"
+#include "tests/runtime/test_numeric_support.h"
 
 namespace lowband::parallel::test {
 namespace {
 
-double rel_diff(const float* a, const float* b, int64_t n) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
+using lowband::test_support::rel_diff;
 
 // grad_clip 0: the gradients a step leaves behind are the raw ones.
 Scenario tiny_pipeline(int P, int microbatches, PipelineSchedule schedule, std::vector<int> stage_layers = {}) {
