@@ -66,4 +66,13 @@ class BackendBuffer {
   size_t count_ = 0;
 };
 
+// `count` floats of k's memory at `ptr`, readable on the host: ptr itself on the
+// CPU, else a copy in `host` (resized). For host-side code (codecs) on any backend.
+inline const float* host_view(const Backend& k, const float* ptr, size_t count, std::vector<float>& host) {
+  if (k.device == Device::cpu) return ptr;
+  host.resize(count);
+  k.download(host.data(), ptr, count * sizeof(float));
+  return host.data();
+}
+
 }  // namespace lowband::kernels

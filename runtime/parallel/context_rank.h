@@ -104,8 +104,6 @@ class ContextRank {
   void step_codec(comm::Communicator& comm, double lr);
   void begin_codec_step(comm::Communicator& comm, int step);
   void reconstruction_errors(comm::Communicator& comm, RankStepResult& out);
-  // The codec on the host, whatever the backend: a GPU's blocks are staged.
-  const float* to_host(const float* device_ptr, size_t count, std::vector<float>& host);
   int64_t rows(int owner) const { return int64_t(sequences_) * local_tokens_[size_t(owner)]; }
   int owner_at(int k) const { return ((rank_ - k) % P_ + P_) % P_; }
   compress::KvBlockId block_id(int l, compress::KvTensor t, int owner, int chunk, int sequence) const;

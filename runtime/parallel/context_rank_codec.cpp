@@ -9,12 +9,6 @@ namespace lowband::parallel {
 
 using compress::KvTensor;
 
-const float* ContextRank::to_host(const float* ptr, size_t count, std::vector<float>& host) {
-  if (k_.device == kernels::Device::cpu) return ptr;
-  host.resize(count);
-  k_.download(host.data(), ptr, count * sizeof(float));
-  return host.data();
-}
 
 // Calls f(block index, id, n, offset of the block's first K/V value) for every
 // block of `owner` in message order: sequence-major, then chunk, K before V.
@@ -37,7 +31,7 @@ void ContextRank::encode_blocks(int l, std::vector<uint8_t>& message) {
   begin_kv_message(message);
   compress::CodecMessage block;
   for_each_block(l, rank_, [&](size_t, const compress::KvBlockId& id, int64_t n, int64_t off) {
-    const float* z = to_host((id.tensor == KvTensor::k ? a.k : a.v) + off, size_t(n * kv_row_), host_a_);
+    const float* z = kernels::host_view(k_, (id.tensor == KvTensor::k ? a.k : a.v) + off, size_t(n * kv_row_), host_a_);
     codec_->encode(id, n, z, block);
     append_block(message, block);
   });
@@ -61,7 +55,7 @@ void ContextRank::encode_gradients(int l, int owner, const float* dk, const floa
                                    std::vector<compress::CodecGradient>& out) {
   out.assign(block_count(owner), {});
   for_each_block(l, owner, [&](size_t b, const compress::KvBlockId& id, int64_t n, int64_t off) {
-    const float* dz_hat = to_host((id.tensor == KvTensor::k ? dk : dv) + off, size_t(n * kv_row_), host_a_);
+    const float* dz_hat = kernels::host_view(k_, (id.tensor == KvTensor::k ? dk : dv) + off, size_t(n * kv_row_), host_a_);
     codec_->encode_gradient(id, n, dz_hat, out[b]);
   });
 }

@@ -89,11 +89,12 @@ std::vector<PipelineRank::Microbatch> PipelineRank::split(const int32_t* inputs,
   return out;
 }
 
-const float* PipelineRank::to_host(const float* ptr, size_t count, std::vector<float>& host) {
-  if (k_.device == kernels::Device::cpu) return ptr;
-  host.resize(count);
-  k_.download(host.data(), ptr, count * sizeof(float));
-  return host.data();
+template <class Fill>
+void PipelineRank::write_from_host(float* device_ptr, size_t count, Fill fill) {
+  if (k_.device == kernels::Device::cpu) return fill(device_ptr);
+  host_.resize(count);
+  fill(host_.data());
+  k_.upload(device_ptr, host_.data(), count * sizeof(float));
 }
 
 double PipelineRank::forward(comm::Communicator& comm, int m, const Microbatch& mb, int slot) {
@@ -108,22 +109,14 @@ double PipelineRank::forward(comm::Communicator& comm, int m, const Microbatch& 
   Span sp(*this, "stage_fwd", costs_.forward(stage_));
   model_.use_slot(slot);
   model_.begin({mb.inputs, mb.targets, nullptr, mb.sequences, scenario_.model.seq_len});
-  if (stage_ > 0) {
-    float* x = model_.input_residual();
-    if (k_.device == kernels::Device::cpu) {
-      codec_->decode(n, boundary, x);
-    } else {
-      host_a_.resize(size_t(n * d));
-      codec_->decode(n, boundary, host_a_.data());
-      k_.upload(x, host_a_.data(), host_a_.size() * sizeof(float));
-    }
-  }
+  if (stage_ > 0)
+    write_from_host(model_.input_residual(), size_t(n * d), [&](float* x) { codec_->decode(n, boundary, x); });
   model_.forward_layers(attention_[size_t(slot)]);
   double loss_sum = 0;
   if (stage_ == P_ - 1 && mb.valid > 0) loss_sum = double(model_.head_forward()) * double(mb.valid);
   std::vector<uint8_t> packed;
   if (stage_ < P_ - 1) {
-    codec_->encode(n, to_host(model_.output_residual(), size_t(n * d), host_a_), mb.inputs, boundary);
+    codec_->encode(n, kernels::host_view(k_, model_.output_residual(), size_t(n * d), host_), mb.inputs, boundary);
     packed = compress::pack(boundary);
   }
   sp.done();
@@ -145,19 +138,16 @@ void PipelineRank::backward(comm::Communicator& comm, int m, const Microbatch& m
   model_.use_slot(slot);
   if (stage_ == P_ - 1) {
     model_.head_backward(mb.valid > 0 ? float(double(mb.valid) / double(valid_total)) : 0.0f);
-  } else if (k_.device == kernels::Device::cpu) {
-    codec_->decode_gradient(n, grad, boundary, model_.residual_grad());
   } else {
-    host_a_.resize(size_t(n * d));
-    codec_->decode_gradient(n, grad, boundary, host_a_.data());
-    k_.upload(model_.residual_grad(), host_a_.data(), host_a_.size() * sizeof(float));
+    write_from_host(model_.residual_grad(), size_t(n * d),
+                    [&](float* dx) { codec_->decode_gradient(n, grad, boundary, dx); });
   }
   model_.backward_layers(attention_[size_t(slot)]);
   model_.embedding_backward();
   std::vector<uint8_t> packed;
   compress::CodecGradient back;
   if (stage_ > 0) {
-    codec_->encode_gradient(n, to_host(model_.residual_grad(), size_t(n * d), host_a_), boundary, back);
+    codec_->encode_gradient(n, kernels::host_view(k_, model_.residual_grad(), size_t(n * d), host_), boundary, back);
     packed = compress::pack(back);
   }
   sp.done();

@@ -96,7 +96,9 @@ class PipelineRank {
   // Both return the microbatch's loss sum (mean · valid) on the last stage, else 0.
   double forward(comm::Communicator& comm, int m, const Microbatch& mb, int slot);
   void backward(comm::Communicator& comm, int m, const Microbatch& mb, int slot, int64_t valid_total);
-  const float* to_host(const float* device_ptr, size_t count, std::vector<float>& host);
+  // fill(p) writes `count` floats at a host pointer p; they land at device_ptr
+  // (directly on the CPU, staged through the host on a GPU).
+  template <class Fill> void write_from_host(float* device_ptr, size_t count, Fill fill);
 
   Scenario scenario_;
   int stage_, P_, M_;
@@ -112,7 +114,7 @@ class PipelineRank {
   BoundaryConstraint constraint_;
   std::vector<model::LocalAttention> attention_;      // per slot: its own saved lse
   std::vector<compress::CodecMessage> boundary_;      // per slot: the forward message sent or received
-  std::vector<float> host_a_, host_b_;
+  std::vector<float> host_;  // staging for the codec on a GPU backend
   double kernel_wall_seconds_ = 0;
 };
 

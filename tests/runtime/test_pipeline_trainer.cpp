@@ -67,8 +67,6 @@ struct Reference {
 };
 Reference reference(const Scenario& s, const TestBatch& b) {
   std::vector<float> fixed;
-  Scenario whole = s;
-  whole.parallel.stage_layers.clear();
   model::ModelOptions o = stage_model_options(s, 0, kernels::Device::cpu, fixed);
   o.span = {};  // the whole model, E_fixed as stage 0 has it
   Reference r;
