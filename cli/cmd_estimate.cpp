@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
+#include "runtime/data_estimate.h"
 #include "runtime/estimate.h"
 #include "runtime/pipeline_estimate.h"
 
@@ -20,8 +21,9 @@ void add_estimate_command(CLI::App& app) {
   auto args = std::make_shared<EstimateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "estimate",
-      "step time and tokens/s of context- or pipeline-parallel training (parallel.pipeline > 1, with "
-      "parallel.context ranks per stage), from the "
+      "step time and tokens/s of context-, pipeline- (parallel.pipeline > 1, with parallel.context ranks per "
+      "stage) or data-parallel training (parallel.data > 1 or parallel.replicas: all_reduce, diloco, sparseloco), "
+      "from the "
       "model's shapes alone");
   add_scenario_options(cmd, args->source);
   cmd->add_flag("--json", args->json, "print one JSON object instead of a table");
@@ -30,7 +32,11 @@ void add_estimate_command(CLI::App& app) {
     const Scenario scenario = load_scenario(args->source);
     nlohmann::json json;
     std::string table;
-    if (scenario.parallel.pipeline > 1) {  // pipeline stages, with context ranks inside or not
+    if (scenario.parallel.data > 1 || !scenario.parallel.replicas.empty()) {  // replicas, each of any layout
+      const DataEstimate result = estimate_data(scenario);
+      json = to_json(result);
+      table = format_data_table(scenario, result);
+    } else if (scenario.parallel.pipeline > 1) {  // pipeline stages, with context ranks inside or not
       const PipelineEstimate result = estimate_pipeline(scenario);
       json = to_json(result);
       table = format_pipeline_table(scenario, result);

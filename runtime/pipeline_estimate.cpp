@@ -15,22 +15,6 @@ namespace lowband {
 
 namespace {
 
-// The step with every transfer free: the longest chain of compute seconds (a
-// stage's compute tasks are chained, so nothing shares a host). Dependencies
-// always come earlier in the graph, so one pass in id order finds it.
-double free_network_seconds(const sim::StepGraph& g) {
-  std::vector<double> finish(g.tasks().size(), 0.0);
-  double last = 0;
-  for (size_t i = 0; i < g.tasks().size(); ++i) {
-    const sim::Task& t = g.tasks()[i];
-    double start = 0;
-    for (sim::TaskId d : t.deps) start = std::max(start, finish[size_t(d)]);
-    finish[i] = start + (t.kind == sim::TaskKind::compute ? t.seconds : 0.0);
-    last = std::max(last, finish[i]);
-  }
-  return last;
-}
-
 const char* schedule_name(PipelineSchedule s) { return s == PipelineSchedule::gpipe ? "gpipe" : "1f1b"; }
 
 // `g` with the transfers of those kinds free: each becomes a zero-second task on
@@ -56,6 +40,22 @@ double most_sent(const sim::StepGraph& g, const char* kind) {
 }
 
 }  // namespace
+
+// The step with every transfer free: the longest chain of compute seconds (a
+// stage's compute tasks are chained, so nothing shares a host). Dependencies
+// always come earlier in the graph, so one pass in id order finds it.
+double free_network_step_seconds(const sim::StepGraph& g) {
+  std::vector<double> finish(g.tasks().size(), 0.0);
+  double last = 0;
+  for (size_t i = 0; i < g.tasks().size(); ++i) {
+    const sim::Task& t = g.tasks()[i];
+    double start = 0;
+    for (sim::TaskId d : t.deps) start = std::max(start, finish[size_t(d)]);
+    finish[i] = start + (t.kind == sim::TaskKind::compute ? t.seconds : 0.0);
+    last = std::max(last, finish[i]);
+  }
+  return last;
+}
 
 PipelineEstimate estimate_pipeline(const Scenario& s) {
   const parallel::PipelineStep step = parallel::build_pipeline_parallel(s);
@@ -90,7 +90,7 @@ PipelineEstimate estimate_pipeline(const Scenario& s) {
   }
   e.bubble_fraction = idle / (P * C * r.step_seconds);
   e.ideal_bubble_fraction = double(P - 1) / double(M + P - 1);
-  e.free_network_step_seconds = free_network_seconds(step.graph);
+  e.free_network_step_seconds = free_network_step_seconds(step.graph);
   e.exposed_comm_seconds = r.step_seconds - e.free_network_step_seconds;
 
   // What the network carries across each boundary (its C rank pairs (s, c) ->

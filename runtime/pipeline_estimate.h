@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/scenario/scenario.h"
+#include "sim/step_graph.h"
 
 namespace lowband {
 
@@ -60,6 +61,10 @@ struct PipelineEstimate {
 };
 
 PipelineEstimate estimate_pipeline(const Scenario& scenario);
+
+// The step with every transfer free: the longest chain of compute seconds
+// through `graph` (a rank's compute tasks are chained, so nothing shares a host).
+double free_network_step_seconds(const sim::StepGraph& graph);
 
 nlohmann::json to_json(const PipelineEstimate& result);
 std::string format_pipeline_table(const Scenario& scenario, const PipelineEstimate& result);

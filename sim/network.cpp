@@ -58,6 +58,9 @@ std::string format_latency(double seconds) {
 }
 
 std::string format_link(const Link& link) {
+  if (link.upload() != link.bandwidth_bytes_per_s)  // an asymmetric access link
+    return format_bandwidth(link.bandwidth_bytes_per_s) + " down, " + format_bandwidth(link.upload()) + " up / " +
+           format_latency(link.latency_s);
   return format_bandwidth(link.bandwidth_bytes_per_s) + " / " + format_latency(link.latency_s);
 }
 

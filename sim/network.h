@@ -29,11 +29,17 @@ struct TcpSettings {  // network.tcp; only the tcp model reads it
 struct Link {
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
+  // Access links (star, clusters) only: the node's upload, its messages out
+  // (SimGrid's UP half of the split-duplex link); bandwidth_bytes_per_s is then
+  // its download. 0: the same both ways.
+  double upload_bytes_per_s = 0;
+  double upload() const { return upload_bytes_per_s > 0 ? upload_bytes_per_s : bandwidth_bytes_per_s; }
 };
 
 enum class Topology {
   star,       // each node has its own full-duplex access link to one switch;
-              // a message crosses the sender's and the receiver's access links
+              // a message crosses the sender's (its upload) and the receiver's
+              // (its download) access links
   full_mesh,  // one full-duplex link per pair of nodes
   clusters,   // stars (fast access links) whose switches are joined pairwise by WAN links
   explicit_links,  // only the listed node-to-node links; routes take the fewest hops

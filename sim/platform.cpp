@@ -33,6 +33,9 @@ void check_link(const std::string& place, const Link& link) {
                                                std::to_string(link.bandwidth_bytes_per_s) + " bytes/s");
   if (!(link.latency_s >= 0) || !std::isfinite(link.latency_s))
     throw InputError(place + ".latency", "must be a latency >= 0, got " + std::to_string(link.latency_s) + " s");
+  if (!(link.upload_bytes_per_s >= 0) || !std::isfinite(link.upload_bytes_per_s))
+    throw InputError(place + ".upload_bandwidth", "must be a positive bandwidth, got " +
+                                                      std::to_string(link.upload_bytes_per_s) + " bytes/s");
 }
 
 void check_index(const std::string& place, int index, int count, const char* what) {
@@ -100,8 +103,10 @@ const Link& access_link(const NetworkSpec& net, int node, const Link& fallback) 
 }
 
 sg4::Link* make_link(sg4::NetZone* zone, const std::string& name, const Link& link) {
-  sg4::Link* l = zone->create_split_duplex_link(name, link.bandwidth_bytes_per_s);
+  sg4::SplitDuplexLink* l = zone->create_split_duplex_link(name, link.bandwidth_bytes_per_s);
   l->set_latency(link.latency_s);
+  // An access link's route from its host is UP (add_star_hosts): the upload.
+  if (link.upload() != link.bandwidth_bytes_per_s) l->get_link_up()->set_bandwidth(link.upload());
   l->seal();
   return l;
 }

@@ -10,76 +10,22 @@
 #include "runtime/parallel/context_rank.h"
 #include "runtime/parallel/pipeline_rank.h"
 #include "runtime/parallel/rank_state.h"
+#include "runtime/parallel/replicas.h"
 
 namespace lowband::parallel {
 namespace {
 
 constexpr uint64_t kStateTag = 0x6461742d73746131ULL;  // "dat-sta1"
 
-// Each replica's shape. parallel.data: R copies of pipeline x context, their
-// boundaries compressed as compression.boundary says.
-std::vector<ReplicaConfig> replica_shapes(const ParallelConfig& p) {
-  if (!p.replicas.empty()) return p.replicas;
-  return std::vector<ReplicaConfig>(size_t(p.data), ReplicaConfig{p.pipeline, p.context, {}, true});
-}
-
-std::vector<int> first_ranks(const std::vector<ReplicaConfig>& shapes) {
-  std::vector<int> out;
-  int rank = 0;
-  for (const ReplicaConfig& r : shapes) out.push_back(rank), rank += r.pipeline * r.context;
-  return out;
-}
-
-std::string replica_key(size_t q) { return "parallel.replicas[" + std::to_string(q) + "]"; }
-
-// What the trainer refuses: every key named.
-void check_shapes(const Scenario& s, const std::vector<ReplicaConfig>& shapes) {
-  const bool synchronous = s.parallel.data_sync.method == DataSyncMethod::all_reduce;
-  const ReplicaConfig& first = shapes.front();
-  for (size_t q = 0; q < shapes.size(); ++q) {
-    const ReplicaConfig& r = shapes[q];
-    if (r.pipeline > s.model.layers)
-      throw InputError(replica_key(q) + ".pipeline", std::to_string(r.pipeline) + " stages but model.layers is " +
-                                                         std::to_string(s.model.layers) + ": every stage needs a layer");
-    if (synchronous && (r.pipeline != first.pipeline || r.context != first.context))
-      throw InputError(replica_key(q), "synchronous all_reduce sums every step's gradients stage by stage: replicas of "
-                                       "different shapes need parallel.data_sync.method diloco or sparseloco (every "
-                                       "replica " + std::to_string(first.pipeline) + " stages x " +
-                                           std::to_string(first.context) + " context ranks, like the first, otherwise)");
-    if (synchronous && r.compress_boundaries != first.compress_boundaries)
-      throw InputError(replica_key(q) + ".compress_boundaries",
-                       "selective boundary compression needs parallel.data_sync.method diloco or sparseloco "
-                       "(under all_reduce every replica alike)");
-    if (r.context != first.context)
-      throw InputError(replica_key(q) + ".context", "replicas of different context degrees are not trained (each "
-                                                    "context rank syncs with the same context rank of the others): " +
-                                                        std::to_string(first.context) + ", like the first");
-  }
-}
-
-// Layers per stage: the even split, the first layers % pipeline stages one more.
-std::vector<int> near_even_stages(int layers, int pipeline) {
-  if (layers % pipeline == 0) return {};  // the scenario's own even split
-  std::vector<int> out;
-  for (int s = 0; s < pipeline; ++s) out.push_back(layers / pipeline + (s < layers % pipeline ? 1 : 0));
-  return out;
-}
-
 }  // namespace
 
 DataTrainer::DataTrainer(const Scenario& s, ComputeTiming timing, comm::Communicator* comm)
     : scenario_(s), k_(&training_backend(s.training)), layout_(s.parallel), R_(0),
-      shapes_(replica_shapes(s.parallel)), first_rank_(first_ranks(shapes_)),
+      shapes_(replica_shapes(s.parallel)), first_rank_(replica_first_ranks(shapes_)),
       world_(layout_.ranks(), comm, "parallel.data") {
   R_ = int(shapes_.size());
   model::check_model_config(s.model);
-  check_shapes(s, shapes_);
-  if (s.compression.weight_sync == WeightSync::sparse)
-    throw InputError("compression.weight_sync", "data-parallel replicas sum their gradients (all_reduce); "
-                                                "sparse weight sync is not implemented for them");
-  if (s.training.batch_size % R_ != 0)
-    throw InputError("training.batch_size", std::to_string(s.training.batch_size) + " sequences do not split over " +
-                                                std::to_string(R_) + " replicas");
+  check_replicas(s);
   optim::lr_schedule_from(s.training).validate();
   for (int r : world_.local_ranks()) {
     const int q = layout_.place(r).replica, i = index_in_replica(r);
@@ -104,20 +50,7 @@ bool DataTrainer::syncs_weights(int step) const {
   return !local_steps() || (step + 1) % scenario_.parallel.data_sync.inner_steps == 0;
 }
 
-Scenario DataTrainer::replica_scenario(int replica) const {
-  const ReplicaConfig& shape = shapes_.at(size_t(replica));
-  Scenario one = scenario_;
-  one.parallel.data = 1, one.parallel.replicas.clear();
-  one.parallel.pipeline = shape.pipeline, one.parallel.context = shape.context;
-  if (int(one.parallel.stage_layers.size()) != shape.pipeline)
-    one.parallel.stage_layers = near_even_stages(scenario_.model.layers, shape.pipeline);
-  if (!shape.compress_boundaries) one.compression.boundary = BoundaryConfig{};
-  one.training.batch_size = scenario_.training.batch_size / R_;
-  one.parallel.placement.clear();
-  for (int i = 0; i < shape.pipeline * shape.context; ++i)
-    one.parallel.placement.push_back(layout_.node_of(first_rank_[size_t(replica)] + i));
-  return one;
-}
+Scenario DataTrainer::replica_scenario(int replica) const { return parallel::replica_scenario(scenario_, replica); }
 
 CompressedTraffic DataTrainer::compressed_traffic() const {
   CompressedTraffic t = compressed_traffic_of(replica_scenario(0));

@@ -58,7 +58,7 @@ void PipelineContextProgram::all_reduce(comm::RankLog& log, const std::vector<in
   log.add(std::move(e));
 }
 
-void PipelineContextProgram::append(int rank, comm::RankLog& log) const {
+void PipelineContextProgram::append(int rank, comm::RankLog& log, const DataBucketHook& data) const {
   const int st = rank / C_, c = rank % C_;
   const int node = s_.parallel.node_of(rank);
   const ContextCosts& cc = costs_.context();
@@ -93,6 +93,8 @@ void PipelineContextProgram::append(int rank, comm::RankLog& log) const {
     if (b.end > b.begin)
       all_reduce(log, group.ranks, group.comm_id, double(b.end - b.begin) * s_.model.bytes_per_element,
                  "grad_sync", true);
+  if (data)
+    for (const GradBucket& b : gradient_buckets(layout)) data(rank, b, log);
   std::vector<int> world(static_cast<size_t>(P_ * C_));
   for (int r = 0; r < P_ * C_; ++r) world[size_t(r)] = r;
   if (codec_error_bytes_ > 0) all_reduce(log, world, 0, codec_error_bytes_, "codec_error", true);

@@ -28,6 +28,7 @@
 #include "runtime/compress/kv_codec.h"
 #include "runtime/parallel/context_layer_program.h"
 #include "runtime/parallel/pipeline_costs.h"
+#include "runtime/parallel/replicas.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::parallel {
@@ -38,8 +39,9 @@ class PipelineContextProgram {
   PipelineContextProgram(const Scenario& scenario, const PipelineCosts& costs,
                          const compress::BoundaryCodec& boundary);
 
-  // Appends world rank `rank`'s step to `log`.
-  void append(int rank, comm::RankLog& log) const;
+  // Appends world rank `rank`'s step to `log`; `data`: its gradient buckets
+  // summed with the other replicas' after the stage's (PipelineRank's order).
+  void append(int rank, comm::RankLog& log, const DataBucketHook& data = {}) const;
 
   // Rows of one microbatch that context rank c holds (boundary messages carry them).
   int64_t rows(int c) const;

@@ -7,6 +7,8 @@
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/parallel/pipeline_context_program.h"
 #include "runtime/parallel/layout.h"
+#include "runtime/model/param_layout.h"
+#include "runtime/parallel/weight_sync.h"
 #include "runtime/parallel/pipeline_costs.h"
 #include "runtime/parallel/pipeline_schedule.h"
 
@@ -37,7 +39,7 @@ void validate(const Scenario& s) {
 // Today's program of stage s alone (C = 1): one "stage_fwd" per F, one
 // "stage_bwd" per B, the loss all-reduce, the optimizer.
 void stage_program(const Scenario& s, const PipelineCosts& costs, const PipelineStep& out, int st,
-                   comm::RankLog& log) {
+                   comm::RankLog& log, const DataBucketHook& data) {
   const int P = costs.stages(), M = s.parallel.microbatches;
   std::vector<int> all(static_cast<size_t>(P));
   for (int r = 0; r < P; ++r) all[size_t(r)] = r;
@@ -54,6 +56,12 @@ void stage_program(const Scenario& s, const PipelineCosts& costs, const Pipeline
       if (st > 0) log.add(comm::event_of(comm::EventType::send, st - 1, kGradTag, 0, out.gradient_bytes, "act_grad"));
     }
   }
+  if (data) {  // the replicas' sums of the stage's gradients, then the join (PipelineRank)
+    const int first = s.parallel.stage_first_layer(st, s.model.layers);
+    const model::ParamLayout layout(s.model, model::StageSpan{first, costs.layers(st), st == 0, st == P - 1});
+    for (const GradBucket& b : gradient_buckets(layout)) data(st, b, log);
+    log.join_deferred();
+  }
   comm::Event loss = comm::event_of(comm::EventType::all_reduce, -1, 0, 0, kLossBytes, "loss");
   loss.members = all;
   log.add(std::move(loss));
@@ -62,7 +70,7 @@ void stage_program(const Scenario& s, const PipelineCosts& costs, const Pipeline
 
 }  // namespace
 
-PipelineStep build_pipeline_parallel(const Scenario& s) {
+PipelineStep pipeline_rank_logs(const Scenario& s, std::vector<comm::RankLog>& logs, const DataBucketHook& data) {
   const PipelineCosts costs(s);  // validates the pipeline keys first
   validate(s);
   const int P = costs.stages(), C = costs.context_ranks(), M = s.parallel.microbatches;
@@ -76,23 +84,29 @@ PipelineStep build_pipeline_parallel(const Scenario& s) {
   out.boundary_codec = codec->describe();
   out.uncompressed_boundary_bytes = 2.0 * M * double(n) * s.model.d_model * s.model.bytes_per_element;
 
-  // Each rank's program as a real run records it, then one assembly: the
-  // dependencies are exactly the recorded graph's.
-  std::vector<comm::RankLog> logs(static_cast<size_t>(P * C));
+  logs.assign(static_cast<size_t>(P * C), comm::RankLog{});
   double forward_flops = 0;
   for (int st = 0; st < P; ++st) forward_flops += M * costs.forward(st).flops;
   if (C == 1) {
-    for (int st = 0; st < P; ++st) stage_program(s, costs, out, st, logs[size_t(st)]);
+    for (int st = 0; st < P; ++st) stage_program(s, costs, out, st, logs[size_t(st)], data);
   } else {
     PipelineContextProgram program(s, costs, *codec);
-    for (int r = 0; r < P * C; ++r) program.append(r, logs[size_t(r)]);
+    for (int r = 0; r < P * C; ++r) program.append(r, logs[size_t(r)], data);
     out.uncompressed_kv_bytes = program.uncompressed_kv_bytes();
     out.kv_codec = program.kv_codec();
   }
+  out.model_flops = 3.0 * forward_flops;  // the model's: the same however a stage's ranks split it
+  return out;
+}
+
+PipelineStep build_pipeline_parallel(const Scenario& s) {
+  // Each rank's program as a real run records it, then one assembly: the
+  // dependencies are exactly the recorded graph's.
+  std::vector<comm::RankLog> logs;
+  PipelineStep out = pipeline_rank_logs(s, logs);
   std::vector<const comm::RankLog*> views;
   for (const auto& log : logs) views.push_back(&log);
   out.graph = comm::assemble_step_graph(views);
-  out.model_flops = 3.0 * forward_flops;  // the model's: the same however a stage's ranks split it
   if (!s.parallel.placement.empty()) out.graph = place_on_nodes(out.graph, Layout(s.parallel));
   return out;
 }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/recording.h"
+#include "runtime/parallel/replicas.h"
 #include "runtime/scenario/scenario.h"
 #include "sim/step_graph.h"
 
@@ -45,5 +47,11 @@ struct PipelineStep {
 // that do not divide the batch, fewer nodes than ranks, a sparse weight sync with
 // context ranks).
 PipelineStep build_pipeline_parallel(const Scenario& scenario);
+
+// The same step as each rank's program (logs[r]: rank r's, ranks not placed on
+// nodes), before assembly, and the step's figures but its graph; `data`: what
+// data parallelism adds per gradient bucket (data_estimate.h). Throws as above.
+PipelineStep pipeline_rank_logs(const Scenario& scenario, std::vector<comm::RankLog>& logs,
+                                const DataBucketHook& data = {});
 
 }  // namespace lowband::parallel

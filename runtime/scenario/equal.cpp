@@ -25,6 +25,7 @@ class Diff {
   void link(const std::string& path, const sim::Link& a, const sim::Link& b) {
     field(path + ".bandwidth", a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s);
     field(path + ".latency", a.latency_s, b.latency_s);
+    field(path + ".upload_bandwidth", a.upload_bytes_per_s, b.upload_bytes_per_s);
   }
   void device(const std::string& path, const sim::DeviceProfile& a, const sim::DeviceProfile& b) {
     field(path + ".name", a.name, b.name);

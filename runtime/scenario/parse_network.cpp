@@ -10,11 +10,13 @@ namespace lowband::scenario_detail {
 namespace {
 
 const std::vector<std::string> kAllNetworkKeys = {"model",    "topology", "nodes",   "bandwidth",
-                                                  "latency",  "overrides", "clusters", "wan",
+                                                  "upload_bandwidth", "latency",  "overrides", "clusters", "wan",
                                                   "wan_overrides", "links", "tcp", "simgrid"};
 
 std::vector<std::string> keys_for(const std::string& topology) {
-  if (topology == "star" || topology == "full_mesh")
+  if (topology == "star")  // access links may upload slower than they download
+    return {"model", "topology", "nodes", "bandwidth", "upload_bandwidth", "latency", "overrides", "tcp", "simgrid"};
+  if (topology == "full_mesh")
     return {"model", "topology", "nodes", "bandwidth", "latency", "overrides", "tcp", "simgrid"};
   if (topology == "clusters")
     return {"model", "topology", "nodes", "clusters", "wan", "wan_overrides", "overrides", "tcp", "simgrid"};
@@ -66,14 +68,26 @@ std::pair<int, int> between(const ObjectReader& r, int count, const char* thing)
   return {std::min(a, b), std::max(a, b)};
 }
 
-// An override: the base link with whichever of bandwidth and latency it gives.
+// An override: the base link with whichever of bandwidth, latency and (access
+// links) upload_bandwidth it gives; a new bandwidth without an upload_bandwidth
+// is the same both ways.
 sim::Link override_link(const ObjectReader& r, const sim::Link& base) {
-  if (!r.has("bandwidth") && !r.has("latency"))
-    throw SchemaError(r.path(), r.path() + ": an override needs \"bandwidth\" or \"latency\"");
-  return {r.bandwidth_or("bandwidth", base.bandwidth_bytes_per_s), r.duration_or("latency", base.latency_s)};
+  if (!r.has("bandwidth") && !r.has("latency") && !r.has("upload_bandwidth"))
+    throw SchemaError(r.path(), r.path() + ": an override needs \"bandwidth\", \"upload_bandwidth\" or \"latency\"");
+  const double upload = r.has("bandwidth") ? 0.0 : base.upload_bytes_per_s;
+  return {r.bandwidth_or("bandwidth", base.bandwidth_bytes_per_s), r.duration_or("latency", base.latency_s),
+          r.has("upload_bandwidth") ? r.bandwidth("upload_bandwidth") : upload};
 }
 
 sim::Link full_link(const ObjectReader& r) { return {r.bandwidth("bandwidth"), r.duration("latency")}; }
+
+// An access link: bandwidth (the download), latency, and upload_bandwidth if it
+// differs.
+sim::Link access_link(const ObjectReader& r) {
+  sim::Link link = full_link(r);
+  if (r.has("upload_bandwidth")) link.upload_bytes_per_s = r.bandwidth("upload_bandwidth");
+  return link;
+}
 
 std::vector<ObjectReader> elements(const ObjectReader& r, const std::string& key,
                                    const std::vector<std::string>& known, bool required) {
@@ -90,7 +104,7 @@ template <typename AccessOf>
 std::vector<sim::NodeLink> node_overrides(const ObjectReader& r, int nodes, AccessOf access_of) {
   std::vector<sim::NodeLink> out;
   std::set<int> seen;
-  for (const auto& o : elements(r, "overrides", {"node", "bandwidth", "latency"}, false)) {
+  for (const auto& o : elements(r, "overrides", {"node", "bandwidth", "upload_bandwidth", "latency"}, false)) {
     const int node = index_in(o.need("node"), o.path_of("node"), nodes, "node");
     if (!seen.insert(node).second)
       throw SchemaError(o.path_of("node"), o.path_of("node") + ": node " + std::to_string(node) +
@@ -177,7 +191,7 @@ sim::NetworkSpec parse_network(const ObjectReader& root) {
   if (topology == "star" || topology == "full_mesh") {
     net.topology = topology == "star" ? sim::Topology::star : sim::Topology::full_mesh;
     net.nodes = static_cast<int>(r.integer("nodes", 1, kMaxNodes));
-    net.link = full_link(r);
+    net.link = topology == "star" ? access_link(r) : full_link(r);
     if (topology == "star") {
       net.node_links = node_overrides(r, net.nodes, [&](int) { return net.link; });
     } else {
@@ -187,8 +201,8 @@ sim::NetworkSpec parse_network(const ObjectReader& root) {
   } else if (topology == "clusters") {
     net.topology = sim::Topology::clusters;
     std::vector<int> cluster_of;
-    for (const auto& c : elements(r, "clusters", {"nodes", "bandwidth", "latency"}, true)) {
-      sim::Cluster cluster{static_cast<int>(c.integer("nodes", 1, kMaxNodes)), full_link(c)};
+    for (const auto& c : elements(r, "clusters", {"nodes", "bandwidth", "upload_bandwidth", "latency"}, true)) {
+      sim::Cluster cluster{static_cast<int>(c.integer("nodes", 1, kMaxNodes)), access_link(c)};
       cluster_of.insert(cluster_of.end(), static_cast<size_t>(cluster.nodes), static_cast<int>(net.clusters.size()));
       net.clusters.push_back(cluster);
       if (cluster_of.size() > static_cast<size_t>(kMaxNodes))

@@ -21,8 +21,10 @@ double exact_quotient(double x, double scale) {
 }
 
 json link_json(const sim::Link& l) {
-  return {{"bandwidth", units::exact_bandwidth(l.bandwidth_bytes_per_s)},
-          {"latency", units::exact_duration(l.latency_s)}};
+  json j = {{"bandwidth", units::exact_bandwidth(l.bandwidth_bytes_per_s)},
+            {"latency", units::exact_duration(l.latency_s)}};
+  if (l.upload_bytes_per_s > 0) j["upload_bandwidth"] = units::exact_bandwidth(l.upload_bytes_per_s);  // access links
+  return j;
 }
 
 json pair_json(const sim::PairLink& p) {

@@ -1,0 +1,44 @@
+#pragma once
+// The whole training step of context rank c of one context-parallel replica
+// (parallel.pipeline 1, C = parallel.context ranks), as the comm::RankLog events
+// ContextRank records (context_rank.cpp), built from the model's shapes alone:
+// "embed"; each layer's forward (ContextLayerProgram); "lm_head"; the loss sum
+// over the replica ("loss", one double, deferred); "lm_head_bwd"; then per
+// gradient bucket (head, layers from the last, embedding), after the backward
+// that finishes it, its all-reduce over the replica ("grad_sync", deferred, C > 1)
+// and the data group's (DataBucketHook); the K/V codec's error sums
+// ("codec_error", deferred, C > 1); the join; "optimizer"; the codec's parameter
+// gradients ("codec_grad"). The codec warm-up's "codec_fit" is not in a steady step.
+// Ranks are the replica's (0..C-1, communicator 0); data_estimate.cpp moves them
+// to the world's.
+#include <memory>
+#include <vector>
+
+#include "comm/recording.h"
+#include "runtime/compress/kv_codec.h"
+#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/context_layer_program.h"
+#include "runtime/parallel/replicas.h"
+
+namespace lowband::parallel {
+
+class ContextStepProgram {
+ public:
+  // The scenario must outlive the program.
+  explicit ContextStepProgram(const Scenario& scenario);
+
+  int ranks() const { return C_; }
+  void append(int rank, comm::RankLog& log, const DataBucketHook& data = {}) const;
+  // Forward + backward (3 x forward, no recompute) of the step, all ranks: the
+  // attention blocks a causal mask leaves something in.
+  double model_flops() const;
+
+ private:
+  const Scenario& s_;
+  int C_;
+  ContextCosts costs_;
+  std::unique_ptr<compress::KvCodec> codec_;
+  ContextLayerProgram layers_;
+};
+
+}  // namespace lowband::parallel

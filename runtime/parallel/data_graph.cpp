@@ -1,0 +1,141 @@
+#include "runtime/parallel/data_graph.h"
+
+#include <algorithm>
+#include <string>
+
+#include "comm/recording.h"
+#include "common/error.h"
+#include "runtime/model/param_layout.h"
+#include "runtime/parallel/context_step_program.h"
+#include "runtime/parallel/layout.h"
+#include "runtime/parallel/pipeline_graph.h"
+#include "runtime/parallel/replicas.h"
+#include "runtime/sync/chunks.h"
+#include "runtime/sync/pack.h"
+
+namespace lowband::parallel {
+
+namespace {
+
+// Communicators of the data sync, apart from every replica's own (which keep
+// their ids: replicas hold disjoint ranks, and assemble_step_graph tells one
+// comm's groups apart by their first member).
+constexpr int kDataGroupComm = 1 << 20, kFirstPartComm = kDataGroupComm + 1;
+
+// A replica's logs moved from its ranks (0..n-1) to the world's (first..).
+void to_world(comm::RankLog& log, int first) {
+  comm::RankLog out;
+  for (comm::Event e : log.events()) {
+    if (e.comm_id < kDataGroupComm) {  // the data sync's events are the world's already
+      if (e.peer >= 0) e.peer += first;
+      for (int& m : e.members) m += first;
+    }
+    out.add(std::move(e));
+  }
+  log = std::move(out);
+}
+
+comm::Event collective(comm::EventType type, const std::vector<int>& members, int comm_id, double bytes,
+                       const char* kind, bool deferred) {
+  comm::Event e = comm::event_of(type, -1, 0, comm_id, bytes, kind);
+  e.members = members;
+  e.deferred = deferred;
+  return e;
+}
+
+std::string describe(const ReplicaConfig& r) {
+  const std::string context = std::to_string(r.context) + " context ranks";
+  if (r.pipeline == 1) return r.context > 1 ? context : "1 node";
+  return std::to_string(r.pipeline) + " stages" + (r.context > 1 ? " x " + context : "") +
+         (r.compress_boundaries ? ", boundaries compressed" : ", boundaries dense");
+}
+
+}  // namespace
+
+double outer_message_bytes(const ModelConfig& model, const DataSyncConfig& sync, const ModelPart& part) {
+  const model::ParamLayout layout(model, part.span());
+  if (sync.method == DataSyncMethod::diloco) return double(sizeof(float)) * double(layout.count());
+  return double(sync::packed_bytes(sync::plan_chunks(layout, sync.chunk), {sync.topk_per_chunk, sync.value_bits}));
+}
+
+DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
+  model::check_model_config(s.model);
+  check_replicas(s);
+  const std::vector<ReplicaConfig> shapes = replica_shapes(s.parallel);
+  const std::vector<int> firsts = replica_first_ranks(shapes);
+  const int R = int(shapes.size()), N = s.parallel.ranks();
+  if (s.network.nodes < N && s.parallel.placement.empty())
+    throw InputError("network.nodes", std::to_string(s.network.nodes) + " nodes for " + std::to_string(N) + " ranks");
+  const bool synchronous = s.parallel.data_sync.method == DataSyncMethod::all_reduce;
+  const Layout layout(s.parallel);
+  DataStepGraph out;
+  out.tokens = double(s.training.batch_size) * double(s.model.seq_len);
+  std::vector<comm::RankLog> logs(static_cast<size_t>(N));
+  std::vector<Scenario> ones;
+  for (int q = 0; q < R; ++q) {
+    ones.push_back(replica_scenario(s, q));
+    const Scenario& one = ones.back();
+    out.replica_shapes.push_back(describe(shapes[size_t(q)]));
+    // Synchronous: bucket b of the rank at index i summed over index i of every replica.
+    DataBucketHook data;
+    if (synchronous)
+      data = [&](int i, const GradBucket& b, comm::RankLog& log) {
+        if (b.end <= b.begin || R < 2) return;  // ReplicaSync::all_reduce_bucket sends nothing
+        std::vector<int> group;
+        for (int p = 0; p < R; ++p) group.push_back(firsts[size_t(p)] + i);
+        log.add(collective(comm::EventType::all_reduce, group, kDataGroupComm,
+                           double(b.end - b.begin) * s.model.bytes_per_element, "grad_sync", true));
+      };
+    std::vector<comm::RankLog> mine;
+    if (one.parallel.pipeline > 1) {
+      out.model_flops += pipeline_rank_logs(one, mine, data).model_flops;
+    } else {
+      const ContextStepProgram program(one);
+      mine.resize(size_t(program.ranks()));
+      for (int c = 0; c < program.ranks(); ++c) program.append(c, mine[size_t(c)], data);
+      out.model_flops += program.model_flops();
+    }
+    for (size_t i = 0; i < mine.size(); ++i) {
+      to_world(mine[i], firsts[size_t(q)]);
+      logs[size_t(firsts[size_t(q)]) + i] = std::move(mine[i]);
+    }
+  }
+  if (!synchronous) {
+    // The parts: the common refinement of every replica's stages.
+    std::vector<std::vector<int>> stage_firsts;
+    for (const Scenario& one : ones) {
+      stage_firsts.emplace_back();
+      for (int st = 0; st < one.parallel.pipeline; ++st)
+        stage_firsts.back().push_back(one.parallel.stage_first_layer(st, s.model.layers));
+    }
+    out.parts = common_parts(stage_firsts, s.model.layers);
+    for (const ModelPart& part : out.parts) out.part_message_bytes.push_back(outer_message_bytes(s.model, s.parallel.data_sync, part));
+  }
+  if (outer_sync && !synchronous) {
+    const int C = shapes.front().context;
+    // Holders of part p at context index c, in world rank order (the trainer's split).
+    auto holds = [&](int rank, const ModelPart& part) {
+      const RankPlace& at = layout.place(rank);
+      const Scenario& one = ones[size_t(at.replica)];
+      const int first = one.parallel.stage_first_layer(at.stage, s.model.layers);
+      return part.first_layer >= first && part.end_layer <= first + one.parallel.stage_layer_count(at.stage, s.model.layers);
+    };
+    const bool gather = s.parallel.data_sync.method == DataSyncMethod::sparseloco;
+    for (size_t p = 0; p < out.parts.size(); ++p)
+      for (int c = 0; c < C; ++c) {
+        std::vector<int> group;
+        for (int r = 0; r < N; ++r)
+          if (layout.place(r).context_rank == c && holds(r, out.parts[p])) group.push_back(r);
+        const double bytes = out.part_message_bytes[p] * (gather ? double(group.size()) : 1.0);
+        for (int r : group)
+          logs[size_t(r)].add(collective(gather ? comm::EventType::all_gather : comm::EventType::all_reduce, group,
+                                         kFirstPartComm + int(p) * C + c, bytes, "pseudo_grad", false));
+      }
+  }
+  std::vector<const comm::RankLog*> views;
+  for (const auto& log : logs) views.push_back(&log);
+  out.graph = place_on_nodes(comm::assemble_step_graph(views), layout);
+  return out;
+}
+
+}  // namespace lowband::parallel

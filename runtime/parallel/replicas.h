@@ -1,0 +1,40 @@
+#pragma once
+// The replicas of a data-parallel layout (parallel.data, or parallel.replicas)
+// and the scenario each one runs on its own: what the data-parallel trainer
+// (data_trainer.h) builds its ranks from and `estimate` builds each replica's
+// step from (data_estimate.h), so that the two cannot drift apart.
+#include <functional>
+#include <vector>
+
+#include "comm/recording.h"
+#include "runtime/parallel/weight_sync.h"
+#include "runtime/scenario/scenario.h"
+
+namespace lowband::parallel {
+
+// Each replica's shape. parallel.data: R copies of pipeline x context, their
+// boundaries compressed as compression.boundary says.
+std::vector<ReplicaConfig> replica_shapes(const ParallelConfig& parallel);
+
+// World rank of each replica's first rank (replica-major rank order).
+std::vector<int> replica_first_ranks(const std::vector<ReplicaConfig>& shapes);
+
+// InputError naming the key for a layout no replica program runs: replicas of
+// different shapes or compression under all_reduce, context degrees that
+// differ, a stage without a layer, a sparse weight sync, a batch the replicas
+// cannot share.
+void check_replicas(const Scenario& scenario);
+
+// The scenario replica `replica` runs: one replica, its ranks on its own nodes,
+// its stages (parallel.stage_layers where it has that many stages, else the
+// near-even split: the first layers % pipeline stages one layer more), its
+// boundaries dense unless it compresses them, batch_size / R sequences.
+Scenario replica_scenario(const Scenario& scenario, int replica);
+
+// What synchronous data parallelism (parallel.data_sync.method all_reduce) adds
+// to a replica rank's step program where the trainer calls it (DataStep::group):
+// gradient bucket `bucket` of rank `rank` (its index in the replica) summed with
+// the other replicas', appended to `log`. Empty: no data group.
+using DataBucketHook = std::function<void(int rank, const GradBucket& bucket, comm::RankLog& log)>;
+
+}  // namespace lowband::parallel

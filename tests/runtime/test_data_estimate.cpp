@@ -1,0 +1,182 @@
+// `estimate` for data parallelism: the graph it builds from the shapes
+// (build_data_parallel) against the graph a real DataTrainer step records,
+// transfer for transfer and task for task, for synchronous all-reduce replicas,
+// SparseLoCo and DiLoCo at a sync step and between, and the heterogeneous
+// layout of scenarios/hetero-sparseloco-small.json; the outer sync's time on an
+// ideal star against the closed form of the ring collective; the estimate's
+// figures and the keys its errors name.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/data_estimate.h"
+#include "runtime/model/param_layout.h"
+#include "runtime/parallel/data_graph.h"
+#include "runtime/parallel/data_trainer.h"
+#include "runtime/scenario/load.h"
+#include "runtime/sync/chunks.h"
+#include "runtime/sync/pack.h"
+#include "sim/collectives.h"
+#include "tests/runtime/test_graph_support.h"
+
+#ifndef LOWBAND_SOURCE_DIR
+#error "LOWBAND_SOURCE_DIR must name the repository root"
+#endif
+
+namespace lowband::parallel {
+namespace {
+
+using test_support::transfers;
+
+// R replicas of (pipeline, context) on nodes 0.. in rank order; a tiny model.
+Scenario replicas(int R, int P, int C, DataSyncMethod method, int H, std::vector<std::string> extra = {}) {
+  std::vector<std::string> sets = {"parallel.context=1", "model.layers=4", "model.d_model=32", "model.heads=4", "model.kv_heads=2",
+                                   "model.ffn_hidden=64", "model.seq_len=32", "model.tie_embeddings=false",
+                                   "network.nodes=" + std::to_string(R * P * C), "training.lr_warmup_steps=0",
+                                   "training.batch_size=" + std::to_string(2 * R), "devices.profile=A100-40GB"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  Scenario s = builtin_scenario("default", sets);
+  s.parallel.data = R, s.parallel.pipeline = P, s.parallel.context = C;
+  s.parallel.data_sync.method = method;
+  s.parallel.data_sync.inner_steps = H;
+  s.parallel.data_sync.topk_per_chunk = 16;
+  return s;
+}
+
+// Steps 0 .. steps-1 of a real trainer on fixed batches; each step's recorded
+// graph against the estimate's for a step with (or without) the outer sync.
+void expect_recorded_is_estimated(const Scenario& s, int steps) {
+  DataTrainer t(s, ComputeTiming::profile);
+  const int64_t n = s.training.batch_size * s.model.seq_len;
+  std::vector<int32_t> inputs, targets;
+  for (int64_t i = 0; i < n; ++i) inputs.push_back(int32_t(i * 7 % s.model.vocab)), targets.push_back(int32_t(i % s.model.vocab));
+  for (int k = 0; k < steps; ++k) {
+    SCOPED_TRACE("step " + std::to_string(k));
+    const StepRecord rec = t.train_step(k, inputs.data(), targets.data(), s.training.batch_size, true);
+    const bool outer = s.parallel.data_sync.method != DataSyncMethod::all_reduce && rec.weight_sync;
+    const sim::StepGraph built = build_data_parallel(s, outer).graph;
+    EXPECT_EQ(transfers(built), transfers(rec.graph));
+    ASSERT_EQ(built.tasks().size(), rec.graph.tasks().size());
+    int mismatches = 0;
+    for (size_t i = 0; i < built.tasks().size() && mismatches < 5; ++i) {
+      const sim::Task &a = built.tasks()[i], &b = rec.graph.tasks()[i];
+      const bool same = a.kind == b.kind && a.rank == b.rank && a.peer == b.peer && a.bytes == b.bytes &&
+                        a.seconds == b.seconds && a.kind_tag == b.kind_tag && a.deps == b.deps;
+      mismatches += !same;
+      EXPECT_TRUE(same) << "task " << i << ": built " << a.kind_tag << " rank " << a.rank << " peer " << a.peer
+                        << " bytes " << a.bytes << " s " << a.seconds << ", recorded " << b.kind_tag << " rank "
+                        << b.rank << " peer " << b.peer << " bytes " << b.bytes << " s " << b.seconds;
+    }
+  }
+}
+
+int count_kind(const sim::StepGraph& g, const std::string& kind) {
+  int n = 0;
+  for (const sim::Task& t : g.tasks()) n += t.kind == sim::TaskKind::transfer && t.kind_tag == kind;
+  return n;
+}
+
+TEST(DataEstimateGraph, AllReduceReplicasOfContextRanksAreTheRecordedStep) {
+  const Scenario s = replicas(2, 1, 2, DataSyncMethod::all_reduce, 1);
+  expect_recorded_is_estimated(s, 1);
+  EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "grad_sync"), 0);
+}
+
+TEST(DataEstimateGraph, AllReduceReplicasOfPipelinesAreTheRecordedStep) {
+  Scenario s = replicas(2, 2, 1, DataSyncMethod::all_reduce, 1);
+  s.parallel.microbatches = 2;
+  expect_recorded_is_estimated(s, 1);
+}
+
+TEST(DataEstimateGraph, SparselocoReplicasAtAndBetweenSyncsAreTheRecordedSteps) {
+  const Scenario s = replicas(2, 1, 1, DataSyncMethod::sparseloco, 2);
+  expect_recorded_is_estimated(s, 2);  // step 0 without the outer sync, step 1 with it
+  EXPECT_EQ(count_kind(build_data_parallel(s, false).graph, "pseudo_grad"), 0);
+  EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "pseudo_grad"), 0);
+}
+
+TEST(DataEstimateGraph, DilocoPipelineReplicasAtASyncAreTheRecordedStep) {
+  Scenario s = replicas(2, 2, 1, DataSyncMethod::diloco, 1);
+  expect_recorded_is_estimated(s, 1);
+}
+
+TEST(DataEstimateGraph, HeterogeneousSparselocoScenarioIsTheRecordedStep) {
+  // Single-node replicas beside 2-stage pipelines with subspace boundaries;
+  // the outer sync every 2 steps so that step 1 has it.
+  const Scenario s = load_scenario_file(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-sparseloco-small.json",
+                                        {"parallel.data_sync.inner_steps=2"});
+  expect_recorded_is_estimated(s, 2);
+  const DataStepGraph g = build_data_parallel(s, true);
+  ASSERT_EQ(g.parts.size(), 2u);  // layers [0,2) with the embedding, [2,4) with the head
+  EXPECT_GT(count_kind(g.graph, "act"), 0);
+}
+
+// R single-node replicas on an ideal star: the step without the outer sync is
+// compute alone, so the sync step adds exactly the ring all-gather of the R
+// packed messages: (R − 1)·(S/B + 2L) with S = sync::packed_bytes, the upload
+// B the bottleneck when it is the slower direction.
+TEST(DataEstimate, SparselocoSyncOnAStarIsTheRingAllGather) {
+  for (const char* upload : {"", "25Mbps"})
+    for (int R : {2, 4}) {
+      std::vector<std::string> extra = {"network.topology=star", "network.model=ideal", "network.bandwidth=100Mbps",
+                                        "network.latency=2ms"};
+      if (upload[0]) extra.push_back(std::string("network.upload_bandwidth=") + upload);
+      const Scenario s = replicas(R, 1, 1, DataSyncMethod::sparseloco, 5, extra);
+      SCOPED_TRACE("R=" + std::to_string(R) + " upload " + upload);
+      const model::ParamLayout whole(s.model);
+      const double S = double(sync::packed_bytes(sync::plan_chunks(whole, 4096), {16, 2}));
+      // pack.h: 4·T·2^b + ceil(12·K/8) + ceil(2·K/8), K = Σ min(k, chunk) over chunks
+      int64_t K = 0;
+      for (const sync::Chunk& c : sync::plan_chunks(whole, 4096).chunks) K += std::min<int64_t>(16, c.size());
+      EXPECT_EQ(S, 4.0 * double(whole.tensors().size()) * 4 + double((12 * K + 7) / 8) + double((2 * K + 7) / 8));
+      const DataEstimate e = estimate_data(s);
+      const double B = upload[0] ? 25e6 / 8 : 100e6 / 8;
+      const double expected = sim::ring_all_gather_seconds(R, R * S, B, 2 * 2e-3);
+      EXPECT_NEAR(expected, (R - 1) * (S / B + 4e-3), 1e-12 * expected);
+      EXPECT_NEAR(e.comm_per_sync_seconds, expected, 1e-5 * expected);
+      EXPECT_NEAR(e.step_seconds, e.inner_step_seconds + expected / 5, 1e-5 * e.step_seconds);
+      EXPECT_DOUBLE_EQ(e.message_bytes_per_replica, S);
+      EXPECT_DOUBLE_EQ(e.bytes_per_rank_per_sync.at("pseudo_grad"), (R - 1) * S);
+      EXPECT_NEAR(e.bytes_per_rank_per_step.at("pseudo_grad"), (R - 1) * S / 5, 1e-9 * S);
+      // Nothing else crosses the network: the inner step is compute alone.
+      EXPECT_NEAR(e.exposed_comm_seconds, expected / 5, 1e-5 * expected);
+      EXPECT_NEAR(e.compute_utilisation, e.compute_seconds / e.step_seconds, 1e-12);
+    }
+}
+
+// DiLoCo: the ring all-reduce of the float32 pseudo-gradient, 2(R − 1)·(4N/(R·B) + 2L).
+TEST(DataEstimate, DilocoSyncOnAStarIsTheRingAllReduce) {
+  const int R = 3;
+  const Scenario s = replicas(R, 1, 1, DataSyncMethod::diloco, 4,
+                              {"network.topology=star", "network.model=ideal", "network.bandwidth=1Gbps",
+                               "network.latency=1ms"});
+  const double N = double(model::ParamLayout(s.model).count());
+  const DataEstimate e = estimate_data(s);
+  const double expected = sim::ring_all_reduce_seconds(R, 4 * N, 1e9 / 8, 2e-3);
+  EXPECT_NEAR(expected, 2 * (R - 1) * (4 * N / (R * 1e9 / 8) + 2e-3), 1e-12 * expected);
+  EXPECT_NEAR(e.comm_per_sync_seconds, expected, 1e-5 * expected);
+  EXPECT_DOUBLE_EQ(e.message_bytes_per_replica, 4 * N);
+}
+
+std::string place_of(const Scenario& s) {
+  try {
+    build_data_parallel(s, true);
+  } catch (const InputError& e) {
+    return e.place();
+  }
+  return "(no error)";
+}
+
+TEST(DataEstimate, RefusesWhatTheTrainerRefusesNamingTheKey) {
+  Scenario s = replicas(2, 1, 1, DataSyncMethod::all_reduce, 1);
+  s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{2, 1, {1, 2}, false}};
+  EXPECT_EQ(place_of(s), "parallel.replicas[1]");
+  Scenario odd = replicas(2, 1, 1, DataSyncMethod::sparseloco, 2);
+  odd.training.batch_size = 3;
+  EXPECT_EQ(place_of(odd), "training.batch_size");
+}
+
+}  // namespace
+}  // namespace lowband::parallel

@@ -1,0 +1,84 @@
+// Access links that upload slower than they download (star.upload_bandwidth,
+// a node override's, a cluster's): a transfer is limited by the sender's upload
+// and the receiver's download, and the two directions of a link do not share,
+// under the ideal (alpha-beta) model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "networks.h"
+#include "sim/replay.h"
+
+namespace lowband::sim {
+namespace {
+
+using testing::kTolerance;
+using testing::link;
+
+constexpr double L = 1e-3;  // s per access link
+constexpr double S = 1e6;   // bytes
+
+// Node 0 uploads at 1.25 MB/s (10 Mbps) and downloads at 12.5 MB/s; node 1
+// uploads at 12.5 MB/s and downloads at 2.5 MB/s.
+NetworkSpec lopsided() {
+  NetworkSpec n = testing::star(3, Link{12.5e6, L, 1.25e6});
+  n.node_links.push_back(NodeLink{1, Link{2.5e6, L, 12.5e6}});
+  return n;
+}
+
+TEST(AsymmetricLinks, ATransferIsLimitedByTheSendersUploadAndTheReceiversDownload) {
+  const NetworkSpec n = lopsided();
+  struct Case {
+    int from, to;
+    double bottleneck_bytes_per_s;
+  };
+  // 0 -> 1: min(up 1.25, down 2.5); 1 -> 0: min(up 12.5, down 12.5); 1 -> 2: min(12.5, 12.5); 2 -> 1: min(1.25, 2.5).
+  for (const Case& c : {Case{0, 1, 1.25e6}, Case{1, 0, 12.5e6}, Case{1, 2, 12.5e6}, Case{2, 1, 1.25e6}}) {
+    StepGraph g(3);
+    g.add_transfer(c.from, c.to, S, {}, "x");
+    const double expected = 2 * L + S / c.bottleneck_bytes_per_s;
+    EXPECT_NEAR(replay(n, g).step_seconds, expected, kTolerance * expected) << c.from << " -> " << c.to;
+  }
+}
+
+TEST(AsymmetricLinks, TheTwoDirectionsDoNotShare) {
+  // 0 -> 1 and 1 -> 0 at once: each alone on its links, so the slower one's time.
+  const NetworkSpec n = lopsided();
+  StepGraph g(3);
+  g.add_transfer(0, 1, S, {}, "x");
+  g.add_transfer(1, 0, S, {}, "x");
+  const double expected = 2 * L + S / 1.25e6;
+  EXPECT_NEAR(replay(n, g).step_seconds, expected, kTolerance * expected);
+  // Two receivers of node 0's upload share it: 2S over 1.25 MB/s.
+  StepGraph fan(3);
+  fan.add_transfer(0, 1, S, {}, "x");
+  fan.add_transfer(0, 2, S, {}, "x");
+  const double shared = 2 * L + 2 * S / 1.25e6;
+  EXPECT_NEAR(replay(n, fan).step_seconds, shared, kTolerance * shared);
+}
+
+TEST(AsymmetricLinks, ClustersAccessLinksAndDescription) {
+  NetworkSpec c = testing::two_clusters(1, 1, Link{12.5e6, L, 2.5e6}, link(1.25e9, 0));
+  StepGraph g(2);
+  g.add_transfer(0, 1, S, {}, "x");
+  const double expected = 2 * L + S / 2.5e6;  // the WAN is fast: node 0's upload limits
+  EXPECT_NEAR(replay(c, g).step_seconds, expected, kTolerance * expected);
+  EXPECT_EQ(describe(testing::star(2, Link{62.5e6, 0.01, 13.75e6})),
+            "star, 2 nodes, 500 Mbps down, 110 Mbps up / 10 ms per access link (path latency 20 ms), model ideal");
+}
+
+TEST(AsymmetricLinks, ANonPositiveUploadIsRefusedNamingTheKey) {
+  NetworkSpec n = testing::star(2, Link{12.5e6, L, -1});
+  StepGraph g(2);
+  g.add_transfer(0, 1, S, {}, "x");
+  try {
+    replay(n, g);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.place(), "network.link.upload_bandwidth");
+  }
+}
+
+}  // namespace
+}  // namespace lowband::sim
