@@ -124,9 +124,12 @@ std::string format_data_table(const Scenario& s, const DataEstimate& e) {
   auto row = [&out](const char* key, const std::string& value) { estimate_format::row(out, key, value); };
   row("scenario", s.name + (s.source.empty() ? "" : " (" + s.source + ")"));
   row("model", estimate_format::describe_model(s.model));
-  std::string shapes;
-  for (size_t q = 0; q < e.replica_shapes.size(); ++q)
-    shapes += (q ? "; " : "") + std::to_string(q) + ": " + e.replica_shapes[q];
+  std::string shapes;  // runs of alike replicas: "0-1: 1 node; 2-3: 2 stages"
+  for (size_t q = 0, end = 0; q < e.replica_shapes.size(); q = end) {
+    for (end = q + 1; end < e.replica_shapes.size() && e.replica_shapes[end] == e.replica_shapes[q];) ++end;
+    shapes += (q ? "; " : "") + std::to_string(q) + (end - q > 1 ? "-" + std::to_string(end - 1) : "") + ": " +
+              e.replica_shapes[q];
+  }
   row("data parallel", std::to_string(e.replicas) + " replicas (" + shapes + "), " + std::to_string(e.ranks) +
                            " ranks, " + std::to_string(s.training.batch_size / std::max(1, e.replicas)) +
                            " sequences each");

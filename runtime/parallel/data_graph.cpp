@@ -43,11 +43,12 @@ comm::Event collective(comm::EventType type, const std::vector<int>& members, in
   return e;
 }
 
-std::string describe(const ReplicaConfig& r) {
-  const std::string context = std::to_string(r.context) + " context ranks";
-  if (r.pipeline == 1) return r.context > 1 ? context : "1 node";
-  return std::to_string(r.pipeline) + " stages" + (r.context > 1 ? " x " + context : "") +
-         (r.compress_boundaries ? ", boundaries compressed" : ", boundaries dense");
+std::string describe(const Scenario& one) {
+  const ParallelConfig& p = one.parallel;
+  const std::string context = std::to_string(p.context) + " context ranks";
+  if (p.pipeline == 1) return p.context > 1 ? context : "1 node";
+  return std::to_string(p.pipeline) + " stages" + (p.context > 1 ? " x " + context : "") +
+         (one.compression.boundary.method != BoundaryMethod::none ? ", boundaries compressed" : "");
 }
 
 }  // namespace
@@ -75,7 +76,7 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
   for (int q = 0; q < R; ++q) {
     ones.push_back(replica_scenario(s, q));
     const Scenario& one = ones.back();
-    out.replica_shapes.push_back(describe(shapes[size_t(q)]));
+    out.replica_shapes.push_back(describe(one));
     // Synchronous: bucket b of the rank at index i summed over index i of every replica.
     DataBucketHook data;
     if (synchronous)

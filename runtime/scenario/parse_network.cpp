@@ -73,7 +73,7 @@ std::pair<int, int> between(const ObjectReader& r, int count, const char* thing)
 // is the same both ways.
 sim::Link override_link(const ObjectReader& r, const sim::Link& base) {
   if (!r.has("bandwidth") && !r.has("latency") && !r.has("upload_bandwidth"))
-    throw SchemaError(r.path(), r.path() + ": an override needs \"bandwidth\", \"upload_bandwidth\" or \"latency\"");
+    throw SchemaError(r.path(), r.path() + ": an override needs \"bandwidth\" or \"latency\" (access links: or \"upload_bandwidth\")");
   const double upload = r.has("bandwidth") ? 0.0 : base.upload_bytes_per_s;
   return {r.bandwidth_or("bandwidth", base.bandwidth_bytes_per_s), r.duration_or("latency", base.latency_s),
           r.has("upload_bandwidth") ? r.bandwidth("upload_bandwidth") : upload};

@@ -19,6 +19,7 @@
 #include "runtime/sync/chunks.h"
 #include "runtime/sync/pack.h"
 #include "sim/collectives.h"
+#include "sim/network.h"
 #include "tests/runtime/test_graph_support.h"
 
 #ifndef LOWBAND_SOURCE_DIR
@@ -176,6 +177,32 @@ TEST(DataEstimate, RefusesWhatTheTrainerRefusesNamingTheKey) {
   Scenario odd = replicas(2, 1, 1, DataSyncMethod::sparseloco, 2);
   odd.training.batch_size = 3;
   EXPECT_EQ(place_of(odd), "training.batch_size");
+}
+
+// network.upload_bandwidth: parsed onto the star's access links and its
+// overrides (a bandwidth alone is the node's both ways), echoed by describe,
+// refused where a topology has no access links and when not a bandwidth.
+TEST(DataEstimate, UploadBandwidthIsParsedValidatedAndEchoed) {
+  const Scenario s = builtin_scenario("default", {"network.topology=star", "network.bandwidth=500Mbps",
+                                                  "network.upload_bandwidth=110Mbps", "network.latency=10ms"});
+  EXPECT_DOUBLE_EQ(s.network.link.bandwidth_bytes_per_s, 500e6 / 8);
+  EXPECT_DOUBLE_EQ(s.network.link.upload_bytes_per_s, 110e6 / 8);
+  EXPECT_NE(sim::describe(s.network).find("500 Mbps down, 110 Mbps up / 10 ms per access link"), std::string::npos)
+      << sim::describe(s.network);
+  auto error = [](const std::vector<std::string>& sets) {
+    try {
+      builtin_scenario("default", sets);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error({"network.upload_bandwidth=0Mbps"}).find("network.upload_bandwidth: bandwidth must be positive"),
+            std::string::npos);
+  EXPECT_NE(error({"network.upload_bandwidth=fast"}).find("network.upload_bandwidth: \"fast\""), std::string::npos);
+  EXPECT_NE(error({"network.topology=full_mesh", "network.upload_bandwidth=1Gbps"})
+                .find("network.upload_bandwidth: key \"upload_bandwidth\" is not used by topology \"full_mesh\""),
+            std::string::npos);
 }
 
 }  // namespace
