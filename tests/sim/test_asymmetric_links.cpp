@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "common/error.h"
 #include "networks.h"
@@ -66,6 +67,25 @@ TEST(AsymmetricLinks, ClustersAccessLinksAndDescription) {
   EXPECT_NEAR(replay(c, g).step_seconds, expected, kTolerance * expected);
   EXPECT_EQ(describe(testing::star(2, Link{62.5e6, 0.01, 13.75e6})),
             "star, 2 nodes, 500 Mbps down, 110 Mbps up / 10 ms per access link (path latency 20 ms), model ideal");
+}
+
+TEST(AsymmetricLinks, ARelayedAllGatherIsOneUploadAndTheOthersDownloads) {
+  // The exchange through a relay (an object store on a fat link, node R):
+  // every node uploads its S bytes once, then downloads the R − 1 others',
+  // which share its download link: S/U + (R − 1)·S/D + 4L (two paths of 2L).
+  // analysis/sparseloco-estimate.md uses this closed form against the ring.
+  const int R = 5;
+  const double U = 1.25e6, D = 6.25e6;
+  NetworkSpec n = testing::star(R + 1, Link{D, L, U});
+  n.node_links.push_back(NodeLink{R, link(1e9, L)});
+  StepGraph g(R + 1);
+  std::vector<TaskId> up;
+  for (int r = 0; r < R; ++r) up.push_back(g.add_transfer(r, R, S, {}, "pseudo_grad"));
+  for (int r = 0; r < R; ++r)
+    for (int o = 0; o < R; ++o)
+      if (o != r) g.add_transfer(R, r, S, {up[size_t(o)]}, "pseudo_grad");
+  const double expected = S / U + (R - 1) * S / D + 4 * L;
+  EXPECT_NEAR(replay(n, g).step_seconds, expected, kTolerance * expected);
 }
 
 TEST(AsymmetricLinks, ANonPositiveUploadIsRefusedNamingTheKey) {
