@@ -41,10 +41,11 @@ DataEstimate estimate_data(const Scenario& s) {
   const DataSyncConfig& sync = s.parallel.data_sync;
   const bool outer = sync.method != DataSyncMethod::all_reduce;
   const int H = outer ? std::max(1, sync.inner_steps) : 1;
-  // The sync step; with an outer sync every H > 1 steps, the inner step too.
+  // The sync step; with an outer sync the inner step too (H = 1 as well: what
+  // the sync adds is their difference).
   std::vector<parallel::DataStepGraph> steps;
   steps.push_back(parallel::build_data_parallel(s, /*outer_sync=*/true));
-  if (outer && H > 1) steps.push_back(parallel::build_data_parallel(s, /*outer_sync=*/false));
+  if (outer) steps.push_back(parallel::build_data_parallel(s, /*outer_sync=*/false));
   std::vector<sim::StepGraph> graphs;
   for (const auto& st : steps) graphs.push_back(st.graph);
   const auto start = std::chrono::steady_clock::now();

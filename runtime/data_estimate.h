@@ -23,7 +23,8 @@ struct DataEstimate {
   double tokens_per_step = 0, tokens_per_s = 0;
   double inner_step_seconds = 0;  // a step without the outer sync
   double sync_step_seconds = 0;   // the step that ends with it (all_reduce: every step)
-  // What one outer sync adds: the sync step − an inner step.
+  // What one outer sync adds: the sync step − an inner step (all_reduce: 0, the
+  // sync is inside every step: see exposed_comm_seconds).
   double comm_per_sync_seconds = 0;
   // The step with every transfer free (its critical path of compute), and what
   // communication adds on top, both averaged over the period.

@@ -159,6 +159,12 @@ TEST(DataEstimate, DilocoSyncOnAStarIsTheRingAllReduce) {
   EXPECT_NEAR(expected, 2 * (R - 1) * (4 * N / (R * 1e9 / 8) + 2e-3), 1e-12 * expected);
   EXPECT_NEAR(e.comm_per_sync_seconds, expected, 1e-5 * expected);
   EXPECT_DOUBLE_EQ(e.message_bytes_per_replica, 4 * N);
+  // H = 1: every step syncs, and comm per sync is still what the sync adds.
+  Scenario every = s;
+  every.parallel.data_sync.inner_steps = 1;
+  const DataEstimate one = estimate_data(every);
+  EXPECT_NEAR(one.comm_per_sync_seconds, expected, 1e-5 * expected);
+  EXPECT_DOUBLE_EQ(one.step_seconds, one.sync_step_seconds);
 }
 
 std::string place_of(const Scenario& s) {

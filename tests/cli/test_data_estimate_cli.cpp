@@ -1,0 +1,53 @@
+// `lowband estimate` of data-parallel layouts end to end: the JSON of a
+// heterogeneous SparseLoCo scenario (keys with units, the period average), the
+// table, and a bad upload_bandwidth as a one-line error with status 2.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/cli/cli_support.h"
+
+namespace {
+
+using lowband::test_support::Cli;
+
+const std::string kScenarios = std::string(LOWBAND_SOURCE_DIR) + "/scenarios/";
+
+TEST_F(Cli, DataEstimateJsonAveragesTheSyncPeriod) {
+  const auto r = run("estimate --json " + kScenarios + "hetero-sparseloco-small.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("parallelism"), "data");
+  EXPECT_EQ(j.at("data_sync"), "sparseloco");
+  EXPECT_EQ(j.at("replicas"), 4);
+  EXPECT_EQ(j.at("ranks"), 6);
+  const double H = j.at("inner_steps").get<double>();
+  ASSERT_EQ(H, 5);
+  const double inner = j.at("inner_step_seconds").get<double>(), sync = j.at("sync_step_seconds").get<double>();
+  EXPECT_GT(sync, inner);
+  EXPECT_NEAR(j.at("step_seconds").get<double>(), (sync + (H - 1) * inner) / H, 1e-12 * sync);
+  EXPECT_NEAR(j.at("comm_per_sync_seconds").get<double>(), sync - inner, 1e-12 * sync);
+  EXPECT_GT(j.at("bytes_per_rank_per_sync").at("pseudo_grad").get<double>(), 0);
+  EXPECT_EQ(j.at("part_message_bytes").size(), 2u);  // layers [0,2) and [2,4)
+  for (const char* key : {"compute_seconds", "exposed_comm_seconds", "compute_utilisation", "mfu",
+                          "message_bytes_per_replica", "tokens_per_s"})
+    EXPECT_TRUE(j.contains(key)) << key;
+}
+
+TEST_F(Cli, DataEstimateTableSaysWhatTheSyncCosts) {
+  const auto r = run("estimate " + kScenarios + "hetero-sparseloco-small.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("4 replicas (0-1: 1 node; 2-3: 2 stages, boundaries compressed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("comm per sync"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compute utilisation"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BadUploadBandwidthIsOneLineNamingTheKey) {
+  const auto r = run("estimate --builtin default --set network.upload_bandwidth=0Mbps");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("network.upload_bandwidth"), std::string::npos) << r.err;
+}
+
+}  // namespace
