@@ -296,5 +296,26 @@ TEST(ScenarioFiles, Figure2TriosDifferOnlyWhereTheyShould) {
   }
 }
 
+// scripts/testbed/train-step.sh trains testbed-step.json and times it --also-time-on
+// testbed-step-tcp.json: the twin may differ only in its network model, and the graph
+// must carry the float32 bytes the MPI transport sends and the compute measured here.
+TEST(ScenarioFiles, TestbedStepTwinsDifferOnlyInTheirNetworkModel) {
+  const Scenario ideal = file("testbed-step.json");
+  Scenario tcp = file("testbed-step-tcp.json");
+  EXPECT_EQ(ideal.model.bytes_per_element, 4);
+  EXPECT_EQ(ideal.devices.timing, DeviceTiming::measured);
+  EXPECT_EQ(ideal.parallel.ranks(), 4);
+  EXPECT_EQ(ideal.network.model, sim::NetworkModel::ideal);
+  ASSERT_EQ(tcp.network.model, sim::NetworkModel::tcp);
+  EXPECT_EQ(tcp.network.tcp.congestion_control, sim::CongestionControl::bbr);  // the namespaces' default
+  EXPECT_EQ(tcp.network.tcp.send_buffer_bytes, 4194304.0);                     // testbed.sh's tcp_wmem
+  EXPECT_EQ(tcp.network.tcp.connections, sim::ConnectionState::warm);
+  tcp.name = ideal.name;
+  tcp.description = ideal.description;
+  tcp.network.model = ideal.network.model;
+  tcp.network.tcp = ideal.network.tcp;
+  EXPECT_EQ(scenario_difference(ideal, tcp), "");
+}
+
 }  // namespace
 }  // namespace lowband

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Collects scripts/testbed/train-step.sh's run directories into train-step.csv (one
+row per training step) and prints the per-configuration table of train-step.md:
+
+  analysis/network-fidelity/train_step.py RUNS_DIR [OUT.csv]
+
+real_seconds is rank 0's train_step wall time minus record_wall_seconds (gathering the
+ranks' logs to build the step graph, bookkeeping the replayed graph does not contain).
+Medians are over steps 3.. (steps 1 and 2 open the MPI connections and warm the
+caches) of every repetition; the ratio is simulated / real per step, then the median.
+"""
+import csv
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WARMUP_STEPS = 2
+FIELDS = ["rate_mbit", "link_delay_ms", "mpi", "rep", "step", "real_seconds", "wall_seconds",
+          "record_wall_seconds", "sim_ideal_seconds", "sim_tcp_seconds", "compute_seconds",
+          "bytes_sent_per_rank", "after_replay", "run_uplink_bytes", "run_lo_bytes", "loadavg_1min"]
+
+
+def steps(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def link_bytes(before, after, key):
+    b = {x["ifname"]: x["stats64"][key]["bytes"] for x in json.load(open(before))}
+    a = {x["ifname"]: x["stats64"][key]["bytes"] for x in json.load(open(after))}
+    return {name: a[name] - b[name] for name in a}
+
+
+def lo_bytes(before, after):
+    def total(path):  # one JSON array per host, one after another
+        text, at, n, decoder = open(path).read(), 0, 0, json.JSONDecoder()
+        while text[at:].strip():
+            at += len(text[at:]) - len(text[at:].lstrip())
+            host, at = decoder.raw_decode(text, at)
+            n += sum(x["stats64"]["rx"]["bytes"] for x in host)
+        return n
+    return total(after) - total(before)
+
+
+def rows_of(run):
+    m = re.search(r"r(\d+)-d([\d.]+)-(\w+)-(\d+)$", run)
+    rate, delay, alg, rep = m.group(1), m.group(2), m.group(3), m.group(4)
+    ideal, tcp = steps(f"{run}/ideal/steps.jsonl"), steps(f"{run}/testbed-step-tcp/steps.jsonl")
+    log = open(f"{run}/mpirun.log").read()
+    # rank 0 replays after each progress line; the step after it starts late on rank 0
+    flushed = {int(n) for n in re.findall(r"^step (\d+)/\d+", log, re.M)}
+    uplinks = link_bytes(f"{run}/links-before.json", f"{run}/links-after.json", "rx")
+    uplink = statistics.mean(v for k, v in uplinks.items() if k.startswith("p"))
+    lo = lo_bytes(f"{run}/lo-before.json", f"{run}/lo-after.json")
+    load = open(f"{run}/uptime.txt").read().split("load average:")[1].split(",")[0].strip()
+    out = []
+    for a, b in zip(ideal, tcp):
+        out.append({"rate_mbit": rate, "link_delay_ms": delay, "mpi": alg, "rep": rep, "step": a["step"],
+                    "real_seconds": f"{a['wall_seconds'] - a['record_wall_seconds']:.4f}",
+                    "wall_seconds": f"{a['wall_seconds']:.4f}",
+                    "record_wall_seconds": f"{a['record_wall_seconds']:.4f}",
+                    "sim_ideal_seconds": f"{a['sim_step_seconds']:.4f}", "sim_tcp_seconds": f"{b['sim_step_seconds']:.4f}",
+                    "compute_seconds": f"{a['compute_seconds']:.4f}",
+                    "bytes_sent_per_rank": int(a["bytes_sent_per_rank"]["total"]),
+                    "after_replay": int(a["step"] - 1 in flushed), "run_uplink_bytes": int(uplink),
+                    "run_lo_bytes": lo, "loadavg_1min": load})
+    return out
+
+
+def table(rows):
+    configs = {}
+    for r in rows:
+        configs.setdefault((int(r["rate_mbit"]), float(r["link_delay_ms"]), r["mpi"]), []).append(r)
+    print("| rate | link delay | Open MPI | steps | real (s) | spread of reps | `ideal` (s) | ideal / real "
+          "| `tcp` (s) | tcp / real | compute (s) | load |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (rate, delay, alg), rs in sorted(configs.items(), key=lambda kv: (kv[0][2] != "ring", kv[0][1], kv[0][0])):
+        use = [r for r in rs if int(r["step"]) > WARMUP_STEPS]
+        med = lambda key: statistics.median(float(r[key]) for r in use)
+        ratio = lambda key: statistics.median(float(r[key]) / float(r["real_seconds"]) for r in use)
+        reps = {}
+        for r in use:
+            reps.setdefault(r["rep"], []).append(float(r["real_seconds"]))
+        per_rep = [statistics.median(v) for v in reps.values()]
+        loads = sorted(float(r["loadavg_1min"]) for r in rs)
+        print(f"| {rate} Mbit/s | {delay:g} ms | {alg} | {len(use)} | {med('real_seconds'):.3f} "
+              f"| {min(per_rep):.3f}–{max(per_rep):.3f} | {med('sim_ideal_seconds'):.3f} | {ratio('sim_ideal_seconds'):.2f} "
+              f"| {med('sim_tcp_seconds'):.3f} | {ratio('sim_tcp_seconds'):.2f} | {med('compute_seconds'):.3f} "
+              f"| {loads[0]:.1f}–{loads[-1]:.1f} |")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "train-step.csv")
+    runs = sorted(d for d in glob.glob(os.path.join(sys.argv[1], "r*-d*-*-*")) if os.path.isdir(d))
+    rows = []
+    for run in runs:
+        if os.path.exists(f"{run}/links-after.json"):  # a finished rep
+            rows += rows_of(run)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    table(rows)
+
+
+if __name__ == "__main__":
+    main()
