@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Collects scripts/testbed/train-step.sh's run directories into train-step.csv (one
-row per training step) and prints the per-configuration table of train-step.md:
+row per training step) and its --collectives directories into
+train-step-collectives.csv, and prints train-step.md's two tables:
 
-  analysis/network-fidelity/train_step.py RUNS_DIR [OUT.csv]
+  analysis/network-fidelity/train_step.py RUNS_DIR [COLLECTIVES_DIR]
 
 real_seconds is rank 0's train_step wall time minus record_wall_seconds (gathering the
 ranks' logs to build the step graph, bookkeeping the replayed graph does not contain).
@@ -93,10 +94,49 @@ def table(rows):
               f"| {loads[0]:.1f}–{loads[-1]:.1f} |")
 
 
+def bench_rows(path, time_column, scale):
+    """(collective, seconds) from a bench-comm table: mpi rows give microseconds, simulated ones ms."""
+    out = {}
+    for line in open(path):
+        cols = line.split()
+        if len(cols) <= time_column or not cols[0].isdigit():  # headers, Open MPI warnings
+            continue
+        name = cols[3] if time_column == 5 else cols[1]
+        out[name] = float(cols[time_column]) * scale
+    return out
+
+
+def collectives(root):
+    rows = []
+    for d in sorted(glob.glob(os.path.join(root, "c*-d*-*"))):
+        m = re.search(r"c(\d+)-d([\d.]+)-(\w+)$", d)
+        if not m or not os.path.exists(f"{d}/tcp.txt"):
+            continue
+        mpi = bench_rows(f"{d}/mpi.txt", 5, 1e-6)
+        ideal, tcp = bench_rows(f"{d}/ideal.txt", 3, 1e-3), bench_rows(f"{d}/tcp.txt", 3, 1e-3)
+        load = open(f"{d}/uptime.txt").read().split("load average:")[1].split(",")[0].strip()
+        for name in ("all_reduce", "all_gather", "reduce_scatter"):
+            rows.append({"rate_mbit": m.group(1), "link_delay_ms": m.group(2), "mpi": m.group(3),
+                         "collective": name, "bytes": 13200000, "real_seconds": f"{mpi[name]:.4f}",
+                         "sim_ideal_seconds": f"{ideal[name]:.4f}", "sim_tcp_seconds": f"{tcp[name]:.4f}",
+                         "loadavg_1min": load})
+    rows.sort(key=lambda r: (float(r["link_delay_ms"]), int(r["rate_mbit"]), r["mpi"] != "default", r["mpi"]))
+    with open(os.path.join(HERE, "train-step-collectives.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print("\n| rate | link delay | Open MPI | collective | real (s) | `ideal` (s) | `tcp` (s) | tcp / real | load |")
+    print("|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['rate_mbit']} Mbit/s | {r['link_delay_ms']} ms | {r['mpi']} | {r['collective']} "
+              f"| {float(r['real_seconds']):.3f} | {float(r['sim_ideal_seconds']):.3f} | {float(r['sim_tcp_seconds']):.3f} "
+              f"| {float(r['sim_tcp_seconds']) / float(r['real_seconds']):.2f} | {r['loadavg_1min']} |")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "train-step.csv")
+    out = os.path.join(HERE, "train-step.csv")
     runs = sorted(d for d in glob.glob(os.path.join(sys.argv[1], "r*-d*-*-*")) if os.path.isdir(d))
     rows = []
     for run in runs:
@@ -107,6 +147,8 @@ def main():
         w.writeheader()
         w.writerows(rows)
     table(rows)
+    if len(sys.argv) > 2:
+        collectives(sys.argv[2])
 
 
 if __name__ == "__main__":
