@@ -24,7 +24,7 @@
 #
 # LOWBAND=path/to/lowband (default build-cpu/lowband). ALLGATHERV=ring (default) makes
 # Open MPI all-gather in a ring, as lowband schedules it (sim/collectives.h);
-# ALLGATHERV=default leaves Open MPI's choice, which took 1.9x the ring's time here
+# ALLGATHERV=default leaves Open MPI's choice: 2.4x the ring's time for 13.2 MB here
 # (analysis/network-fidelity/train-step.md). MCA="--mca KEY VALUE ..." adds Open MPI
 # parameters; LABEL (default: ALLGATHERV's value) names the runs. Every load stays
 # inside the namespaces and each mpirun is bounded by a timeout.
