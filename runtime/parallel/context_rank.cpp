@@ -77,20 +77,28 @@ float ContextRank::evaluate(comm::Communicator& comm, const int32_t* inputs, con
 
 RankStepResult ContextRank::train_step(comm::Communicator& comm, int step, const int32_t* inputs,
                                        const int32_t* targets, int sequences, const DataStep* data) {
+  if (!sync_.sums_gradients() && !sync_.sparse() && data && data->group)
+    throw InputError("compression.weight_sync", std::string(weight_sync_name(scenario_.compression.weight_sync)) +
+                                                    " syncs context-parallel ranks only; data-parallel replicas "
+                                                    "sum their gradients (all_reduce)");
   RankStepResult res;
   attention_.begin_codec_step(comm, step);
-  res.loss = forward_backward(comm, inputs, targets, sequences, !sync_.sparse(), data);
+  res.loss = forward_backward(comm, inputs, targets, sequences, sync_.sums_gradients(), data);
   attention_.reconstruction_errors(comm, res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
   res.weight_sync = sync_.syncs_at(step);
   res.lr = lr_.at(step + 1);
   spans_.log.join_deferred();  // the optimiser needs every gradient bucket
   const int64_t valid = attention_.valid();
-  if (sync_.sparse() && valid > 0)  // own gradient: of the rank's own mean loss
+  if ((sync_.sparse() || sync_.sparse_updates()) && valid > 0)  // own gradient: of the rank's own mean loss
     k_.scale_inplace(model_.grads(), float(double(valid_global_) / double(valid)), model_.param_count());
+  // The error-feedback variants (weight_sync.h) live in ReplicaSync but must wrap the optimiser step.
+  if (sync_.sparse_gradients()) sync_.exchange_gradients(comm, model_, step);
+  const std::vector<float> before = sync_.sparse_updates() ? model_.params_to_host() : std::vector<float>{};
   ComputeSpan sp(spans_, "optimizer", costs_.optimizer());
   res.grad_norm = optimizer_.step(model_.params(), model_.grads(), res.lr).grad_norm;
   sp.done();
   if (sync_.sparse() && res.weight_sync) sync_.sparse_average(comm, model_, step);
+  if (sync_.sparse_updates()) sync_.exchange_update(comm, model_, before, step);
   attention_.step_codec(comm, res.lr);
   return res;
 }

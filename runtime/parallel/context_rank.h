@@ -51,6 +51,7 @@ class ContextRank final : public RankProgram {
   compress::KvCodec& codec() { return attention_.codec(); }
   const compress::KvCodec& codec() const { return attention_.codec(); }
   const ReplicaSync& sync() const { return sync_; }
+  ReplicaSync& sync() { return sync_; }
 
   // inputs, targets: the whole batch (sequences, seq_len), row-major, targets < 0
   // ignored; the rank takes its own tokens. Afterwards grads() hold this rank's

@@ -89,11 +89,16 @@ class Builder {
       compute(r, cost::dense_backward(costs_.embed(r)), {}, "embed_bwd");
     grad_sync(cost::embedding_parameters(m_));
     if (codec_error_bytes_ > 0) all_reduce(codec_error_bytes_, "codec_error");
+    const WeightSync ws = s_.compression.weight_sync;
+    const bool before_step = ws == WeightSync::sparse_grad || ws == WeightSync::topk_grad;
+    if (ws != WeightSync::all_reduce && opt_.include_weight_sync && before_step) {  // the optimiser steps on it
+      const std::vector<TaskId> done = sparse_exchange();
+      for (int r = 0; r < P_ && !done.empty(); ++r) sync_done_[r].push_back(done[r]);
+    }
     if (opt_.include_optimizer)
       for (int r = 0; r < P_; ++r) compute(r, costs_.optimizer(), sync_done_[r], "optimizer");
-    if (sparse_ && opt_.include_weight_sync)  // a random slice of the weights, averaged
-      all_reduce(double(sparse_sync_elements(model::ParamLayout(m_), s_.compression.sync_fraction)) *
-                     m_.bytes_per_element, "grad_sync");
+    if (ws != WeightSync::all_reduce && opt_.include_weight_sync && !before_step)  // weights or updates, averaged
+      sparse_exchange();
     if (codec_grad_bytes_ > 0) all_reduce(codec_grad_bytes_, "codec_grad");
     out_.model_flops = 3.0 * forward_model_flops_;
     if (!s_.parallel.placement.empty()) out_.graph = place_on_nodes(out_.graph, Layout(s_.parallel));
@@ -208,6 +213,18 @@ class Builder {
     for (int r = 0; r < P_ && !finished.empty(); ++r) sync_done_[r].push_back(finished[r]);
   }
 
+  // The sparse syncs' collective (weight_sync.h): topk_grad all-gathers every
+  // rank's message, the others all-reduce a random slice.
+  std::vector<TaskId> sparse_exchange() {
+    const double bytes = weight_sync_wire_bytes(s_, model::ParamLayout(m_));
+    if (s_.compression.weight_sync != WeightSync::topk_grad) return all_reduce(bytes, "grad_sync");
+    if (P_ < 2) return {};
+    std::vector<int> ranks(P_);
+    sim::RankDeps after(P_);
+    for (int r = 0; r < P_; ++r) ranks[r] = r, after[r] = {last_[r]};
+    return sim::ring_all_gather(out_.graph, ranks, bytes * P_, after, "grad_sync");
+  }
+
   // A ring all-reduce of `bytes` per rank from each rank's latest compute task on;
   // no compute task waits for it unless the caller makes one.
   std::vector<TaskId> all_reduce(double bytes, const char* kind) {
@@ -228,7 +245,7 @@ class Builder {
   std::vector<TaskId> last_;               // each rank's latest compute task
   std::vector<std::vector<TaskId>> sync_done_ = std::vector<std::vector<TaskId>>(P_);
   std::vector<double> wire_bytes_, grad_wire_bytes_, plain_bytes_;  // per owner's K/V (dK/dV), whole batch
-  bool sparse_ = s_.compression.weight_sync == WeightSync::sparse;
+  bool sparse_ = s_.compression.weight_sync != WeightSync::all_reduce;  // no gradient all-reduce
   double codec_grad_bytes_ = 0;   // the codec's parameter gradients (MoS heads), float32
   double codec_error_bytes_ = 0;  // its reconstruction-error sums, float64
   double forward_model_flops_ = 0;

@@ -1,7 +1,7 @@
 // ContextTrainer checkpoints (see context_trainer.h): the state between two steps.
 // Version 2: per rank one blob (parameters, AdamW state, codec state and the
-// codec's moments), a rank whose blob equals rank 0's written as a reference to
-// it. Version 1 (one codec shared by all ranks) is still read.
+// codec's moments, and the weight sync's error buffer where it keeps one), a rank
+// whose blob equals rank 0's written as a reference to it. Version 1 (one codec shared by all ranks) is still read.
 #include <cstring>
 #include <istream>
 #include <ostream>
@@ -31,6 +31,7 @@ std::string ContextTrainer::rank_state(const ContextRank& r) const {
   binary::write_array(out, p.data(), uint64_t(p.size()));
   r.optimizer().save_state(out);
   r.attention().save_codec_state(out);
+  if (r.sync().error_feedback()) r.sync().save_state(out);
   return out.str();
 }
 
@@ -79,6 +80,7 @@ void ContextTrainer::load_state(std::istream& in) {
     load_params(*k_, mine->model(), one);
     mine->optimizer().load_state(one);
     mine->attention().load_codec_state(one);
+    if (mine->sync().error_feedback()) mine->sync().load_state(one, param_count_);
   }
 }
 

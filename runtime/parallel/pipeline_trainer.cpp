@@ -19,9 +19,9 @@ PipelineTrainer::PipelineTrainer(const Scenario& s, ComputeTiming timing, comm::
       world_(P_ * C_, comm, "parallel.pipeline") {
   model::check_model_config(s.model);
   if (s.parallel.data > 1) throw InputError("parallel.data", "data parallelism is not implemented yet");
-  if (C_ > 1 && s.compression.weight_sync == WeightSync::sparse)
+  if (C_ > 1 && s.compression.weight_sync != WeightSync::all_reduce)
     throw InputError("compression.weight_sync", "pipeline stages with context parallelism sum their gradients "
-                                                "(all_reduce); sparse weight sync is not implemented for them");
+                                                "(all_reduce); the other weight syncs are not implemented for them");
   optim::lr_schedule_from(s.training).validate();
   for (int r : world_.local_ranks())
     ranks_.push_back(std::make_unique<PipelineRank>(scenario_, r / C_, r % C_, *k_, timing, world_.log(r)));

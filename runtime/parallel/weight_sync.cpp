@@ -36,6 +36,23 @@ int64_t sparse_sync_elements(const model::ParamLayout& layout, double fraction) 
   return n;
 }
 
+std::vector<int64_t> sparse_sync_indices(const model::ParamLayout& layout, double fraction, uint64_t seed,
+                                         int step) {
+  const auto& tensors = layout.tensors();
+  std::vector<int64_t> index;
+  for (size_t ti = 0; ti < tensors.size(); ++ti) {
+    const int64_t count = tensors[ti].count();
+    const int64_t picks = std::max<int64_t>(1, int64_t(std::llround(fraction * double(count))));
+    uint64_t state = splitmix64(seed ^ (uint64_t(step) << 20) ^ ti);
+    const bool all = picks >= count;  // fraction 1: every element, no draws
+    for (int64_t j = 0; j < (all ? count : picks); ++j) {
+      state = splitmix64(state);
+      index.push_back(tensors[ti].offset + (all ? j : int64_t(state % uint64_t(count))));
+    }
+  }
+  return index;
+}
+
 ReplicaSync::ReplicaSync(const Scenario& s, const kernels::Backend& k)
     : s_(s), k_(k), sparse_(s.compression.weight_sync == lowband::WeightSync::sparse),
       wire_bytes_per_element_(s.model.bytes_per_element) {}
@@ -63,23 +80,12 @@ void ReplicaSync::all_reduce_bucket(comm::Communicator& comm, model::Model& mode
 void ReplicaSync::sparse_average(comm::Communicator& comm, model::Model& model, int step) const {
   const int P = comm.size();
   if (P < 2) return;
-  const auto& tensors = model.layout().tensors();
   const bool on_host = k_.device == kernels::Device::cpu;
   std::vector<float> staged = on_host ? std::vector<float>{} : model.params_to_host();
   float* params = on_host ? model.params() : staged.data();
-  // The same draws on every rank (seed, step, tensor): the slice is never sent.
-  const double fraction = s_.compression.sync_fraction;
-  std::vector<int64_t> index;
-  for (size_t ti = 0; ti < tensors.size(); ++ti) {
-    const int64_t count = tensors[ti].count();
-    const int64_t picks = std::max<int64_t>(1, int64_t(std::llround(fraction * double(count))));
-    uint64_t state = splitmix64(s_.training.seed ^ (uint64_t(step) << 20) ^ ti);
-    const bool all = picks >= count;  // fraction 1: every element, no draws
-    for (int64_t j = 0; j < (all ? count : picks); ++j) {
-      state = splitmix64(state);
-      index.push_back(tensors[ti].offset + (all ? j : int64_t(state % uint64_t(count))));
-    }
-  }
+  // The same draws on every rank: the slice is never sent.
+  const std::vector<int64_t> index =
+      sparse_sync_indices(model.layout(), s_.compression.sync_fraction, s_.training.seed, step);
   std::vector<double> sum(index.size());
   for (size_t j = 0; j < index.size(); ++j) sum[j] = params[index[j]];
   comm.all_reduce_sum(sum.data(), int64_t(sum.size()),

@@ -8,13 +8,28 @@
 //  - sparse (SPARTA-style): each rank steps on its own gradients; every
 //    sync_every steps a seeded random sync_fraction slice of each tensor is
 //    averaged (a sum in rank order, in float64, divided by the rank count).
+//  - sparse_grad, topk_grad, sparse_update (error feedback, sparse_grad_sync.cpp):
+//    each rank adds what it would send to an error buffer e, sends a sparse
+//    part of e and keeps the rest (e after = e before + x − x̂, elementwise);
+//    every rank applies the same aggregate, so the weights stay bit-identical.
+//      sparse_grad:   x = the rank's share of the gradient; a seeded random
+//                     sync_fraction of each tensor (the same on every rank: no
+//                     indices), all-reduced; AdamW steps on the summed slice.
+//      topk_grad:     x as sparse_grad; per chunk the k = sync_fraction·4096
+//                     entries of largest |e| (SparseLoCo's chunks, bins and
+//                     12-bit indices: runtime/sync), all-gathered; AdamW steps
+//                     on their rank-order sum.
+//      sparse_update: x = the rank's own AdamW update (own gradient, own
+//                     moments); the random slice as sparse_grad, averaged.
 #include <cstdint>
+#include <iosfwd>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "kernels/backend.h"
 #include "runtime/model/model.h"
 #include "runtime/scenario/scenario.h"
+#include "runtime/sync/chunks.h"
 
 namespace lowband::parallel {
 
@@ -31,11 +46,32 @@ std::vector<GradBucket> gradient_buckets(const model::ParamLayout& layout);
 // tensor (draws may repeat an element; it is sent once per draw).
 int64_t sparse_sync_elements(const model::ParamLayout& layout, double fraction);
 
+// The flat parameter indices of step `step`'s random slice, the same on every
+// rank (seed, step, tensor): sparse_sync_elements of them, tensor by tensor.
+std::vector<int64_t> sparse_sync_indices(const model::ParamLayout& layout, double fraction, uint64_t seed,
+                                         int step);
+
+// topk_grad's entries kept per chunk: max(1, round(fraction · 4096)).
+int topk_grad_per_chunk(double fraction);
+
+// The sparse syncs' bytes per rank per sync: sparse, sparse_grad, sparse_update
+// all-reduce sparse_sync_elements values at model.bytes_per_element; topk_grad
+// all-gathers one packed SparseLoCo message per rank (sync::packed_bytes), this.
+double weight_sync_wire_bytes(const Scenario& s, const model::ParamLayout& layout);
+
 class ReplicaSync {
  public:
   ReplicaSync(const Scenario& scenario, const kernels::Backend& k);
 
   bool sparse() const { return sparse_; }
+  // Whether the backward sums the gradients over the ranks (all_reduce).
+  bool sums_gradients() const { return s_.compression.weight_sync == WeightSync::all_reduce; }
+  // sparse_grad / topk_grad: exchange_gradients before the optimiser step.
+  bool sparse_gradients() const;
+  // sparse_update: exchange_update after each rank's own optimiser step.
+  bool sparse_updates() const { return s_.compression.weight_sync == WeightSync::sparse_update; }
+  // Whether it keeps an error buffer (checkpointed: save_state / load_state).
+  bool error_feedback() const { return sparse_gradients() || sparse_updates(); }
   // Whether step `step` (from 0) synchronises the weights.
   bool syncs_at(int step) const;
   // all_reduce: sums bucket `b` of the rank's gradients over `comm` (in place).
@@ -43,11 +79,34 @@ class ReplicaSync {
   // sparse: averages step `step`'s random slice of the parameters over `comm`.
   void sparse_average(comm::Communicator& comm, model::Model& model, int step) const;
 
+  // sparse_grad / topk_grad: e <- e + grads; grads <- the aggregate over `comm`
+  // of what the ranks sent of e (0 where nothing was); e keeps the rest.
+  void exchange_gradients(comm::Communicator& comm, model::Model& model, int step);
+  // sparse_update: `before` is the host copy of the parameters before this
+  // rank's own optimiser step; e <- e + (before − params); params <- before −
+  // the mean over `comm` of what the ranks sent of e; e keeps the rest.
+  void exchange_update(comm::Communicator& comm, model::Model& model, const std::vector<float>& before, int step);
+
+  // The error buffer (empty before the first exchange: all zero).
+  const std::vector<float>& error() const { return error_; }
+  void save_state(std::ostream& out) const;
+  // binary::BinaryFormatError for a buffer of another size.
+  void load_state(std::istream& in, int64_t params);
+
  private:
+  // The random slice of e: sent[j] <- e[index[j]], e[index[j]] <- 0 (a repeated
+  // draw sends 0); after the all-reduce, out[index[j]] += sent[j] (out zeroed).
+  void exchange_slice(comm::Communicator& comm, const model::ParamLayout& layout, int step, float* out);
+  // topk_grad: e <- e + g_out (SparseLoCo's compressor, β = 1), then g_out <- the
+  // rank-order sum of the ranks' top-k messages.
+  void exchange_topk(comm::Communicator& comm, const model::ParamLayout& layout, float* g_out);
+
   const Scenario& s_;
   const kernels::Backend& k_;
   bool sparse_;
   double wire_bytes_per_element_;
+  std::vector<float> error_;
+  sync::ChunkPlan plan_;  // topk_grad's chunks (planned on first use)
 };
 
 }  // namespace lowband::parallel

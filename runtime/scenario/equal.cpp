@@ -111,6 +111,7 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.enumeration("compression.weight_sync", ca.weight_sync, cb.weight_sync);
   d.field("compression.sync_fraction", ca.sync_fraction, cb.sync_fraction);
   d.field("compression.sync_every", ca.sync_every, cb.sync_every);
+  d.field("compression.sync_value_bits", ca.sync_value_bits, cb.sync_value_bits);
   d.enumeration("compression.rotation", ca.rotation, cb.rotation);
   d.field("compression.warm_start", ca.warm_start, cb.warm_start);
   d.enumeration("compression.k_frame", ca.k_frame, cb.k_frame);

@@ -119,7 +119,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   if (!root.has("compression")) return c;
   const ObjectReader r = root.object("compression", {"method", "k_ratio", "v_ratio", "k_rank", "v_rank",
                                                      "warmup_steps", "weight_sync", "sync_fraction", "sync_every",
-                                                     "rotation", "warm_start", "k_frame", "topk_fraction", "bits",
+                                                     "sync_value_bits", "rotation", "warm_start", "k_frame", "topk_fraction", "bits",
                                                      "block", "ratio", "boundary"});
   const std::string method = r.choice_or("method", "none", {"none", "mos", "topk", "quantize"});
   c.method = method == "mos"        ? CompressionMethod::mos
@@ -169,11 +169,19 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   if (c.quantize_bits != 4 && c.quantize_bits != 8)
     fail(r.path_of("bits"), "expected 4 or 8, got " + std::to_string(c.quantize_bits));
   c.quantize_block = static_cast<int>(r.integer_or("block", 64, 1, kMaxInt));
-  c.weight_sync = r.choice_or("weight_sync", "all_reduce", {"all_reduce", "sparse"}) == "sparse"
-                      ? WeightSync::sparse
-                      : WeightSync::all_reduce;
+  const std::string sync = r.choice_or("weight_sync", "all_reduce",
+                                       {"all_reduce", "sparse", "sparse_grad", "topk_grad", "sparse_update"});
+  for (WeightSync w : {WeightSync::all_reduce, WeightSync::sparse, WeightSync::sparse_grad, WeightSync::topk_grad,
+                       WeightSync::sparse_update})
+    if (sync == weight_sync_name(w)) c.weight_sync = w;
   c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
   c.sync_every = static_cast<int>(r.integer_or("sync_every", 1, 1, kMaxInt));
+  // The error-feedback variants step every rank on one aggregate every step.
+  if (c.sync_every != 1 && c.weight_sync != WeightSync::sparse && c.weight_sync != WeightSync::all_reduce)
+    fail(r.path_of("sync_every"), std::string("weight_sync \"") + sync + "\" exchanges every step: expected 1 or no key");
+  c.sync_value_bits = static_cast<int>(r.integer_or("sync_value_bits", 2, 1, 32));
+  if (c.sync_value_bits > 8 && c.sync_value_bits != 32)
+    fail(r.path_of("sync_value_bits"), "expected 1..8 or 32, got " + std::to_string(c.sync_value_bits));
   if (has_ratio && ratio == 0) {
     // Uncompressed whatever the method: the identity codec, keeping only the keys
     // every method shares (so to_json and back give the same scenario).
@@ -182,6 +190,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     plain.weight_sync = c.weight_sync;
     plain.sync_fraction = c.sync_fraction;
     plain.sync_every = c.sync_every;
+    plain.sync_value_bits = c.sync_value_bits;
     c = plain;
   }
   c.boundary = parse_boundary(r);  // pipeline stage boundaries: independent of the K/V method

@@ -17,6 +17,17 @@ int kept_rank(CompressionMethod method, int rank_set, double ratio, int head_dim
 
 }  // namespace
 
+const char* weight_sync_name(WeightSync w) {
+  switch (w) {
+    case WeightSync::sparse: return "sparse";
+    case WeightSync::sparse_grad: return "sparse_grad";
+    case WeightSync::topk_grad: return "topk_grad";
+    case WeightSync::sparse_update: return "sparse_update";
+    case WeightSync::all_reduce: break;
+  }
+  return "all_reduce";
+}
+
 int CompressionConfig::k_rank(int head_dim) const { return kept_rank(method, k_rank_set, k_ratio, head_dim); }
 int CompressionConfig::v_rank(int head_dim) const { return kept_rank(method, v_rank_set, v_ratio, head_dim); }
 

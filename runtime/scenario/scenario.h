@@ -109,8 +109,13 @@ enum class MosRotation { learned, fixed, random };
 // after it (RoPE spreads each frequency pair over 2 dimensions: far higher rank).
 enum class KFrame { pre_rope, post_rope };
 
-// How the weights stay equal across context-parallel ranks.
-enum class WeightSync { all_reduce, sparse };
+// How the weights stay equal across context-parallel ranks (runtime/parallel/
+// weight_sync.h): all_reduce sums the gradients; sparse averages a random slice of
+// weights that drift apart; sparse_grad, topk_grad and sparse_update exchange a
+// sparse part of an error-feedback buffer and apply the same aggregate on every
+// rank, so the weights never drift.
+enum class WeightSync { all_reduce, sparse, sparse_grad, topk_grad, sparse_update };
+const char* weight_sync_name(WeightSync w);
 
 // What crosses a pipeline stage boundary (compression.boundary):
 //  - none: the residual stream x, d values per token;
@@ -138,8 +143,9 @@ struct CompressionConfig {
   int v_rank_set = 0;
   int warmup_steps = 500;      // uncompressed steps before U0 is taken
   WeightSync weight_sync = WeightSync::all_reduce;
-  double sync_fraction = 0.05; // sparse: fraction of each tensor averaged per sync
-  int sync_every = 1;          // sparse: steps between syncs
+  double sync_fraction = 0.05; // sparse*: fraction of each tensor sent per sync; topk_grad: k / 4096 per chunk
+  int sync_every = 1;          // sparse: steps between syncs (the others sync every step)
+  int sync_value_bits = 2;     // topk_grad: 1..8 (2^bits bins), or 32 (float32 values)
   // mos ablations: how U0 rotates, and whether U0 comes from the warm-up's
   // activations (false: random orthonormal U0, compressed from step 0).
   MosRotation rotation = MosRotation::learned;

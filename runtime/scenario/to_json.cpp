@@ -166,9 +166,10 @@ json compression_json(const CompressionConfig& c) {
                                                                  : "none";
   json j = {{"method", method},
             {"warmup_steps", c.warmup_steps},
-            {"weight_sync", c.weight_sync == WeightSync::sparse ? "sparse" : "all_reduce"},
+            {"weight_sync", weight_sync_name(c.weight_sync)},
             {"sync_fraction", c.sync_fraction},
             {"sync_every", c.sync_every}};
+  if (c.weight_sync == WeightSync::topk_grad) j["sync_value_bits"] = c.sync_value_bits;
   if (c.method == CompressionMethod::mos) {
     if (c.k_rank_set > 0) j["k_rank"] = c.k_rank_set; else j["k_ratio"] = c.k_ratio;
     if (c.v_rank_set > 0) j["v_rank"] = c.v_rank_set; else j["v_ratio"] = c.v_ratio;
