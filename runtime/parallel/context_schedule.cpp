@@ -90,7 +90,8 @@ class Builder {
     grad_sync(cost::embedding_parameters(m_));
     if (codec_error_bytes_ > 0) all_reduce(codec_error_bytes_, "codec_error");
     const WeightSync ws = s_.compression.weight_sync;
-    const bool before_step = ws == WeightSync::sparse_grad || ws == WeightSync::topk_grad;
+    const bool before_step = ws == WeightSync::sparse_grad || ws == WeightSync::topk_grad ||
+                             ws == WeightSync::lowrank_grad;
     if (ws != WeightSync::all_reduce && opt_.include_weight_sync && before_step) {  // the optimiser steps on it
       const std::vector<TaskId> done = sparse_exchange();
       for (int r = 0; r < P_ && !done.empty(); ++r) sync_done_[r].push_back(done[r]);
@@ -216,13 +217,21 @@ class Builder {
   // The sparse syncs' collective (weight_sync.h): topk_grad all-gathers every
   // rank's message, the others all-reduce a random slice.
   std::vector<TaskId> sparse_exchange() {
-    const double bytes = weight_sync_wire_bytes(s_, model::ParamLayout(m_));
-    if (s_.compression.weight_sync != WeightSync::topk_grad) return all_reduce(bytes, "grad_sync");
+    const model::ParamLayout layout(m_);
+    const double bytes = weight_sync_wire_bytes(s_, layout);
+    const WeightSync ws = s_.compression.weight_sync;
+    if (ws != WeightSync::topk_grad && ws != WeightSync::lowrank_grad) return all_reduce(bytes, "grad_sync");
     if (P_ < 2) return {};
     std::vector<int> ranks(P_);
     sim::RankDeps after(P_);
     for (int r = 0; r < P_; ++r) ranks[r] = r, after[r] = {last_[r]};
-    return sim::ring_all_gather(out_.graph, ranks, bytes * P_, after, "grad_sync");
+    if (ws == WeightSync::topk_grad) return sim::ring_all_gather(out_.graph, ranks, bytes * P_, after, "grad_sync");
+    // lowrank_grad: P's all-reduce, then Q's, which needs the orthonormal P
+    const auto [first, second] = lowrank_grad_elements(layout, s_.compression.sync_fraction);
+    const std::vector<TaskId> p = sim::ring_all_reduce(out_.graph, ranks, double(first) * m_.bytes_per_element,
+                                                        after, "grad_sync");
+    for (int r = 0; r < P_; ++r) after[r] = {p[size_t(r)]};
+    return sim::ring_all_reduce(out_.graph, ranks, double(second) * m_.bytes_per_element, after, "grad_sync");
   }
 
   // A ring all-reduce of `bytes` per rank from each rank's latest compute task on;

@@ -51,12 +51,16 @@ int topk_grad_per_chunk(double fraction) {
 
 bool ReplicaSync::sparse_gradients() const {
   const WeightSync w = s_.compression.weight_sync;
-  return w == WeightSync::sparse_grad || w == WeightSync::topk_grad;
+  return w == WeightSync::sparse_grad || w == WeightSync::topk_grad || w == WeightSync::lowrank_grad;
 }
 
 double weight_sync_wire_bytes(const Scenario& s, const model::ParamLayout& layout) {
   if (s.compression.weight_sync == WeightSync::topk_grad)
     return double(sync::packed_bytes(sync::plan_chunks(layout, kTopkChunk), topk_codec(s)));
+  if (s.compression.weight_sync == WeightSync::lowrank_grad) {  // its two all-reduces together
+    const auto [first, second] = lowrank_grad_elements(layout, s.compression.sync_fraction);
+    return double(first + second) * s.model.bytes_per_element;
+  }
   return double(sparse_sync_elements(layout, s.compression.sync_fraction)) * s.model.bytes_per_element;
 }
 
@@ -97,6 +101,8 @@ void ReplicaSync::exchange_gradients(comm::Communicator& comm, model::Model& mod
   float* g = grads.get();
   if (s_.compression.weight_sync == WeightSync::topk_grad) {
     exchange_topk(comm, layout, g);
+  } else if (s_.compression.weight_sync == WeightSync::lowrank_grad) {
+    exchange_lowrank(comm, layout, g);
   } else {
     for (int64_t i = 0; i < n; ++i) error_[size_t(i)] += g[i];
     exchange_slice(comm, layout, step, g);
@@ -120,14 +126,25 @@ void ReplicaSync::exchange_update(comm::Communicator& comm, model::Model& model,
   params.put();
 }
 
-void ReplicaSync::save_state(std::ostream& out) const { binary::write_vector(out, error_); }
+void ReplicaSync::save_state(std::ostream& out) const {
+  binary::write_vector(out, error_);
+  binary::write_vector(out, q_);
+}
 
 void ReplicaSync::load_state(std::istream& in, int64_t params) {
   std::vector<float> e = binary::read_vector<float>(in, "the weight sync's error buffer");
   if (!e.empty() && int64_t(e.size()) != params)
     throw binary::BinaryFormatError("an error buffer of " + std::to_string(e.size()) + " values, the model has " +
                                     std::to_string(params) + " parameters");
+  std::vector<float> q = binary::read_vector<float>(in, "the weight sync's Q factors");
+  const int64_t want = lowrank_grad_elements(model::ParamLayout(s_.model), s_.compression.sync_fraction).second;
+  if (!q.empty() && (s_.compression.weight_sync != WeightSync::lowrank_grad || int64_t(q.size()) != want))
+    throw binary::BinaryFormatError("Q factors of " + std::to_string(q.size()) + " values where " +
+                                    (s_.compression.weight_sync == WeightSync::lowrank_grad ? std::to_string(want)
+                                                                                            : std::string("none")) +
+                                    " were expected");
   error_ = std::move(e);
+  q_ = std::move(q);
 }
 
 }  // namespace lowband::parallel

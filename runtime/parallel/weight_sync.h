@@ -21,8 +21,11 @@
 //                     on their rank-order sum.
 //      sparse_update: x = the rank's own AdamW update (own gradient, own
 //                     moments); the random slice as sparse_grad, averaged.
+//      lowrank_grad:  x as sparse_grad; PowerSGD's rank-r factors of each
+//                     matrix (lowrank_grad_sync.cpp), two all-reduces.
 #include <cstdint>
 #include <iosfwd>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -58,6 +61,13 @@ int topk_grad_per_chunk(double fraction);
 // all-reduce sparse_sync_elements values at model.bytes_per_element; topk_grad
 // all-gathers one packed SparseLoCo message per rank (sync::packed_bytes), this.
 double weight_sync_wire_bytes(const Scenario& s, const model::ParamLayout& layout);
+
+// lowrank_grad's rank of a matrix tensor (n x m): round(fraction · n·m / (n + m)),
+// in 1..min(n, m), so its two factors hold about fraction of its elements.
+int64_t lowrank_grad_rank(const model::TensorInfo& t, double fraction);
+// The values lowrank_grad all-reduces per step: first P (n·r per matrix) and the
+// vectors whole, then Q (m·r per matrix).
+std::pair<int64_t, int64_t> lowrank_grad_elements(const model::ParamLayout& layout, double fraction);
 
 class ReplicaSync {
  public:
@@ -100,12 +110,15 @@ class ReplicaSync {
   // topk_grad: e <- e + g_out (SparseLoCo's compressor, β = 1), then g_out <- the
   // rank-order sum of the ranks' top-k messages.
   void exchange_topk(comm::Communicator& comm, const model::ParamLayout& layout, float* g_out);
+  // lowrank_grad: e <- e + g, then g <- P Qᵀ (lowrank_grad_sync.cpp).
+  void exchange_lowrank(comm::Communicator& comm, const model::ParamLayout& layout, float* g);
 
   const Scenario& s_;
   const kernels::Backend& k_;
   bool sparse_;
   double wire_bytes_per_element_;
   std::vector<float> error_;
+  std::vector<float> q_;  // lowrank_grad: the Q factors, the same on every rank (empty: not yet drawn)
   sync::ChunkPlan plan_;  // topk_grad's chunks (planned on first use)
 };
 

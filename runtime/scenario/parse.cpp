@@ -170,9 +170,9 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     fail(r.path_of("bits"), "expected 4 or 8, got " + std::to_string(c.quantize_bits));
   c.quantize_block = static_cast<int>(r.integer_or("block", 64, 1, kMaxInt));
   const std::string sync = r.choice_or("weight_sync", "all_reduce",
-                                       {"all_reduce", "sparse", "sparse_grad", "topk_grad", "sparse_update"});
+                                       {"all_reduce", "sparse", "sparse_grad", "topk_grad", "sparse_update", "lowrank_grad"});
   for (WeightSync w : {WeightSync::all_reduce, WeightSync::sparse, WeightSync::sparse_grad, WeightSync::topk_grad,
-                       WeightSync::sparse_update})
+                       WeightSync::sparse_update, WeightSync::lowrank_grad})
     if (sync == weight_sync_name(w)) c.weight_sync = w;
   c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
   c.sync_every = static_cast<int>(r.integer_or("sync_every", 1, 1, kMaxInt));

@@ -23,6 +23,7 @@ const char* weight_sync_name(WeightSync w) {
     case WeightSync::sparse_grad: return "sparse_grad";
     case WeightSync::topk_grad: return "topk_grad";
     case WeightSync::sparse_update: return "sparse_update";
+    case WeightSync::lowrank_grad: return "lowrank_grad";
     case WeightSync::all_reduce: break;
   }
   return "all_reduce";

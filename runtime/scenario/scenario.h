@@ -111,10 +111,10 @@ enum class KFrame { pre_rope, post_rope };
 
 // How the weights stay equal across context-parallel ranks (runtime/parallel/
 // weight_sync.h): all_reduce sums the gradients; sparse averages a random slice of
-// weights that drift apart; sparse_grad, topk_grad and sparse_update exchange a
-// sparse part of an error-feedback buffer and apply the same aggregate on every
+// weights that drift apart; sparse_grad, topk_grad, sparse_update and lowrank_grad
+// exchange a compressed part of an error-feedback buffer and apply the same aggregate on every
 // rank, so the weights never drift.
-enum class WeightSync { all_reduce, sparse, sparse_grad, topk_grad, sparse_update };
+enum class WeightSync { all_reduce, sparse, sparse_grad, topk_grad, sparse_update, lowrank_grad };
 const char* weight_sync_name(WeightSync w);
 
 // What crosses a pipeline stage boundary (compression.boundary):
