@@ -44,6 +44,19 @@ void orthonormalize(float* p, int64_t n, int64_t r) {
   }
 }
 
+// out <- M X (X: m x r) or, transposed, Mᵀ X (X: n x r), for the n x m row-major
+// M; float64 sums, rounded once.
+void multiply(const float* M, int64_t n, int64_t m, const float* X, int64_t r, bool transposed, float* out) {
+  const int64_t rows = transposed ? m : n, inner = transposed ? n : m;
+  for (int64_t a = 0; a < rows; ++a)
+    for (int64_t k = 0; k < r; ++k) {
+      double sum = 0;
+      for (int64_t b = 0; b < inner; ++b)
+        sum += double(transposed ? M[b * m + a] : M[a * m + b]) * double(X[b * r + k]);
+      out[a * r + k] = float(sum);
+    }
+}
+
 }  // namespace
 
 int64_t lowrank_grad_rank(const model::TensorInfo& t, double fraction) {
@@ -84,13 +97,7 @@ void ReplicaSync::exchange_lowrank(comm::Communicator& comm, const model::ParamL
       continue;
     }
     const int64_t n = t.rows, m = t.cols, r = lowrank_grad_rank(t, fraction);
-    const float* Q = q_.data() + at_q;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t k = 0; k < r; ++k) {
-        double sum = 0;
-        for (int64_t j = 0; j < m; ++j) sum += double(M[i * m + j]) * double(Q[j * r + k]);
-        p[size_t(at_p + i * r + k)] = float(sum);
-      }
+    multiply(M, n, m, q_.data() + at_q, r, false, p.data() + at_p);
     at_p += n * r, at_q += m * r;
   }
   const double b = wire_bytes_per_element_;
@@ -104,13 +111,7 @@ void ReplicaSync::exchange_lowrank(comm::Communicator& comm, const model::ParamL
     const int64_t n = t.rows, m = t.cols, r = lowrank_grad_rank(t, fraction);
     float* P = p.data() + at_p;
     orthonormalize(P, n, r);
-    const float* M = error_.data() + t.offset;
-    for (int64_t j = 0; j < m; ++j)
-      for (int64_t k = 0; k < r; ++k) {
-        double sum = 0;
-        for (int64_t i = 0; i < n; ++i) sum += double(M[i * m + j]) * double(P[i * r + k]);
-        q[size_t(at_q + j * r + k)] = float(sum);
-      }
+    multiply(error_.data() + t.offset, n, m, P, r, true, q.data() + at_q);
     at_p += n * r, at_q += m * r;
   }
   std::vector<float> q_sum = q;
