@@ -62,6 +62,38 @@ Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
   return f;
 }
 
+// Loss against the bytes every rank of the run has sent so far: compression
+// methods compared at equal traffic. Runs without the byte counts are left out.
+Figure loss_bytes_figure(const std::vector<RunData>& runs) {
+  Figure f;
+  double largest = 0;
+  for (const RunData& run : runs)
+    for (const CurveRow& row : run.curve) largest = std::max(largest, row.cumulative_bytes_all_ranks.value_or(0.0));
+  const auto [unit_bytes, unit] = largest >= 1e9   ? std::pair{1e9, "GB"}
+                                  : largest >= 1e6 ? std::pair{1e6, "MB"}
+                                                   : std::pair{1e3, "kB"};
+  f.name = "loss_vs_bytes";
+  f.title = "Loss vs bytes sent (all ranks, cumulative)";
+  f.x_label = std::string("bytes sent by all ranks (") + unit + ")";
+  f.y_label = "loss (nats/token)";
+  f.x_from_zero = true;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Series train{runs[i].label + " train", {}, Series::Style::lines, int(i)};
+    Series val{runs[i].label + " validation", {}, Series::Style::linespoints, int(i)};
+    for (const CurveRow& row : runs[i].curve) {
+      if (!row.cumulative_bytes_all_ranks) continue;
+      const double x = *row.cumulative_bytes_all_ranks / unit_bytes;
+      if (std::isfinite(row.train_loss)) train.points.emplace_back(x, row.train_loss);
+      if (row.val_loss && std::isfinite(*row.val_loss)) val.points.emplace_back(x, *row.val_loss);
+    }
+    for (Series* s : {&train, &val})
+      if (!s->points.empty()) f.series.push_back(*s);
+    if (train.points.empty() && val.points.empty())
+      f.notes.push_back(runs[i].label + ": no byte counts in steps.jsonl (written by an older lowband)");
+  }
+  return f;
+}
+
 // Validation loss against simulated time on a log axis: runs whose step times
 // differ by orders of magnitude (100 Gbps vs 300 Mbps) stay readable side by side.
 Figure val_loss_log_time_figure(const std::vector<RunData>& runs) {
@@ -161,8 +193,8 @@ Figure time_to_target_figure(const std::vector<RunData>& runs, double target_los
 std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
                                   const std::string& target_origin) {
   return {loss_figure(runs, true),          loss_figure(runs, false),
-          val_loss_log_time_figure(runs), tokens_figure(runs),
-          time_to_target_figure(runs, target_loss, target_origin)};
+          val_loss_log_time_figure(runs), loss_bytes_figure(runs),
+          tokens_figure(runs),            time_to_target_figure(runs, target_loss, target_origin)};
 }
 
 }  // namespace lowband::report

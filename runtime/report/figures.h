@@ -6,6 +6,8 @@
 //   loss_vs_step                 the same against the step
 //   val_loss_vs_time_log         validation loss vs simulated time, log x (for runs
 //                                whose step times differ by orders of magnitude)
+//   loss_vs_bytes                training and validation loss vs the bytes all ranks
+//                                have sent so far (steps.jsonl), one pair per run
 //   tokens_per_s_vs_bandwidth    simulated tokens/s, one series per compression, log x
 //   time_to_target_vs_bandwidth  simulated time to the target loss, one series per
 //                                compression, log x (runs that never reach it left out)

@@ -85,6 +85,36 @@ std::vector<CurveRow> read_curve(const std::string& path) {
   return rows;
 }
 
+// Fills each row's cumulative_bytes_all_ranks from steps.jsonl, where every step up
+// to the row's has "bytes_sent_all_ranks" (runs written before it existed have none).
+void read_cumulative_bytes(const std::string& path, std::vector<CurveRow>& rows) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::map<int, double> bytes_of_step;
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (line.empty()) continue;
+    const json step = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (step.is_discarded() || !step.is_object())
+      throw InputError(path + ":" + std::to_string(line_no), "not a JSON object");
+    const json all = step.value("bytes_sent_all_ranks", json());
+    if (!step.contains("step") || !step["step"].is_number_integer() || !all.is_object() ||
+        !all.value("total", json()).is_number())
+      return;
+    bytes_of_step[step["step"].get<int>()] = all["total"].get<double>();
+  }
+  double sum = 0;
+  int counted = 0;
+  for (CurveRow& row : rows) {
+    for (; counted < row.step; ++counted) {
+      const auto it = bytes_of_step.find(counted + 1);
+      if (it == bytes_of_step.end()) return;
+      sum += it->second;
+    }
+    row.cumulative_bytes_all_ranks = sum;
+  }
+}
+
 // "runs/a/" -> "a".
 std::string dir_name(const std::string& path) {
   fs::path p = fs::path(path).lexically_normal();
@@ -132,6 +162,7 @@ RunData load_run_dir(const std::string& dir) {
   run.scenario = read_json_object(dir + "/scenario.json");
   run.summary = read_json_object(dir + "/summary.json");
   run.curve = read_curve(dir + "/curve.csv");
+  read_cumulative_bytes(dir + "/steps.jsonl", run.curve);
   if (run.summary.contains("scenario") && run.summary["scenario"].is_string())
     run.name = run.summary["scenario"].get<std::string>();
   else if (run.scenario.contains("name") && run.scenario["name"].is_string())

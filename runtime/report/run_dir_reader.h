@@ -18,6 +18,9 @@ struct CurveRow {
   double sim_seconds = 0;
   double train_loss = 0;            // NaN when the run wrote "nan"
   std::optional<double> val_loss;   // absent: not evaluated at this step
+  // Bytes all ranks sent in steps 1..step (steps.jsonl "bytes_sent_all_ranks.total",
+  // summed); absent where the run's steps.jsonl does not have them.
+  std::optional<double> cumulative_bytes_all_ranks = std::nullopt;
 };
 
 struct RunData {

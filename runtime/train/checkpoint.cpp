@@ -59,6 +59,9 @@ std::string encode_totals(const RunTotals& t) {
   write_doubles_list(out, t.kv_recon_k);
   write_doubles_list(out, t.kv_recon_v);
   binary::write_string(out, t.curve_csv);
+  // Last, so that totals written before it existed still read (as no sums).
+  binary::write_u64(out, t.bytes_all_ranks_sum.size());
+  for (const auto& [kind, sum] : t.bytes_all_ranks_sum) binary::write_string(out, kind), binary::write_f64(out, sum);
   return out.str();
 }
 
@@ -87,6 +90,13 @@ RunTotals decode_totals(const std::string& bytes) {
   t.kv_recon_k = read_doubles_list(in, "the K reconstruction errors");
   t.kv_recon_v = read_doubles_list(in, "the V reconstruction errors");
   t.curve_csv = binary::read_string(in, "curve.csv");
+  if (in.peek() != std::char_traits<char>::eof()) {
+    const uint64_t all_kinds = binary::read_length(in, "the all-ranks byte sums");
+    for (uint64_t i = 0; i < all_kinds; ++i) {
+      const std::string kind = binary::read_string(in, "a byte sum's kind");
+      t.bytes_all_ranks_sum[kind] = binary::read_f64(in, "a byte sum");
+    }
+  }
   if (in.peek() != std::char_traits<char>::eof()) throw binary::BinaryFormatError("bytes after the run totals");
   return t;
 }

@@ -91,15 +91,23 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
   last_train_loss = rec.loss;
   if (p.val_loss) last_val_loss = p.val_loss;
 
-  nlohmann::json bytes = nlohmann::json::object();
+  // Per kind: the busiest rank's bytes (what sets a link's time) and all ranks'
+  // together (what the run put on the network: loss against bytes).
+  nlohmann::json bytes = nlohmann::json::object(), bytes_all = nlohmann::json::object();
   std::vector<std::string> kinds = traffic.kinds;
   kinds.insert(kinds.end(), {"grad_sync", "pseudo_grad", ""});
   for (const std::string& kind : kinds) {
-    double most = 0;
-    for (int r = 0; r < rec.graph.ranks(); ++r) most = std::max(most, rec.graph.bytes_sent(r, kind));
+    double most = 0, all = 0;
+    for (int r = 0; r < rec.graph.ranks(); ++r) {
+      const double sent = rec.graph.bytes_sent(r, kind);
+      most = std::max(most, sent);
+      all += sent;
+    }
     const std::string name = kind.empty() ? "total" : kind;
     bytes[name] = most;
+    bytes_all[name] = all;
     bytes_per_rank_sum[name] += most;
+    bytes_all_ranks_sum[name] += all;
   }
   kv_bytes_sent += traffic.sent(rec.graph);
   double compute = 0;
@@ -113,6 +121,7 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
                          {"sim_step_seconds", replay.step_seconds},
                          {"sim_total_seconds", sim_total_seconds},
                          {"bytes_sent_per_rank", bytes},
+                         {"bytes_sent_all_ranks", bytes_all},
                          {"compute_seconds", compute},
                          {"exposed_comm_seconds", replay.exposed_comm_seconds},
                          {"wall_seconds", p.wall_seconds},
@@ -136,6 +145,8 @@ nlohmann::json RunTotals::summary_json() const {
   const double n = std::max(steps_done, 1);
   nlohmann::json bytes = nlohmann::json::object();
   for (const auto& [kind, sum] : bytes_per_rank_sum) bytes[kind] = sum / n;
+  nlohmann::json bytes_all = nlohmann::json::object();
+  for (const auto& [kind, sum] : bytes_all_ranks_sum) bytes_all[kind] = sum / n;
   const double plain = uncompressed_kv_bytes_per_step * steps_done;
   s["steps_planned"] = steps_planned;
   s["steps_done"] = steps_done;
@@ -152,6 +163,7 @@ nlohmann::json RunTotals::summary_json() const {
   s["process_tokens_per_s"] = step_wall_seconds > 0 ? tokens_per_step * steps_done / step_wall_seconds : 0.0;
   s["process_step_wall_seconds"] = step_wall_seconds / n;
   s["bytes_sent_per_rank_per_step"] = bytes;  // max over ranks, mean over steps
+  s["bytes_sent_all_ranks_per_step"] = bytes_all;  // sum over ranks, mean over steps
   // Measured: what the codec's real messages (K/V and dK/dV, or the pipeline
   // boundaries' both ways) carried over what they would have carried uncompressed.
   // Nothing to measure where the layout has no such traffic (one context rank).

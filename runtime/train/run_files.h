@@ -54,6 +54,7 @@ struct RunTotals {
   double replay_wall_seconds = 0;     // SimGrid replays
   double kv_bytes_sent = 0;           // all ranks' traffic.kinds, as recorded
   std::map<std::string, double> bytes_per_rank_sum;  // by kind and "total", max over ranks per step
+  std::map<std::string, double> bytes_all_ranks_sum;  // by kind and "total", sum over ranks per step
   double last_train_loss = 0;
   std::optional<double> last_val_loss;
   bool diverged = false;

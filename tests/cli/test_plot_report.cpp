@@ -88,8 +88,8 @@ class PlotReport : public ::testing::Test {
 };
 fs::path PlotReport::root_;
 
-const std::vector<std::string> kFigures = {"loss_vs_time", "loss_vs_step", "val_loss_vs_time_log", "tokens_per_s_vs_bandwidth",
-                                           "time_to_target_vs_bandwidth"};
+const std::vector<std::string> kFigures = {"loss_vs_time",  "loss_vs_step", "val_loss_vs_time_log", "loss_vs_bytes",
+                                           "tokens_per_s_vs_bandwidth", "time_to_target_vs_bandwidth"};
 
 // "# series i: TITLE" lines of a .dat file, and each block's (x, y) points.
 std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> read_series(const fs::path& dat) {
@@ -138,6 +138,16 @@ TEST_F(PlotReport, PlotDrawsEachFigureWithOneSeriesPerRun) {
   EXPECT_NEAR(series[0].second.back().second, fast.at("final_train_loss").get<double>(), 1e-6);
   EXPECT_EQ(series[0].second.size(), size_t(fast.at("steps_done").get<int>()));
   EXPECT_NE(gp.find("simulated wall-clock time (s)"), std::string::npos);
+  // Loss vs bytes: the fast run's last train point is at all its steps' bytes (all ranks).
+  const auto by_bytes = read_series(out / "loss_vs_bytes.dat");
+  ASSERT_EQ(by_bytes.size(), 6u);
+  const double all_bytes = fast.at("bytes_sent_all_ranks_per_step").at("total").get<double>() *
+                           fast.at("steps_done").get<double>();
+  const std::string bytes_gp = slurp(out / "loss_vs_bytes.gp");
+  const double unit = bytes_gp.find("(GB)") != std::string::npos ? 1e9 : bytes_gp.find("(MB)") != std::string::npos ? 1e6 : 1e3;
+  EXPECT_GT(all_bytes, 0.0);
+  EXPECT_NEAR(by_bytes[0].second.back().first * unit, all_bytes, 1e-6 * all_bytes);
+  EXPECT_EQ(by_bytes[0].second.back().second, series[0].second.back().second);
 }
 
 TEST_F(PlotReport, PlotGroupsASweepByCompressionAgainstLogBandwidth) {

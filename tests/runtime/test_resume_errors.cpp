@@ -206,6 +206,7 @@ TEST(CheckpointTotals, RoundTripBitForBit) {
   t.last_train_loss = 1.0 / 3.0;
   t.last_val_loss = 2.0 / 7.0;
   t.bytes_per_rank_sum = {{"kv", 8192.5}, {"total", 1e9 / 3}};
+  t.bytes_all_ranks_sum = {{"kv", 4 * 8192.5}, {"total", 4e9 / 3}};
   t.kv_recon_k = {{}, {0.25, 1.0 / 9}};
   t.kv_recon_v = {{}, {0.5, 0.125}};
   t.diverged = true, t.message = "m";
@@ -216,9 +217,24 @@ TEST(CheckpointTotals, RoundTripBitForBit) {
   EXPECT_EQ(back.sim_total_seconds, t.sim_total_seconds);
   EXPECT_EQ(back.last_val_loss, t.last_val_loss);
   EXPECT_EQ(back.bytes_per_rank_sum, t.bytes_per_rank_sum);
+  EXPECT_EQ(back.bytes_all_ranks_sum, t.bytes_all_ranks_sum);
   EXPECT_EQ(back.kv_recon_k, t.kv_recon_k);
   EXPECT_EQ(back.kv_recon_v, t.kv_recon_v);
   EXPECT_EQ(back.summary_json(), t.summary_json());
+  EXPECT_EQ(back.curve_csv, t.curve_csv);
+}
+
+// Totals written before the all-ranks byte sums existed end after curve.csv: they
+// still read, with no sums.
+TEST(CheckpointTotals, ReadsTotalsWithoutAllRanksSums) {
+  RunTotals t;
+  t.bytes_per_rank_sum = {{"total", 10.0}};
+  t.curve_csv += "1,2,3\n";
+  std::string bytes = encode_totals(t);
+  bytes.resize(bytes.size() - 8);  // drop the empty map's count: the old layout
+  const RunTotals back = decode_totals(bytes);
+  EXPECT_EQ(back.bytes_per_rank_sum, t.bytes_per_rank_sum);
+  EXPECT_TRUE(back.bytes_all_ranks_sum.empty());
   EXPECT_EQ(back.curve_csv, t.curve_csv);
 }
 
