@@ -54,13 +54,23 @@ Scenario DataTrainer::replica_scenario(int replica) const { return parallel::rep
 
 CompressedTraffic DataTrainer::compressed_traffic() const {
   CompressedTraffic t = compressed_traffic_of(replica_scenario(0));
+  // Each codec once, with the replicas that use it where they differ.
+  std::vector<std::pair<std::string, std::string>> codecs = {{t.codec, "0"}};
   for (int q = 1; q < R_; ++q) {
     const CompressedTraffic u = compressed_traffic_of(replica_scenario(q));
     t.uncompressed_bytes_per_step += u.uncompressed_bytes_per_step;
     if (u.name != t.name) t.name = "exchange";
     for (const std::string& kind : u.kinds)
       if (std::find(t.kinds.begin(), t.kinds.end(), kind) == t.kinds.end()) t.kinds.push_back(kind);
-    if (t.codec.find(u.codec) == std::string::npos) t.codec += "; replica " + std::to_string(q) + ": " + u.codec;
+    const auto same = std::find_if(codecs.begin(), codecs.end(), [&](const auto& c) { return c.first == u.codec; });
+    if (same == codecs.end()) codecs.push_back({u.codec, std::to_string(q)});
+    else same->second += ", " + std::to_string(q);
+  }
+  if (codecs.size() > 1) {
+    t.codec.clear();
+    for (const auto& [codec, replicas] : codecs)
+      t.codec += (t.codec.empty() ? "" : "; ") + std::string(replicas.find(',') == std::string::npos ? "replica " : "replicas ") +
+                 replicas + ": " + codec;
   }
   return t;
 }

@@ -36,3 +36,4 @@ names=(dense selective-k64 uniform-k64 selective-k16 uniform-k16 selective-k1 un
 "$lowband" plot "${names[@]/#/$runs/}" --out "$runs/plots" --format png > /dev/null
 for f in loss_vs_bytes loss_vs_time loss_vs_step; do cp "$runs/plots/$f.png" "analysis/hetero-selective/$f.png"; done
 "$lowband" report "${names[@]/#/$runs/}"
+python3 scripts/experiments/hetero-selective-table.py "$runs"

@@ -74,6 +74,18 @@ TEST(SelectiveCompression, EveryReplicaStartsAsOneFunction) {
   }
   EXPECT_EQ(t.replica_scenario(2).compression.boundary.method, BoundaryMethod::none);
   EXPECT_EQ(one.compression.boundary.method, BoundaryMethod::subspace);
+  EXPECT_EQ(t.compressed_traffic().codec,
+            "replica 0: none (uncompressed K/V); replica 1: subspace (rank 8 of 32, exact under the subspace "
+            "constraint); replica 2: none (the dense residual stream)");
+}
+
+// The run's codec line names each codec once, with the replicas that use it.
+TEST(SelectiveCompression, CodecLineGroupsTheReplicas) {
+  Scenario s = mixed(DataSyncMethod::sparseloco);
+  s.parallel.replicas[2].compress_boundaries = true;
+  EXPECT_EQ(DataTrainer(s, ComputeTiming::profile).compressed_traffic().codec,
+            "replica 0: none (uncompressed K/V); replicas 1, 2: subspace (rank 8 of 32, exact under the subspace "
+            "constraint)");
 }
 
 TEST(SelectiveCompression, OuterStepKeepsTheCompressingReplicaInsideItsSubspace) {
