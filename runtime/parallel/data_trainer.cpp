@@ -138,10 +138,12 @@ float DataTrainer::evaluate(const int32_t* inputs, const int32_t* targets, int s
     const std::unique_ptr<comm::Communicator> replica = world.split(layout_.place(r).replica);
     loss[size_t(r)] = rank(r).evaluate(*replica, inputs, targets, sequences);
   });
-  double sum = 0;
+  eval_per_replica_.assign(size_t(R_), 0.0);
   for (int r : world_.local_ranks())
-    if (index_in_replica(r) == 0) sum += loss[size_t(r)];
-  return float(world_.sum_over_processes(sum) / R_);
+    if (index_in_replica(r) == 0) eval_per_replica_[size_t(layout_.place(r).replica)] = loss[size_t(r)];
+  double sum = 0;
+  for (double& replica_loss : eval_per_replica_) sum += replica_loss = world_.sum_over_processes(replica_loss);
+  return float(sum / R_);
 }
 
 void DataTrainer::save_state(std::ostream& out) const {

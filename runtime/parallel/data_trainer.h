@@ -72,6 +72,7 @@ class DataTrainer final : public Trainer {
                         bool record = true) override;
   // Every replica evaluates the whole batch; the mean of their losses.
   float evaluate(const int32_t* inputs, const int32_t* targets, int sequences) override;
+  std::vector<double> last_eval_per_replica() const override { return eval_per_replica_; }
   bool syncs_weights(int step) const override;
   bool writer() const override { return world_.writer(); }
   void save_state(std::ostream& out) const override;
@@ -107,6 +108,7 @@ class DataTrainer final : public Trainer {
   std::vector<ModelPart> parts_;
   std::vector<std::vector<Holding>> holdings_;         // per local rank, in part order
   std::vector<std::unique_ptr<Constrained>> constrained_;  // per local rank; null unless it compresses (subspace)
+  std::vector<double> eval_per_replica_;  // of the last evaluate()
 };
 
 }  // namespace lowband::parallel

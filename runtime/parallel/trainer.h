@@ -56,6 +56,10 @@ class Trainer {
                                 bool record = true) = 0;
   // Mean loss over the valid targets, forward only (codecs still apply).
   virtual float evaluate(const int32_t* inputs, const int32_t* targets, int sequences) = 0;
+  // Data-parallel replicas: each replica's loss in the last evaluate(), whose mean
+  // it returned (replicas that compress boundaries hold a projected copy of the
+  // weights, so theirs differ). Empty for one replica.
+  virtual std::vector<double> last_eval_per_replica() const { return {}; }
   // Whether step `step` (from 0) synchronises the weights.
   virtual bool syncs_weights(int step) const = 0;
   // Whether this process writes the run's files (in-process, or MPI rank 0).

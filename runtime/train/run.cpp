@@ -320,15 +320,21 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
     if (writer) write_checkpoint(targets.front()->files.dir(), c);
   };
 
-  auto evaluate = [&]() -> std::optional<double> {
-    if (val_batches.empty()) return std::nullopt;
+  auto evaluate = [&](PendingStep& p) {
+    if (val_batches.empty()) return;
     double sum = 0, weight = 0;
+    std::vector<double> per_replica;
     for (const auto& b : val_batches) {
       const int seqs = b.shape.batch_size;
       sum += double(trainer.evaluate(b.inputs.data(), b.targets.data(), seqs)) * seqs;
+      const std::vector<double> parts = trainer.last_eval_per_replica();
+      per_replica.resize(parts.size(), 0.0);
+      for (size_t q = 0; q < parts.size(); ++q) per_replica[q] += parts[q] * seqs;
       weight += seqs;
     }
-    return sum / weight;
+    p.val_loss = sum / weight;
+    for (double& loss : per_replica) loss /= weight;
+    p.val_loss_per_replica = std::move(per_replica);
   };
 
   auto flush = [&](bool last) {
@@ -376,7 +382,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
     const bool finite = std::isfinite(p.record.loss);
     const bool eval_now = finite && ((scenario.training.eval_every > 0 && (k + 1) % scenario.training.eval_every == 0) ||
                                      k + 1 == steps);
-    if (eval_now) p.val_loss = evaluate();
+    if (eval_now) evaluate(p);
     pending.push_back(std::move(p));
     if (!finite) {
       result.diverged = true;

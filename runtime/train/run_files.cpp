@@ -127,6 +127,10 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
                          {"wall_seconds", p.wall_seconds},
                          {"record_wall_seconds", rec.record_wall_seconds}};
   if (p.val_loss) line["val_loss"] = number_or_null(*p.val_loss);
+  if (!p.val_loss_per_replica.empty()) {
+    line["val_loss_per_replica"] = nlohmann::json::array();
+    for (double loss : p.val_loss_per_replica) line["val_loss_per_replica"].push_back(number_or_null(loss));
+  }
   kv_recon_k.push_back(rec.kv_reconstruction_error_k);
   kv_recon_v.push_back(rec.kv_reconstruction_error_v);
   if (!rec.kv_reconstruction_error_k.empty() || !rec.kv_reconstruction_error_v.empty())

@@ -38,6 +38,7 @@ class RunFiles {
 struct PendingStep {
   parallel::StepRecord record;
   std::optional<double> val_loss;
+  std::vector<double> val_loss_per_replica;  // data-parallel runs: each replica's
   double wall_seconds = 0;  // train_step, including recording the graph
 };
 

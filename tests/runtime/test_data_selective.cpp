@@ -124,9 +124,16 @@ TEST(SelectiveCompression, OuterStepKeepsTheCompressingReplicaInsideItsSubspace)
     }
     // The boundary of the compressing replica is rebuilt exactly with the new weights.
     const TestBatch b = make_batch(s, 2);
-    t.evaluate(b.inputs.data(), b.targets.data(), s.training.batch_size);
+    const float mean = t.evaluate(b.inputs.data(), b.targets.data(), s.training.batch_size);
     const int64_t n = int64_t(s.training.batch_size) * s.model.seq_len * s.model.d_model;
     EXPECT_LT(rel_diff(t.rank(2).model().input_residual(), t.rank(1).model().output_residual(), n), 1e-6);
+    // Each replica's loss: the dense ones hold one function (one rank or two
+    // stages), the compressing one its projection; evaluate() is their mean.
+    const std::vector<double> loss = t.last_eval_per_replica();
+    ASSERT_EQ(loss.size(), 3u);
+    EXPECT_NEAR(loss[2], loss[0], 1e-5 * loss[0]);
+    EXPECT_NE(loss[1], loss[0]) << "the projected copy is another function";
+    EXPECT_FLOAT_EQ(mean, float((loss[0] + loss[1] + loss[2]) / 3));
   }
 }
 
