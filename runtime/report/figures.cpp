@@ -91,6 +91,14 @@ Figure loss_bytes_figure(const std::vector<RunData>& runs) {
     if (train.points.empty() && val.points.empty())
       f.notes.push_back(runs[i].label + ": no byte counts in steps.jsonl (written by an older lowband)");
   }
+  // Runs whose totals differ tenfold (compressed beside dense) stay readable on a log axis.
+  double least_final = INFINITY;
+  for (const Series& s : f.series) least_final = std::min(least_final, s.points.back().first);
+  if (!f.series.empty() && least_final > 0 && largest / unit_bytes > 10 * least_final) {
+    f.log_x = true;
+    f.x_from_zero = false;
+    f.x_label += ", log scale";
+  }
   return f;
 }
 
