@@ -164,6 +164,7 @@ std::string gnuplot_script(const Figure& f, const std::vector<std::string>& form
   if (f.log_y) gp << "set logscale y 10\n";
   if (f.x_from_zero) gp << "set xrange [0:*]\n";
   if (f.x_is_bandwidth) gp << "set format x \"%.0s %cbps\"\nset offsets graph 0.05, graph 0.05, 0, 0\n";
+  else if (f.log_x) gp << "set format x \"%g\"\n";
   for (size_t i = 0; i < formats.size(); ++i) {
     gp << terminal(formats[i]) << "\nset output " << formats[i] << "_out\n"
        << (i == 0 ? plot_command(f) : "replot") << "\n";

@@ -264,10 +264,26 @@ std::string kv_method(const json& s) {
   const json& c = s["compression"];
   return c.contains("method") ? setting_text(c["method"]) : "none";
 }
+// With parallel.replicas, the replicas that set compress_boundaries ("" when none
+// does); "all" without that array (every pipeline follows compression.boundary).
+std::string compressing_replicas(const json& s) {
+  if (!s.contains("parallel") || !s["parallel"].is_object() || !s["parallel"].contains("replicas") ||
+      !s["parallel"]["replicas"].is_array())
+    return "all";
+  const json& replicas = s["parallel"]["replicas"];
+  std::string out;
+  int count = 0;
+  for (size_t q = 0; q < replicas.size(); ++q)
+    if (replicas[q].is_object() && replicas[q].value("compress_boundaries", false))
+      out += (count++ ? ", " : "") + std::to_string(q);
+  if (count == int(replicas.size())) return "all";
+  return count == 0 ? "" : (count == 1 ? "replica " : "replicas ") + out;
+}
 std::string boundary_method(const json& s) {
   if (!s.contains("compression") || !s["compression"].is_object()) return "none";
   const json& c = s["compression"];
   if (!c.contains("boundary") || !c["boundary"].is_object() || !c["boundary"].contains("method")) return "none";
+  if (compressing_replicas(s).empty()) return "none";  // no replica applies it
   return setting_text(c["boundary"]["method"]);
 }
 
@@ -315,8 +331,10 @@ std::string compression_label(const RunData& run) {
   else if (method == "topk") label = "topk " + (c.contains("topk_fraction") ? setting_text(c["topk_fraction"]) : "?");
   else if (method == "quantize") label = "quantize " + (c.contains("bits") ? setting_text(c["bits"]) : "?") + "-bit";
   else if (method != "none") label = method;
-  if (boundary_method(run.scenario) != "none")
-    label += (label.empty() ? "" : ", ") + boundary_label(c["boundary"]);
+  if (boundary_method(run.scenario) != "none") {
+    const std::string who = compressing_replicas(run.scenario);
+    label += (label.empty() ? "" : ", ") + boundary_label(c["boundary"]) + (who == "all" ? "" : " (" + who + ")");
+  }
   if (!sync.empty()) label += ", " + sync;
   return label;
 }

@@ -104,6 +104,23 @@ TEST(ReportSeries, CompressionComesFromTheSweepSettingsElseTheScenario) {
   EXPECT_EQ(compression_label(r), "compression.ratio=0.9");
 }
 
+// Heterogeneous replicas: the boundary codec applies only to those with
+// compress_boundaries, and the label says which (none: uncompressed).
+TEST(ReportSeries, BoundaryLabelNamesTheCompressingReplicas) {
+  RunData r = make_run("h", "1Gbps", "none", {});
+  r.scenario["compression"]["boundary"] = {{"method", "subspace"}, {"rank", 16}};
+  r.scenario["parallel"]["replicas"] = {{{"pipeline", 1}}, {{"pipeline", 1}}, {{"pipeline", 4}, {"compress_boundaries", true}},
+                                        {{"pipeline", 4}, {"compress_boundaries", true}}};
+  EXPECT_EQ(compression_label(r), "boundary subspace k=16 (replicas 2, 3)");
+  r.scenario["parallel"]["replicas"][3]["compress_boundaries"] = false;
+  EXPECT_EQ(compression_label(r), "boundary subspace k=16 (replica 2)");
+  r.scenario["parallel"]["replicas"][2]["compress_boundaries"] = false;
+  EXPECT_EQ(compression_label(r), "uncompressed");
+  EXPECT_TRUE(is_uncompressed(r));
+  for (auto& replica : r.scenario["parallel"]["replicas"]) replica["compress_boundaries"] = true;
+  EXPECT_EQ(compression_label(r), "boundary subspace k=16");
+}
+
 TEST(ReportSeries, SharedNamesGetTheirSettingsOrDirectory) {
   std::vector<RunData> runs = {make_run("q", "1Gbps", "none", {}), make_run("q", "1Gbps", "none", {}),
                                make_run("other", "1Gbps", "none", {})};
