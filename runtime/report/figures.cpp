@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "runtime/report/run_metrics.h"
 
@@ -36,6 +37,24 @@ std::string projection_title(const std::vector<RunData>& runs) {
   return text;
 }
 
+// A train and a validation series per run (one colour), at x_of(row); rows
+// without an x are left out.
+template <typename XOf>
+void add_loss_series(Figure& f, const std::vector<RunData>& runs, XOf x_of) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Series train{runs[i].label + " train", {}, Series::Style::lines, int(i)};
+    Series val{runs[i].label + " validation", {}, Series::Style::linespoints, int(i)};
+    for (const CurveRow& row : runs[i].curve) {
+      const std::optional<double> x = x_of(row);
+      if (!x) continue;
+      if (std::isfinite(row.train_loss)) train.points.emplace_back(*x, row.train_loss);
+      if (row.val_loss && std::isfinite(*row.val_loss)) val.points.emplace_back(*x, *row.val_loss);
+    }
+    for (Series* s : {&train, &val})
+      if (!s->points.empty()) f.series.push_back(*s);
+  }
+}
+
 Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
   Figure f;
   double largest_seconds = 0;
@@ -47,18 +66,12 @@ Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
   f.x_label = against_time ? "simulated wall-clock time (" + unit.name + ")" : "step";
   f.y_label = "loss (nats/token)";
   f.x_from_zero = against_time;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    Series train{runs[i].label + " train", {}, Series::Style::lines, int(i)};
-    Series val{runs[i].label + " validation", {}, Series::Style::linespoints, int(i)};
-    for (const CurveRow& row : runs[i].curve) {
-      const double x = against_time ? row.sim_seconds / unit.seconds : row.step;
-      if (std::isfinite(row.train_loss)) train.points.emplace_back(x, row.train_loss);
-      if (row.val_loss && std::isfinite(*row.val_loss)) val.points.emplace_back(x, *row.val_loss);
-    }
-    for (Series* s : {&train, &val})
-      if (!s->points.empty()) f.series.push_back(*s);
-    if (train.points.empty()) f.notes.push_back(runs[i].label + ": no finite training loss");
-  }
+  add_loss_series(f, runs, [&](const CurveRow& row) -> std::optional<double> {
+    return against_time ? row.sim_seconds / unit.seconds : row.step;
+  });
+  for (const RunData& run : runs)
+    if (std::none_of(run.curve.begin(), run.curve.end(), [](const CurveRow& r) { return std::isfinite(r.train_loss); }))
+      f.notes.push_back(run.label + ": no finite training loss");
   return f;
 }
 
@@ -77,20 +90,13 @@ Figure loss_bytes_figure(const std::vector<RunData>& runs) {
   f.x_label = std::string("bytes sent by all ranks (") + unit + ")";
   f.y_label = "loss (nats/token)";
   f.x_from_zero = true;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    Series train{runs[i].label + " train", {}, Series::Style::lines, int(i)};
-    Series val{runs[i].label + " validation", {}, Series::Style::linespoints, int(i)};
-    for (const CurveRow& row : runs[i].curve) {
-      if (!row.cumulative_bytes_all_ranks) continue;
-      const double x = *row.cumulative_bytes_all_ranks / unit_bytes;
-      if (std::isfinite(row.train_loss)) train.points.emplace_back(x, row.train_loss);
-      if (row.val_loss && std::isfinite(*row.val_loss)) val.points.emplace_back(x, *row.val_loss);
-    }
-    for (Series* s : {&train, &val})
-      if (!s->points.empty()) f.series.push_back(*s);
-    if (train.points.empty() && val.points.empty())
-      f.notes.push_back(runs[i].label + ": no byte counts in steps.jsonl (written by an older lowband)");
-  }
+  add_loss_series(f, runs, [&](const CurveRow& row) -> std::optional<double> {
+    if (!row.cumulative_bytes_all_ranks) return std::nullopt;
+    return *row.cumulative_bytes_all_ranks / unit_bytes;
+  });
+  for (const RunData& run : runs)
+    if (run.curve.empty() || !run.curve.back().cumulative_bytes_all_ranks)
+      f.notes.push_back(run.label + ": no byte counts in steps.jsonl (written by an older lowband)");
   // Runs whose totals differ tenfold (compressed beside dense) stay readable on a log axis.
   double least_final = INFINITY;
   for (const Series& s : f.series) least_final = std::min(least_final, s.points.back().first);
