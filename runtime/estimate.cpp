@@ -157,11 +157,13 @@ std::string format_estimate_table(const Scenario& s, const EstimateResult& e) {
     compression = "mos, K rank " + std::to_string(c.k_rank(m.head_dim())) + ", V rank " +
                   std::to_string(c.v_rank(m.head_dim())) + " of " + std::to_string(m.head_dim());
   row("compression", compression);
-  row("weight sync", c.weight_sync == WeightSync::all_reduce
-                         ? std::string("ring all-reduce every step")
-                         : fmt("sparse, %.3g of the weights", c.sync_fraction) +
-                               (c.sync_every == 1 ? std::string(" every step")
-                                                  : " every " + std::to_string(c.sync_every) + " steps"));
+  const std::string every =
+      c.sync_every == 1 ? std::string(" every step") : " every " + std::to_string(c.sync_every) + " steps";
+  row("weight sync", c.weight_sync == WeightSync::all_reduce ? std::string("ring all-reduce every step")
+                     : c.weight_sync == WeightSync::sparse
+                         ? fmt("sparse, %.3g of the weights", c.sync_fraction) + every
+                         : std::string(weight_sync_name(c.weight_sync)) +
+                               fmt(", fraction %.3g with error feedback", c.sync_fraction) + every);
   row("network", e.network);
   row("network model", e.network_model);
   row("devices", s.devices.default_profile.name + (s.devices.node_profiles.empty() ? "" : " (with per-node overrides)"));
