@@ -218,11 +218,14 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
   std::vector<RankState> st(static_cast<size_t>(P));
   // Transfers sent and not yet received, per (comm, source, destination, tag), in order.
   std::map<std::tuple<int, int, int, int>, std::deque<TaskId>> in_flight;
-  // Collectives reached by some members: per (comm, its first member, sequence
-  // number on that comm). One split numbers all its groups alike; they are
-  // disjoint, so the first member tells them apart.
-  std::map<std::tuple<int, int, int>, std::vector<int>> arrived;  // -> world ranks that reached it
-  std::vector<std::map<int, int>> coll_seq(static_cast<size_t>(P));      // [rank][comm] -> collectives passed
+  // Collectives reached by some members: per (the group's members, sequence number
+  // on that member set). Not by communicator number: one split numbers all its
+  // groups alike, and ranks that made different numbers of splits before (a
+  // pipeline replica beside a context replica) number one group differently.
+  // Blocking collectives on one member set run in one order on all its members.
+  using Group = std::vector<int>;
+  std::map<std::pair<Group, int>, std::vector<int>> arrived;       // -> world ranks that reached it
+  std::vector<std::map<Group, int>> coll_seq(static_cast<size_t>(P));  // [rank][members] -> collectives passed
 
   auto join_deferred = [&](RankState& s) {
     s.cursor.insert(s.cursor.end(), s.deferred.begin(), s.deferred.end());
@@ -248,7 +251,7 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
           s.cursor.push_back(q.front());
           q.pop_front();
         } else {  // a collective: wait until every member has reached it
-          const std::tuple<int, int, int> key{e.comm_id, e.members.front(), coll_seq[size_t(r)][e.comm_id]};
+          const std::pair<Group, int> key{e.members, coll_seq[size_t(r)][e.members]};
           auto& who = arrived[key];
           who.push_back(r);
           s.waiting = true;
@@ -277,7 +280,7 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
             else ms.cursor = {done[i]};
             ms.waiting = false;
             ++ms.next;
-            ++coll_seq[size_t(e.members[i])][e.comm_id];
+            ++coll_seq[size_t(e.members[i])][e.members];
           }
           arrived.erase(key);
           progress = true;

@@ -12,12 +12,12 @@
 namespace lowband::comm {
 namespace {
 
-Event all_reduce(std::vector<int> members, double bytes) {
+Event all_reduce(std::vector<int> members, double bytes, int comm_id = 1) {
   Event e;
   e.type = EventType::all_reduce;
   e.kind = "loss";
   e.bytes = bytes;
-  e.comm_id = 1;  // both groups come from one split
+  e.comm_id = comm_id;  // by default both groups come from one split
   e.members = std::move(members);
   return e;
 }
@@ -56,6 +56,25 @@ TEST(AssembleStepGraph, GroupsOfOneSplitKeepTheirOwnCollectives) {
   EXPECT_EQ(act, 1);
   EXPECT_EQ(within[0], 4);
   EXPECT_EQ(within[1], 4);
+}
+
+// One group numbered differently on its members: rank 0 made two more splits
+// before (a pipeline replica's per-step groups) than rank 1 (a context replica).
+// Their collectives still meet, in order, by the group's members.
+TEST(AssembleStepGraph, OneGroupNumberedDifferentlyOnItsMembersStillMeets) {
+  std::vector<RankLog> logs(2);
+  logs[0].add(all_reduce({0, 1}, 16, 3));
+  logs[0].add(all_reduce({0, 1}, 32, 4));
+  logs[1].add(all_reduce({0, 1}, 16, 1));
+  logs[1].add(all_reduce({0, 1}, 32, 2));
+  const sim::StepGraph g = assemble_step_graph({&logs[0], &logs[1]});
+  double bytes = 0;
+  int transfers = 0;
+  for (const sim::Task& t : g.tasks())
+    if (t.kind == sim::TaskKind::transfer) bytes += t.bytes, ++transfers;
+  // Two ring all-reduces of 2 ranks: 2 steps each way of S/2, S = 16 then 32.
+  EXPECT_EQ(transfers, 8);
+  EXPECT_DOUBLE_EQ(bytes, 2 * 2 * (16 / 2) + 2 * 2 * (32 / 2));
 }
 
 }  // namespace

@@ -114,6 +114,19 @@ TEST(DataEstimateGraph, HeterogeneousSparselocoScenarioIsTheRecordedStep) {
   EXPECT_GT(count_kind(g.graph, "act"), 0);
 }
 
+// A replica of 2 context ranks beside one of 2 stages x 2 context ranks: the
+// pipeline's ranks split the world more often, so the parts' groups carry other
+// communicator numbers there; the recorded step still assembles, and equals the
+// estimate's.
+TEST(DataEstimateGraph, ContextReplicaBesidePipelineContextReplicaIsTheRecordedStep) {
+  const Scenario s = load_scenario_file(
+      std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-sparseloco-small.json",
+      {"parallel.data_sync.inner_steps=2", "model.seq_len=32",
+       R"(parallel.replicas=[{"context":2,"nodes":[0,1]},{"pipeline":2,"context":2,"nodes":[2,3,4,5]}])"});
+  expect_recorded_is_estimated(s, 2);
+  EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "pseudo_grad"), 0);
+}
+
 // R single-node replicas on an ideal star: the step without the outer sync is
 // compute alone, so the sync step adds exactly the ring all-gather of the R
 // packed messages: (R − 1)·(S/B + 2L) with S = sync::packed_bytes, the upload
