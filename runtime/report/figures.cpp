@@ -82,9 +82,9 @@ Figure loss_bytes_figure(const std::vector<RunData>& runs) {
   double largest = 0;
   for (const RunData& run : runs)
     for (const CurveRow& row : run.curve) largest = std::max(largest, row.cumulative_bytes_all_ranks.value_or(0.0));
-  const auto [unit_bytes, unit] = largest >= 1e9   ? std::pair{1e9, "GB"}
-                                  : largest >= 1e6 ? std::pair{1e6, "MB"}
-                                                   : std::pair{1e3, "kB"};
+  // Not a structured binding: clang does not let the lambda below capture one.
+  const double unit_bytes = largest >= 1e9 ? 1e9 : largest >= 1e6 ? 1e6 : 1e3;
+  const char* unit = largest >= 1e9 ? "GB" : largest >= 1e6 ? "MB" : "kB";
   f.name = "loss_vs_bytes";
   f.title = "Loss vs bytes sent (all ranks, cumulative)";
   f.x_label = std::string("bytes sent by all ranks (") + unit + ")";
