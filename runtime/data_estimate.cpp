@@ -13,10 +13,6 @@ namespace lowband {
 
 namespace {
 
-const char* method_name(DataSyncMethod m) {
-  return m == DataSyncMethod::all_reduce ? "all_reduce" : m == DataSyncMethod::diloco ? "diloco" : "sparseloco";
-}
-
 // Per node, bytes sent by kind and "total".
 std::vector<std::map<std::string, double>> sent_by_node(const sim::StepGraph& g) {
   std::vector<std::map<std::string, double>> out(static_cast<size_t>(g.ranks()));
@@ -53,7 +49,7 @@ DataEstimate estimate_data(const Scenario& s) {
   DataEstimate e;
   e.replay_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const parallel::DataStepGraph& first = steps.front();
-  e.method = method_name(sync.method);
+  e.method = data_sync_method_name(sync.method);
   e.inner_steps = H;
   e.replica_shapes = first.replica_shapes;
   e.replicas = int(first.replica_shapes.size());

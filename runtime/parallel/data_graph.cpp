@@ -17,9 +17,8 @@ namespace lowband::parallel {
 
 namespace {
 
-// Communicators of the data sync, apart from every replica's own (which keep
-// their ids: replicas hold disjoint ranks, and assemble_step_graph tells one
-// comm's groups apart by their first member).
+// Communicators of the data sync, numbered apart from every replica's own so
+// that to_world() leaves their events (already in world ranks) alone.
 constexpr int kDataGroupComm = 1 << 20, kFirstPartComm = kDataGroupComm + 1;
 
 // A replica's logs moved from its ranks (0..n-1) to the world's (first..).

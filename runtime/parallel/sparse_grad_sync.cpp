@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "common/binary_io.h"
+#include "runtime/parallel/host_view.h"
 #include "runtime/parallel/weight_sync.h"
 #include "runtime/sync/pack.h"
 #include "runtime/sync/sparseloco.h"
@@ -21,27 +22,6 @@ constexpr int64_t kTopkChunk = 4096;
 sync::SparseCodec topk_codec(const Scenario& s) {
   return {topk_grad_per_chunk(s.compression.sync_fraction), s.compression.sync_value_bits};
 }
-
-// A host view of a device buffer of `count` floats: the buffer itself on the CPU,
-// else a staged copy that put() writes back.
-class HostView {
- public:
-  HostView(const kernels::Backend& k, float* data, int64_t count) : k_(k), data_(data), count_(count) {
-    if (k.device == kernels::Device::cpu) return;
-    staged_.resize(static_cast<size_t>(count));
-    k.download(staged_.data(), data, size_t(count) * sizeof(float));
-  }
-  float* get() { return staged_.empty() ? data_ : staged_.data(); }
-  void put() {
-    if (!staged_.empty()) k_.upload(data_, staged_.data(), size_t(count_) * sizeof(float));
-  }
-
- private:
-  const kernels::Backend& k_;
-  float* data_;
-  int64_t count_;
-  std::vector<float> staged_;
-};
 
 }  // namespace
 

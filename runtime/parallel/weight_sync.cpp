@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/parallel/host_view.h"
+
 namespace lowband::parallel {
 namespace {
 
@@ -66,23 +68,16 @@ void ReplicaSync::all_reduce_bucket(comm::Communicator& comm, model::Model& mode
   const int64_t count = b.end - b.begin;
   if (count <= 0 || comm.size() < 2) return;
   const comm::Wire wire("grad_sync", double(count) * wire_bytes_per_element_, /*deferred=*/true);
-  float* g = model.grads() + b.begin;
-  if (k_.device == kernels::Device::cpu) {
-    comm.all_reduce_sum(g, count, wire);
-    return;
-  }
-  std::vector<float> host(static_cast<size_t>(count));  // transports move host memory
-  k_.download(host.data(), g, size_t(count) * sizeof(float));
-  comm.all_reduce_sum(host.data(), count, wire);
-  k_.upload(g, host.data(), size_t(count) * sizeof(float));
+  HostView grads(k_, model.grads() + b.begin, count);
+  comm.all_reduce_sum(grads.get(), count, wire);
+  grads.put();
 }
 
 void ReplicaSync::sparse_average(comm::Communicator& comm, model::Model& model, int step) const {
   const int P = comm.size();
   if (P < 2) return;
-  const bool on_host = k_.device == kernels::Device::cpu;
-  std::vector<float> staged = on_host ? std::vector<float>{} : model.params_to_host();
-  float* params = on_host ? model.params() : staged.data();
+  HostView view(k_, model.params(), model.layout().count());
+  float* params = view.get();
   // The same draws on every rank: the slice is never sent.
   const std::vector<int64_t> index =
       sparse_sync_indices(model.layout(), s_.compression.sync_fraction, s_.training.seed, step);
@@ -91,7 +86,7 @@ void ReplicaSync::sparse_average(comm::Communicator& comm, model::Model& model, 
   comm.all_reduce_sum(sum.data(), int64_t(sum.size()),
                       comm::Wire("grad_sync", double(sum.size()) * wire_bytes_per_element_));
   for (size_t j = 0; j < index.size(); ++j) params[index[j]] = float(sum[j] / P);
-  if (!on_host) k_.upload(model.params(), staged.data(), staged.size() * sizeof(float));
+  view.put();
 }
 
 }  // namespace lowband::parallel

@@ -29,6 +29,15 @@ const char* weight_sync_name(WeightSync w) {
   return "all_reduce";
 }
 
+const char* data_sync_method_name(DataSyncMethod m) {
+  switch (m) {
+    case DataSyncMethod::diloco: return "diloco";
+    case DataSyncMethod::sparseloco: return "sparseloco";
+    case DataSyncMethod::all_reduce: break;
+  }
+  return "all_reduce";
+}
+
 int CompressionConfig::k_rank(int head_dim) const { return kept_rank(method, k_rank_set, k_ratio, head_dim); }
 int CompressionConfig::v_rank(int head_dim) const { return kept_rank(method, v_rank_set, v_ratio, head_dim); }
 

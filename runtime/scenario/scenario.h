@@ -52,6 +52,7 @@ struct ReplicaConfig {
 //  - sparseloco: as diloco, but each replica sends the top-k entries per chunk
 //    of e ← β·e + Δ, 2-bit quantised, with error feedback; outer plain SGD.
 enum class DataSyncMethod { all_reduce, diloco, sparseloco };
+const char* data_sync_method_name(DataSyncMethod m);  // as parallel.data_sync.method spells it
 // sparseloco: a coordinate's aggregate is the sum of the replicas' decoded values
 // over all replicas (all) or over the replicas whose message holds it (chosen).
 enum class SparseAverage { all, chosen };

@@ -144,7 +144,7 @@ json boundary_json(const BoundaryConfig& b) {
 
 json data_sync_json(const DataSyncConfig& d) {
   if (d.method == DataSyncMethod::all_reduce) return {{"method", "all_reduce"}};
-  json j = {{"method", d.method == DataSyncMethod::diloco ? "diloco" : "sparseloco"},
+  json j = {{"method", data_sync_method_name(d.method)},
             {"inner_steps", d.inner_steps},
             {"outer_lr", d.outer_lr}};
   if (d.method == DataSyncMethod::diloco) {
