@@ -1,5 +1,5 @@
 #pragma once
-// bench-comm on a real communicator (--transport in-process|mpi): nccl-tests'
+// bench-comm on a real communicator (--transport in-process|mpi|nccl): nccl-tests'
 // table for the collectives as lowband's communicators run them on this machine
 // (comm/bench.h), next to the simulated table bench-comm prints by default.
 #include <functional>
@@ -9,7 +9,7 @@
 namespace lowband::cli {
 
 struct TransportBenchArgs {
-  std::string transport;                  // "in-process" or "mpi"
+  std::string transport;                  // "in-process", "mpi" or "nccl"
   std::vector<std::string> sizes;         // empty: 1KB .. 256MB
   std::vector<std::string> collectives;   // empty: all_reduce, all_gather, reduce_scatter, broadcast
   int ranks = 0;                          // in-process: threads (0: scenario_ranks()); mpi: must match -np

@@ -102,10 +102,10 @@ void add_bench_comm_command(CLI::App& app) {
       ->expected(2);
   cmd->add_flag("--json", args->json, "simulated: print the rows as one JSON object instead of the table");
   cmd->add_option("--transport", args->transport,
-                  "simulated (the scenario's network), in-process (threads) or mpi (under mpirun -np P): "
-                  "the last two time lowband's own communicators on this machine")
-      ->check(CLI::IsMember({"simulated", "in-process", "mpi"}));
-  cmd->add_option("--iters", args->iters, "in-process/mpi: timed calls per row (default: about 0.2 s worth)");
+                  "simulated (the scenario's network), in-process (threads), mpi or nccl (under mpirun -np P; "
+                  "nccl: one GPU per process): the last three time lowband's own communicators on this machine")
+      ->check(CLI::IsMember({"simulated", "in-process", "mpi", "nccl"}));
+  cmd->add_option("--iters", args->iters, "in-process/mpi/nccl: timed calls per row (default: about 0.2 s worth)");
   cmd->callback([args, cmd, sizes_option, collectives_option] {
     if (cmd->count("--ranks") && args->ranks < 1) throw InputError("--ranks", "must be at least 1, got " + std::to_string(args->ranks));
     if (args->transport != "simulated")

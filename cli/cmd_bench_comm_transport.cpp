@@ -7,6 +7,7 @@
 #include "comm/bench.h"
 #include "comm/in_process.h"
 #include "comm/mpi.h"
+#include "comm/nccl.h"
 #include "common/error.h"
 #include "runtime/scenario/units.h"
 
@@ -72,22 +73,33 @@ void run_transport_bench(const TransportBenchArgs& args, const std::function<int
       const int64_t w = run_rows(c, plan, c.rank() == 0);
       if (c.rank() == 0) wrong = w;
     });
-  } else if (args.transport == "mpi") {
+  } else if (args.transport == "mpi" || args.transport == "nccl") {
     if (!comm::launched_by_mpirun())
-      throw InputError("--transport", "mpi: start it with mpirun -np P lowband bench-comm --transport mpi");
+      throw InputError("--transport", args.transport + ": start it with mpirun -np P lowband bench-comm --transport " +
+                                          args.transport);
     comm::MpiSession session;
     {
-      auto world = comm::mpi_world();
+      std::unique_ptr<comm::Communicator> world;
+      if (args.transport == "mpi") {
+        world = comm::mpi_world();
+      } else {
+        try {
+          world = comm::nccl_world();
+        } catch (const std::runtime_error& e) {
+          throw InputError("--transport", std::string("nccl: ") + e.what());
+        }
+      }
       if (args.ranks > 0 && args.ranks != world->size())
         throw InputError("--ranks", std::to_string(args.ranks) + " but mpirun started " +
                                         std::to_string(world->size()) + " processes");
       if (world->rank() == 0)
-        std::cout << "# transport mpi: " << world->size() << " processes (" << world->describe()
-                  << "); float32; time: the slowest rank's mean\n";
+        std::cout << "# transport " << args.transport << ": " << world->size() << " processes ("
+                  << world->describe() << "); float32, host buffers; time: the slowest rank's mean\n";
       wrong = run_rows(*world, plan, world->rank() == 0);
     }
   } else {
-    throw InputError("--transport", "unknown transport \"" + args.transport + "\" (simulated, in-process, mpi)");
+    throw InputError("--transport",
+                     "unknown transport \"" + args.transport + "\" (simulated, in-process, mpi, nccl)");
   }
   if (wrong > 0) throw CommandFailed("bench-comm: " + std::to_string(wrong) + " wrong elements (a communicator bug)", 1);
 }

@@ -16,7 +16,10 @@
 
 #include "cli/commands.h"
 #include "comm/mpi.h"
+#include "comm/nccl.h"
 #include "common/error.h"
+#include "kernels/backend.h"
+#include "kernels/device.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
@@ -51,7 +54,27 @@ struct RunArgs {
   int threads = 0;  // 0: not given
   std::string resume;
   std::vector<std::string> also_time_on;  // scenario files timed on the same training
+  std::string transport = "mpi";          // under mpirun: "mpi" or "nccl"
 };
+
+// Under mpirun: the communicator over every process, by `transport`, and this
+// process's GPU for the CUDA kernels (the NCCL rank's; else the node-local rank
+// modulo the GPUs), so ranks on one node do not share a GPU while others idle.
+std::unique_ptr<comm::Communicator> rank_world(const std::string& transport) {
+  if (transport == "nccl") {
+    std::unique_ptr<comm::NcclCommunicator> world;
+    try {
+      world = comm::nccl_world();
+    } catch (const std::runtime_error& e) {
+      throw InputError("--transport", std::string("nccl: ") + e.what());
+    }
+    kernels::set_default_cuda_device(world->device());
+    return world;
+  }
+  if (const int gpus = kernels::cuda::device_count(); gpus > 0)
+    kernels::set_default_cuda_device(comm::node_local_rank() % gpus);
+  return comm::mpi_world();
+}
 
 // The scenario of the run in RUN_DIR. One given (a file, --builtin, or only --set
 // overrides applied to RUN_DIR/scenario.json) must resolve to the same scenario.
@@ -113,6 +136,10 @@ void add_run_command(CLI::App& app) {
                   "another scenario file that trains identically (only name, network and projection may differ): "
                   "the same training is also timed on it, in its own run directory (beside --out, named after it; "
                   "the --set overrides apply to it too). Repeatable");
+  cmd->add_option("--transport", args->transport,
+                  "under mpirun, what carries the collectives between the processes: mpi (default), or nccl "
+                  "(one GPU per process; point-to-point messages still over MPI)")
+      ->check(CLI::IsMember({"mpi", "nccl"}));
   cmd->callback([args, cmd] {
     const bool resume = !args->resume.empty();
     const Scenario scenario = resume ? scenario_to_resume(*args) : load_scenario(args->source);
@@ -131,11 +158,13 @@ void add_run_command(CLI::App& app) {
     options.also_timed_on = retime_targets(*args);
     // Under mpirun: one context-parallel rank per process; rank 0 writes and prints.
     std::optional<comm::MpiSession> mpi;
-    std::unique_ptr<comm::MpiCommunicator> world;
+    std::unique_ptr<comm::Communicator> world;
     if (comm::launched_by_mpirun()) {
       mpi.emplace();
-      world = comm::mpi_world();
+      world = rank_world(args->transport);
       options.comm = world.get();
+    } else if (cmd->count("--transport")) {
+      throw InputError("--transport", "only under mpirun: mpirun -np P lowband run --transport " + args->transport);
     }
     const bool quiet = world && world->rank() != 0;
     if (quiet) options.log = nullptr, options.warnings = nullptr;
@@ -144,7 +173,7 @@ void add_run_command(CLI::App& app) {
     out << "scenario " << scenario.name << " (" << scenario.source << "): " << scenario.model.layers
         << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len
         << ", " << layout_words(scenario.parallel) << ", backend " << scenario.training.backend
-        << (world ? " (one rank per MPI process)" : "") << "\n";
+        << (world ? " (one rank per MPI process; " + args->transport + " collectives)" : "") << "\n";
     const train::RunResult r = [&] {
       if (!world || world->size() < 2) return train::run_training(scenario, options);
       try {

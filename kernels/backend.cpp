@@ -1,6 +1,9 @@
 #include "kernels/backend.h"
 
+#include <array>
+#include <atomic>
 #include <cstring>
+#include <utility>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -26,49 +29,74 @@ void host_zero(void* dst, size_t bytes) {
 }
 void host_synchronize() {}
 
-// Every kernel of the table from namespace ns, assigned by name (two kernels
-// with one signature, e.g. rope_forward and rope_backward, cannot be swapped).
-#define LOWBAND_ASSIGN_KERNELS(b, ns)                                                          \
-  b.matmul = ns::matmul, b.add_inplace = ns::add_inplace, b.scale_inplace = ns::scale_inplace, \
-  b.embedding_forward = ns::embedding_forward, b.embedding_backward = ns::embedding_backward,  \
-  b.rmsnorm_forward = ns::rmsnorm_forward, b.rmsnorm_backward = ns::rmsnorm_backward,          \
-  b.rope_forward = ns::rope_forward, b.rope_backward = ns::rope_backward,                      \
-  b.swiglu_forward = ns::swiglu_forward, b.swiglu_backward = ns::swiglu_backward,              \
-  b.cross_entropy_forward = ns::cross_entropy_forward,                                         \
-  b.cross_entropy_backward = ns::cross_entropy_backward,                                       \
-  b.attention_forward = ns::attention_forward, b.attention_merge = ns::attention_merge,        \
-  b.attention_backward_delta = ns::attention_backward_delta,                                   \
-  b.attention_backward = ns::attention_backward, b.adamw_step = ns::adamw_step,                \
-  b.global_grad_norm = ns::global_grad_norm, b.clip_grad_norm = ns::clip_grad_norm
+// Every kernel of the table, by name (two kernels with one signature, e.g.
+// rope_forward and rope_backward, cannot be swapped): X(name) for each.
+#define LOWBAND_KERNELS(X)                                                                        \
+  X(matmul) X(add_inplace) X(scale_inplace) X(embedding_forward) X(embedding_backward)             \
+  X(rmsnorm_forward) X(rmsnorm_backward) X(rope_forward) X(rope_backward) X(swiglu_forward)        \
+  X(swiglu_backward) X(cross_entropy_forward) X(cross_entropy_backward) X(attention_forward)      \
+  X(attention_merge) X(attention_backward_delta) X(attention_backward) X(adamw_step)              \
+  X(global_grad_norm) X(clip_grad_norm)
 
 Backend make_cpu() {
   Backend b{};
   b.device = Device::cpu;
   b.alloc = host_alloc, b.release = host_release, b.upload = host_copy, b.download = host_copy;
   b.copy = host_copy, b.zero = host_zero, b.synchronize = host_synchronize;
-  LOWBAND_ASSIGN_KERNELS(b, cpu);
+#define LOWBAND_CPU_KERNEL(name) b.name = cpu::name;
+  LOWBAND_KERNELS(LOWBAND_CPU_KERNEL)
+#undef LOWBAND_CPU_KERNEL
   return b;
 }
 
 #ifdef LOWBAND_HAVE_CUDA
-Backend make_cuda() {
+// f, called on CUDA device D: the calling thread's context there (its stream and
+// cuBLAS handle) becomes current first. One table per device index holds these.
+template <int D, auto F> struct OnDevice;
+template <int D, class R, class... Args, R (*F)(Args...)>
+struct OnDevice<D, F> {
+  static R call(Args... args) {
+    cuda::use_device(D);
+    return F(args...);
+  }
+};
+
+template <int D> Backend make_cuda() {
   Backend b{};
   b.device = Device::cuda;
-  b.alloc = cuda::device_alloc, b.release = cuda::device_free, b.upload = cuda::copy_to_device;
-  b.download = cuda::copy_to_host, b.copy = cuda::copy_on_device, b.zero = cuda::fill_zero;
-  b.synchronize = cuda::synchronize;
-  LOWBAND_ASSIGN_KERNELS(b, cuda);
+  b.index = D;
+  b.alloc = OnDevice<D, &cuda::device_alloc>::call, b.release = OnDevice<D, &cuda::device_free>::call;
+  b.upload = OnDevice<D, &cuda::copy_to_device>::call, b.download = OnDevice<D, &cuda::copy_to_host>::call;
+  b.copy = OnDevice<D, &cuda::copy_on_device>::call, b.zero = OnDevice<D, &cuda::fill_zero>::call;
+  b.synchronize = OnDevice<D, &cuda::synchronize>::call;
+#define LOWBAND_CUDA_KERNEL(name) b.name = OnDevice<D, &cuda::name>::call;
+  LOWBAND_KERNELS(LOWBAND_CUDA_KERNEL)
+#undef LOWBAND_CUDA_KERNEL
   return b;
+}
+
+template <int... D> std::array<Backend, sizeof...(D)> make_cuda_tables(std::integer_sequence<int, D...>) {
+  return {make_cuda<D>()...};
 }
 #endif
 
-#undef LOWBAND_ASSIGN_KERNELS
+#undef LOWBAND_KERNELS
 
 }  // namespace
 
 const char* device_name(Device device) { return device == Device::cuda ? "cuda" : "cpu"; }
 
-const Backend& backend(Device device) {
+namespace {
+std::atomic<int> g_default_cuda_device{0};
+}  // namespace
+
+void set_default_cuda_device(int index) {
+  if (index < 0) throw std::logic_error("set_default_cuda_device: index " + std::to_string(index) + " < 0");
+  g_default_cuda_device = index;
+}
+int default_cuda_device() { return g_default_cuda_device; }
+
+const Backend& backend(Device device, int index) {
   if (device == Device::cpu) {
     static const Backend cpu_table = make_cpu();  // built on first use: no init-order issue
     return cpu_table;
@@ -76,8 +104,13 @@ const Backend& backend(Device device) {
   std::string why;
   if (!cuda_available(&why)) throw std::runtime_error("no CUDA device: " + why);
 #ifdef LOWBAND_HAVE_CUDA
-  static const Backend cuda_table = make_cuda();
-  return cuda_table;
+  if (index < 0) index = default_cuda_device();
+  const int count = cuda::device_count();
+  if (index < 0 || index >= count || index >= kMaxCudaDevices)
+    throw std::runtime_error("no CUDA device " + std::to_string(index) + ": this process sees " +
+                             std::to_string(count) + " (devices 0.." + std::to_string(count - 1) + ")");
+  static const auto cuda_tables = make_cuda_tables(std::make_integer_sequence<int, kMaxCudaDevices>());
+  return cuda_tables[static_cast<size_t>(index)];
 #else
   throw std::runtime_error("no CUDA device: built without CUDA");
 #endif

@@ -23,6 +23,7 @@ const char* device_name(Device device);  // "cpu", "cuda"
 
 struct Backend {
   Device device;
+  int index = 0;  // which CUDA device (Device::cuda); 0 for the cpu
   // Memory. alloc(0) returns nullptr; cpu memory is 64-byte aligned.
   void* (*alloc)(size_t bytes);
   void (*release)(void* ptr);                                       // nullptr: no-op
@@ -30,7 +31,7 @@ struct Backend {
   void (*download)(void* host_dst, const void* src, size_t bytes);  // this device -> host
   void (*copy)(void* dst, const void* src, size_t bytes);           // within this device
   void (*zero)(void* dst, size_t bytes);
-  void (*synchronize)();  // waits for the device's queued work (cpu: returns at once)
+  void (*synchronize)();  // waits for the calling thread's queued work on the device (cpu: returns at once)
   // Kernels (see each header for shapes).
   decltype(&cpu::matmul) matmul;
   decltype(&cpu::add_inplace) add_inplace;
@@ -54,8 +55,20 @@ struct Backend {
   decltype(&cpu::clip_grad_norm) clip_grad_norm;
 };
 
-// The table for a device. Device::cuda throws std::runtime_error when CUDA is
-// not compiled in or no device is usable (the message says why).
-const Backend& backend(Device device);
+// The most CUDA devices one process drives (one table each).
+constexpr int kMaxCudaDevices = 16;
+
+// The table for a device. For Device::cuda, `index` picks the GPU: every function
+// of that table runs on CUDA device `index`, on the calling thread's own stream
+// and cuBLAS handle there (kernels/cuda/context.cuh), so ranks on threads of one
+// process can each drive their own GPU. Throws std::runtime_error when CUDA is
+// not compiled in or device `index` is not usable (the message says why).
+// index < 0: the process's default CUDA device (default_cuda_device()).
+const Backend& backend(Device device, int index = -1);
+
+// The CUDA device backend(Device::cuda) gives when no index is named: 0 unless
+// set_default_cuda_device chose another (under mpirun: the rank's GPU on its node).
+void set_default_cuda_device(int index);
+int default_cuda_device();
 
 }  // namespace lowband::kernels

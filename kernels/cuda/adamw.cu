@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "kernels/adamw.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace lowband::kernels::cuda {
@@ -50,7 +51,7 @@ void adamw_step(float* params, const float* grads, float* m, float* v, int64_t c
   if (count == 0) return;
   const double bc1 = 1.0 - std::pow(double(config.beta1), double(step));
   const double bc2 = 1.0 - std::pow(double(config.beta2), double(step));
-  adamw_kernel<<<detail::grid_for(count, kThreads), kThreads>>>(
+  adamw_kernel<<<detail::grid_for(count, kThreads), kThreads, 0, stream()>>>(
       params, grads, m, v, count, config.beta1, config.beta2, config.eps,
       1.0f - config.lr * config.weight_decay, float(double(config.lr) / bc1),
       float(1.0 / std::sqrt(bc2)));
@@ -62,12 +63,13 @@ double global_grad_norm(const float* grads, int64_t count) {
   const unsigned blocks = detail::grid_for(count, kThreads, kMaxBlocks);
   double* partial = nullptr;
   LOWBAND_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial),
-                                     blocks * sizeof(double), cudaStreamLegacy));
-  sum_sq_kernel<<<blocks, kThreads>>>(grads, count, partial);
+                                     blocks * sizeof(double), stream()));
+  sum_sq_kernel<<<blocks, kThreads, 0, stream()>>>(grads, count, partial);
   LOWBAND_CUDA_CHECK_LAUNCH();
   double host[kMaxBlocks];
-  LOWBAND_CUDA_CHECK(cudaMemcpy(host, partial, blocks * sizeof(double), cudaMemcpyDeviceToHost));
-  LOWBAND_CUDA_CHECK(cudaFreeAsync(partial, cudaStreamLegacy));
+  LOWBAND_CUDA_CHECK(cudaMemcpyAsync(host, partial, blocks * sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  LOWBAND_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  LOWBAND_CUDA_CHECK(cudaFreeAsync(partial, stream()));
   double sum_sq = 0.0;
   for (unsigned b = 0; b < blocks; ++b) sum_sq += host[b];
   return std::sqrt(sum_sq);
@@ -78,7 +80,7 @@ double clip_grad_norm(float* grads, int64_t count, double max_norm) {
     throw InputError("clip_grad_norm max_norm", "must be > 0, got " + std::to_string(max_norm));
   const double norm = global_grad_norm(grads, count);
   if (norm > max_norm) {
-    scale_kernel<<<detail::grid_for(count, kThreads), kThreads>>>(grads, count,
+    scale_kernel<<<detail::grid_for(count, kThreads), kThreads, 0, stream()>>>(grads, count,
                                                                   float(max_norm / norm));
     LOWBAND_CUDA_CHECK_LAUNCH();
   }

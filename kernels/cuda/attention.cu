@@ -10,6 +10,7 @@
 #include "kernels/attention.h"
 #include "kernels/cuda/attention_tiled.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace lowband::kernels::cuda {
@@ -193,14 +194,14 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
   check_attention_shape(s, "attention_forward");
   if (s.nq == 0 || detail::tiled_attention_forward(s, q, k, v, out, lse)) return;
   const size_t shared = (s.head_dim + kBlock + 32) * sizeof(float);
-  forward_kernel<<<dim3(unsigned(s.nq), unsigned(s.heads)), kBlock, shared>>>(s, q, k, v, out, lse);
+  forward_kernel<<<dim3(unsigned(s.nq), unsigned(s.heads)), kBlock, shared, stream()>>>(s, q, k, v, out, lse);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 
 void attention_merge(int64_t nq, int64_t heads, int64_t head_dim, float* out_a, float* lse_a,
                      const float* out_b, const float* lse_b) {
   if (nq * heads == 0) return;
-  merge_kernel<<<detail::grid_for(nq * heads, 256), 256>>>(nq, heads, head_dim, out_a, lse_a, out_b,
+  merge_kernel<<<detail::grid_for(nq * heads, 256), 256, 0, stream()>>>(nq, heads, head_dim, out_a, lse_a, out_b,
                                                            lse_b);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
@@ -208,7 +209,7 @@ void attention_merge(int64_t nq, int64_t heads, int64_t head_dim, float* out_a, 
 void attention_backward_delta(int64_t nq, int64_t heads, int64_t head_dim, const float* out,
                               const float* dout, float* delta) {
   if (nq * heads == 0) return;
-  delta_kernel<<<detail::grid_for(nq * heads, 256), 256>>>(nq, heads, head_dim, out, dout, delta);
+  delta_kernel<<<detail::grid_for(nq * heads, 256), 256, 0, stream()>>>(nq, heads, head_dim, out, dout, delta);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 
@@ -219,13 +220,13 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
   if (detail::tiled_attention_backward(s, q, k, v, lse, delta, dout, dq, dk, dv)) return;
   if (s.nq > 0) {
     const size_t shared = (s.head_dim + kBlock) * sizeof(float);
-    backward_dq_kernel<<<dim3(unsigned(s.nq), unsigned(s.heads)), kBlock, shared>>>(
+    backward_dq_kernel<<<dim3(unsigned(s.nq), unsigned(s.heads)), kBlock, shared, stream()>>>(
         s, q, k, v, lse, delta, dout, dq);
     LOWBAND_CUDA_CHECK_LAUNCH();
   }
   if (s.nk > 0) {
     const size_t shared = (2 * s.head_dim + 2 * kBlock) * sizeof(float);
-    backward_dkdv_kernel<<<dim3(unsigned(s.nk), unsigned(s.kv_heads)), kBlock, shared>>>(
+    backward_dkdv_kernel<<<dim3(unsigned(s.nk), unsigned(s.kv_heads)), kBlock, shared, stream()>>>(
         s, q, k, v, lse, delta, dout, dk, dv);
     LOWBAND_CUDA_CHECK_LAUNCH();
   }

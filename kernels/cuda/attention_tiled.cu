@@ -17,6 +17,7 @@
 
 #include "kernels/cuda/attention_tiled.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 
 namespace lowband::kernels::cuda::detail {
 namespace {
@@ -318,7 +319,7 @@ void forward(const AttentionShape& s, const float* q, const float* k, const floa
              float* lse) {
   constexpr size_t bytes = forward_smem_bytes<kMaxD>();
   allow_shared(forward_kernel<kMaxD>, bytes);
-  forward_kernel<kMaxD><<<dim3(tiles_of(s.nq), unsigned(s.heads)), kThreads, bytes>>>(s, q, k, v,
+  forward_kernel<kMaxD><<<dim3(tiles_of(s.nq), unsigned(s.heads)), kThreads, bytes, stream()>>>(s, q, k, v,
                                                                                       out, lse);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
@@ -331,13 +332,13 @@ void backward(const AttentionShape& s, const float* q, const float* k, const flo
   allow_shared(backward_dq_kernel<kMaxD>, dq_bytes);
   allow_shared(backward_dkdv_kernel<kMaxD>, dkdv_bytes);
   if (s.nq > 0) {
-    backward_dq_kernel<kMaxD><<<dim3(tiles_of(s.nq), unsigned(s.heads)), kThreads, dq_bytes>>>(
+    backward_dq_kernel<kMaxD><<<dim3(tiles_of(s.nq), unsigned(s.heads)), kThreads, dq_bytes, stream()>>>(
         s, q, k, v, lse, delta, dout, dq);
     LOWBAND_CUDA_CHECK_LAUNCH();
   }
   if (s.nk > 0) {
     backward_dkdv_kernel<kMaxD>
-        <<<dim3(tiles_of(s.nk), unsigned(s.kv_heads)), kThreads, dkdv_bytes>>>(
+        <<<dim3(tiles_of(s.nk), unsigned(s.kv_heads)), kThreads, dkdv_bytes, stream()>>>(
             s, q, k, v, lse, delta, dout, dk, dv);
     LOWBAND_CUDA_CHECK_LAUNCH();
   }

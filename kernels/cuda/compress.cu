@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "kernels/compress.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace lowband::kernels::cuda {
@@ -99,13 +100,13 @@ void topk_compress(int64_t n, int64_t k, const float* x, float* values, int32_t*
   if (k == 0) return;
   thrust::device_vector<float> key(n);
   thrust::device_vector<int32_t> order(n);
-  magnitude_kernel<<<detail::grid_for(n, 256), 256>>>(n, x, thrust::raw_pointer_cast(key.data()));
+  magnitude_kernel<<<detail::grid_for(n, 256), 256, 0, stream()>>>(n, x, thrust::raw_pointer_cast(key.data()));
   LOWBAND_CUDA_CHECK_LAUNCH();
   thrust::sequence(thrust::device, order.begin(), order.end());
   thrust::stable_sort_by_key(thrust::device, key.begin(), key.end(), order.begin(),
                              thrust::greater<float>());
   thrust::sort(thrust::device, order.begin(), order.begin() + k);
-  gather_kernel<<<detail::grid_for(k, 256), 256>>>(k, x, thrust::raw_pointer_cast(order.data()),
+  gather_kernel<<<detail::grid_for(k, 256), 256, 0, stream()>>>(k, x, thrust::raw_pointer_cast(order.data()),
                                                    values, indices);
   LOWBAND_CUDA_CHECK_LAUNCH();
   LOWBAND_CUDA_CHECK(cudaDeviceSynchronize());  // order is freed on return
@@ -113,10 +114,10 @@ void topk_compress(int64_t n, int64_t k, const float* x, float* values, int32_t*
 
 void topk_decompress(int64_t n, int64_t k, const float* values, const int32_t* indices, float* y) {
   check_topk(n, k, "topk_decompress");
-  if (n > 0) LOWBAND_CUDA_CHECK(cudaMemset(y, 0, size_t(n) * sizeof(float)));
+  if (n > 0) LOWBAND_CUDA_CHECK(cudaMemsetAsync(y, 0, size_t(n) * sizeof(float), stream()));
   if (k == 0) return;
   thrust::device_vector<unsigned long long> bad(1, static_cast<unsigned long long>(k));
-  scatter_kernel<<<detail::grid_for(k, 256), 256>>>(n, k, values, indices, y,
+  scatter_kernel<<<detail::grid_for(k, 256), 256, 0, stream()>>>(n, k, values, indices, y,
                                                     thrust::raw_pointer_cast(bad.data()));
   LOWBAND_CUDA_CHECK_LAUNCH();
   const unsigned long long first_bad = bad[0];  // synchronises
@@ -130,12 +131,12 @@ void quantize_blockwise(int64_t n, int bits, int64_t block, const float* x, uint
   check_quantize(n, bits, block, "quantize_blockwise");
   if (n == 0) return;
   const int64_t blocks = quantized_scale_count(n, block);
-  scale_kernel<<<unsigned(blocks), 256>>>(n, block, (1 << (bits - 1)) - 1, x, scales);
+  scale_kernel<<<unsigned(blocks), 256, 0, stream()>>>(n, block, (1 << (bits - 1)) - 1, x, scales);
   LOWBAND_CUDA_CHECK_LAUNCH();
   if (bits == 8)
-    code8_kernel<<<detail::grid_for(n, 256), 256>>>(n, block, x, scales, codes);
+    code8_kernel<<<detail::grid_for(n, 256), 256, 0, stream()>>>(n, block, x, scales, codes);
   else
-    code4_kernel<<<detail::grid_for((n + 1) / 2, 256), 256>>>(n, block, x, scales, codes);
+    code4_kernel<<<detail::grid_for((n + 1) / 2, 256), 256, 0, stream()>>>(n, block, x, scales, codes);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 
@@ -143,7 +144,7 @@ void dequantize_blockwise(int64_t n, int bits, int64_t block, const uint8_t* cod
                           const float* scales, float* y) {
   check_quantize(n, bits, block, "dequantize_blockwise");
   if (n == 0) return;
-  dequant_kernel<<<detail::grid_for(n, 256), 256>>>(n, bits, block, codes, scales, y);
+  dequant_kernel<<<detail::grid_for(n, 256), 256, 0, stream()>>>(n, bits, block, codes, scales, y);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 

@@ -2,6 +2,8 @@
 
 #include "kernels/cross_entropy.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
+#include "kernels/device.h"
 #include "kernels/cuda/reduce.cuh"
 
 namespace lowband::kernels::cuda {
@@ -55,8 +57,7 @@ __global__ void cross_entropy_backward_kernel(const float* logits, const int32_t
 
 int64_t count_valid_rows(const int32_t* targets_device, int64_t n) {
   std::vector<int32_t> host(static_cast<size_t>(n));
-  LOWBAND_CUDA_CHECK(cudaMemcpy(host.data(), targets_device, size_t(n) * sizeof(int32_t),
-                                cudaMemcpyDeviceToHost));
+  copy_to_host(host.data(), targets_device, size_t(n) * sizeof(int32_t));
   int64_t valid = 0;
   for (int32_t t : host) valid += t >= 0;
   return valid;
@@ -66,13 +67,12 @@ int64_t count_valid_rows(const int32_t* targets_device, int64_t n) {
 float cross_entropy_forward(const float* logits, const int32_t* targets, int64_t n, int64_t V,
                             float* losses, float* lse) {
   if (n == 0) return 0.0f;
-  cross_entropy_forward_kernel<<<detail::grid_for(n, 1), kThreads>>>(logits, targets, n, V,
+  cross_entropy_forward_kernel<<<detail::grid_for(n, 1), kThreads, 0, stream()>>>(logits, targets, n, V,
                                                                      losses, lse);
   LOWBAND_CUDA_CHECK_LAUNCH();
   // The mean over valid rows is summed on the host in double (n is small).
   std::vector<float> host_losses(static_cast<size_t>(n));
-  LOWBAND_CUDA_CHECK(cudaMemcpy(host_losses.data(), losses, size_t(n) * sizeof(float),
-                                cudaMemcpyDeviceToHost));
+  copy_to_host(host_losses.data(), losses, size_t(n) * sizeof(float));
   const int64_t valid = count_valid_rows(targets, n);
   double total = 0.0;
   for (float l : host_losses) total += double(l);
@@ -84,7 +84,7 @@ void cross_entropy_backward(const float* logits, const int32_t* targets, const f
   if (n == 0) return;
   const int64_t valid = count_valid_rows(targets, n);
   const float scale = valid > 0 ? dloss / float(valid) : 0.0f;
-  cross_entropy_backward_kernel<<<detail::grid_for(n, 1), kThreads>>>(logits, targets, lse, n, V,
+  cross_entropy_backward_kernel<<<detail::grid_for(n, 1), kThreads, 0, stream()>>>(logits, targets, lse, n, V,
                                                                       dlogits, scale);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }

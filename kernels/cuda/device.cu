@@ -1,4 +1,5 @@
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/device.h"
 
 namespace lowband::kernels {
@@ -20,6 +21,11 @@ bool cuda_available(std::string* why_not) {
 
 namespace cuda {
 
+int device_count() {
+  int count = 0;
+  return cuda_available() && cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
 void* device_alloc(size_t bytes) {
   void* ptr = nullptr;
   if (bytes == 0) return nullptr;
@@ -33,25 +39,27 @@ void device_free(void* ptr) {
 
 void copy_to_device(void* dst_device, const void* src_host, size_t bytes) {
   if (bytes == 0) return;
-  LOWBAND_CUDA_CHECK(cudaMemcpy(dst_device, src_host, bytes, cudaMemcpyHostToDevice));
+  // From pageable memory this returns once the source is staged: the caller may reuse it.
+  LOWBAND_CUDA_CHECK(cudaMemcpyAsync(dst_device, src_host, bytes, cudaMemcpyHostToDevice, stream()));
 }
 
 void copy_to_host(void* dst_host, const void* src_device, size_t bytes) {
   if (bytes == 0) return;
-  LOWBAND_CUDA_CHECK(cudaMemcpy(dst_host, src_device, bytes, cudaMemcpyDeviceToHost));
+  LOWBAND_CUDA_CHECK(cudaMemcpyAsync(dst_host, src_device, bytes, cudaMemcpyDeviceToHost, stream()));
+  LOWBAND_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
 void copy_on_device(void* dst_device, const void* src_device, size_t bytes) {
   if (bytes == 0) return;
-  LOWBAND_CUDA_CHECK(cudaMemcpy(dst_device, src_device, bytes, cudaMemcpyDeviceToDevice));
+  LOWBAND_CUDA_CHECK(cudaMemcpyAsync(dst_device, src_device, bytes, cudaMemcpyDeviceToDevice, stream()));
 }
 
 void fill_zero(void* dst_device, size_t bytes) {
   if (bytes == 0) return;
-  LOWBAND_CUDA_CHECK(cudaMemset(dst_device, 0, bytes));
+  LOWBAND_CUDA_CHECK(cudaMemsetAsync(dst_device, 0, bytes, stream()));
 }
 
-void synchronize() { LOWBAND_CUDA_CHECK(cudaDeviceSynchronize()); }
+void synchronize() { LOWBAND_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
 namespace {
 constexpr int kChains = 8;  // independent FMA chains per thread hide FMA latency
@@ -82,10 +90,10 @@ double measure_peak_fp32_gflops() {
   LOWBAND_CUDA_CHECK(cudaEventCreate(&stop));
   double best = 0.0;
   for (int trial = 0; trial < 4; ++trial) {  // the first trial warms up clocks
-    LOWBAND_CUDA_CHECK(cudaEventRecord(start));
-    fma_peak_kernel<<<blocks, threads>>>(out, iters, 0.9999999f, 1e-7f);
+    LOWBAND_CUDA_CHECK(cudaEventRecord(start, stream()));
+    fma_peak_kernel<<<blocks, threads, 0, stream()>>>(out, iters, 0.9999999f, 1e-7f);
     LOWBAND_CUDA_CHECK_LAUNCH();
-    LOWBAND_CUDA_CHECK(cudaEventRecord(stop));
+    LOWBAND_CUDA_CHECK(cudaEventRecord(stop, stream()));
     LOWBAND_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0.0f;
     LOWBAND_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));

@@ -1,4 +1,5 @@
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/elementwise.h"
 
@@ -19,13 +20,13 @@ __global__ void scale_inplace_kernel(float* y, float alpha, int64_t count) {
 
 void add_inplace(float* y, const float* x, int64_t count) {
   if (count == 0) return;
-  add_inplace_kernel<<<detail::grid_for(count, 256), 256>>>(y, x, count);
+  add_inplace_kernel<<<detail::grid_for(count, 256), 256, 0, stream()>>>(y, x, count);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 
 void scale_inplace(float* y, float alpha, int64_t count) {
   if (count == 0) return;
-  scale_inplace_kernel<<<detail::grid_for(count, 256), 256>>>(y, alpha, count);
+  scale_inplace_kernel<<<detail::grid_for(count, 256), 256, 0, stream()>>>(y, alpha, count);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 

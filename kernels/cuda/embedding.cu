@@ -1,4 +1,5 @@
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/embedding.h"
 
@@ -26,14 +27,14 @@ __global__ void embedding_backward_kernel(const int32_t* ids, int64_t n, const f
 void embedding_forward(const int32_t* ids, int64_t n, const float* table, int64_t /*vocab*/,
                        int64_t d, float* out) {
   if (n == 0 || d == 0) return;
-  embedding_forward_kernel<<<detail::grid_for(n, 1), 256>>>(ids, n, table, d, out);
+  embedding_forward_kernel<<<detail::grid_for(n, 1), 256, 0, stream()>>>(ids, n, table, d, out);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 
 void embedding_backward(const int32_t* ids, int64_t n, const float* dout, int64_t /*vocab*/,
                         int64_t d, float* dtable) {
   if (n == 0 || d == 0) return;
-  embedding_backward_kernel<<<detail::grid_for(n, 1), 256>>>(ids, n, dout, d, dtable);
+  embedding_backward_kernel<<<detail::grid_for(n, 1), 256, 0, stream()>>>(ids, n, dout, d, dtable);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 

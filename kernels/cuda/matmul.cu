@@ -5,30 +5,12 @@
 #include <string>
 
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/matmul.h"
 
 namespace lowband::kernels::cuda {
 
 namespace {
-// One cuBLAS handle per host thread, created on first use (cublasCreate costs
-// milliseconds, too much per call) and destroyed with the thread.
-class HandleHolder {
- public:
-  HandleHolder() { LOWBAND_CUBLAS_CHECK(cublasCreate(&handle_)); }
-  ~HandleHolder() { cublasDestroy(handle_); }
-  HandleHolder(const HandleHolder&) = delete;
-  HandleHolder& operator=(const HandleHolder&) = delete;
-  cublasHandle_t get() const { return handle_; }
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
-
-cublasHandle_t thread_handle() {
-  thread_local HandleHolder holder;
-  return holder.get();
-}
-
 int to_int(int64_t v, const char* name) {
   if (v < 0 || v > INT_MAX)
     throw std::runtime_error(std::string("cuda::matmul: ") + name + " = " + std::to_string(v) +
@@ -42,7 +24,7 @@ void matmul(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, co
   if (M == 0 || N == 0) return;
   const cublasOperation_t op_a = ta == Trans::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = tb == Trans::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
-  LOWBAND_CUBLAS_CHECK(cublasSgemm(thread_handle(), op_b, op_a, to_int(N, "N"), to_int(M, "M"),
+  LOWBAND_CUBLAS_CHECK(cublasSgemm(current_context().blas, op_b, op_a, to_int(N, "N"), to_int(M, "M"),
                                    to_int(K, "K"), &alpha, B, to_int(ldb, "ldb"), A,
                                    to_int(lda, "lda"), &beta, C, to_int(ldc, "ldc")));
 }

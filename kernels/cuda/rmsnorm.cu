@@ -1,4 +1,5 @@
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/rmsnorm.h"
 
@@ -57,7 +58,7 @@ __global__ void rmsnorm_backward_dw_kernel(const float* dy, const float* x, cons
 void rmsnorm_forward(const float* x, const float* w, int64_t n, int64_t d, float eps, float* y,
                      float* rstd) {
   if (n == 0) return;
-  rmsnorm_forward_kernel<<<detail::grid_for(n, 1), kThreads>>>(x, w, n, d, eps, y, rstd);
+  rmsnorm_forward_kernel<<<detail::grid_for(n, 1), kThreads, 0, stream()>>>(x, w, n, d, eps, y, rstd);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 
@@ -67,9 +68,9 @@ void rmsnorm_backward(const float* dy, const float* x, const float* w, const flo
   // dw first: it reads dy, which dx may overwrite.
   const dim3 grid(detail::grid_for(d, kThreads),
                   static_cast<unsigned>((n + kRowsPerChunk - 1) / kRowsPerChunk));
-  rmsnorm_backward_dw_kernel<<<grid, kThreads>>>(dy, x, rstd, n, d, dw);
+  rmsnorm_backward_dw_kernel<<<grid, kThreads, 0, stream()>>>(dy, x, rstd, n, d, dw);
   LOWBAND_CUDA_CHECK_LAUNCH();
-  rmsnorm_backward_dx_kernel<<<detail::grid_for(n, 1), kThreads>>>(dy, x, w, rstd, n, d, dx);
+  rmsnorm_backward_dx_kernel<<<detail::grid_for(n, 1), kThreads, 0, stream()>>>(dy, x, w, rstd, n, d, dx);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 

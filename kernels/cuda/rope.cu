@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/rope.h"
 
@@ -37,7 +38,7 @@ void rope_launch(const float* in, const int64_t* positions, int64_t n, int64_t h
     throw InputError(std::string(name) + " theta", "must be > 1, got " + std::to_string(theta));
   const int64_t pairs = n * heads * (head_dim / 2);
   if (pairs == 0) return;
-  rope_kernel<<<detail::grid_for(pairs, 256), 256>>>(in, positions, n, heads, head_dim, out,
+  rope_kernel<<<detail::grid_for(pairs, 256), 256, 0, stream()>>>(in, positions, n, heads, head_dim, out,
                                                      log(double(theta)), sign);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/device.h"
 #include "kernels/matmul.h"
@@ -62,7 +63,7 @@ __global__ void subtract_rows_kernel(int64_t n, int64_t d, const float* z, const
 }
 
 void make_basis(const Subspace& s, float theta, float* u) {
-  basis_kernel<<<detail::grid_for(s.d * s.r, 256), 256>>>(s.d * s.r, theta, s.u0, s.au0, s.a2u0, u);
+  basis_kernel<<<detail::grid_for(s.d * s.r, 256), 256, 0, stream()>>>(s.d * s.r, theta, s.u0, s.au0, s.a2u0, u);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 
@@ -72,7 +73,7 @@ float theta_gradient(const Subspace& s, float theta, int64_t n, const float* x, 
   Scratch g(s.d * s.r), result(2);  // 2 floats hold the double
   matmul(Trans::yes, Trans::no, s.d, s.r, n, 1.0f, x, s.d, y, s.r, 0.0f, g.get(), s.r);
   double* out = reinterpret_cast<double*>(result.get());
-  theta_dot_kernel<<<1, 256>>>(s.d * s.r, theta, g.get(), s.au0, s.a2u0, out);
+  theta_dot_kernel<<<1, 256, 0, stream()>>>(s.d * s.r, theta, g.get(), s.au0, s.a2u0, out);
   LOWBAND_CUDA_CHECK_LAUNCH();
   double host = 0.0;
   copy_to_host(&host, out, sizeof(double));
@@ -137,9 +138,9 @@ void principal_directions(int64_t n, int64_t d, int64_t r, const float* z, bool 
     Scratch g(d * d);
     if (center) {
       Scratch mean(d), centred(n * d);
-      column_mean_kernel<<<detail::grid_for(d, 128), 128>>>(n, d, z, mean.get());
+      column_mean_kernel<<<detail::grid_for(d, 128), 128, 0, stream()>>>(n, d, z, mean.get());
       LOWBAND_CUDA_CHECK_LAUNCH();
-      subtract_rows_kernel<<<detail::grid_for(n * d, 256), 256>>>(n, d, z, mean.get(),
+      subtract_rows_kernel<<<detail::grid_for(n * d, 256), 256, 0, stream()>>>(n, d, z, mean.get(),
                                                                   centred.get());
       LOWBAND_CUDA_CHECK_LAUNCH();
       matmul(Trans::yes, Trans::no, d, d, n, 1.0f, centred.get(), d, centred.get(), d, 0.0f,

@@ -1,4 +1,5 @@
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/context.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/swiglu.h"
 
@@ -30,7 +31,7 @@ __global__ void swiglu_backward_kernel(const float* dout, const float* a, const 
 void swiglu_forward(const float* a, const float* b, int64_t n, int64_t f, float* out) {
   const int64_t count = n * f;
   if (count == 0) return;
-  swiglu_forward_kernel<<<detail::grid_for(count, 256), 256>>>(a, b, count, out);
+  swiglu_forward_kernel<<<detail::grid_for(count, 256), 256, 0, stream()>>>(a, b, count, out);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 
@@ -38,7 +39,7 @@ void swiglu_backward(const float* dout, const float* a, const float* b, int64_t 
                      float* da, float* db) {
   const int64_t count = n * f;
   if (count == 0) return;
-  swiglu_backward_kernel<<<detail::grid_for(count, 256), 256>>>(dout, a, b, count, da, db);
+  swiglu_backward_kernel<<<detail::grid_for(count, 256), 256, 0, stream()>>>(dout, a, b, count, da, db);
   LOWBAND_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,8 @@
 // The collective checks of test_in_process.cpp, across processes: run by ctest as
-// `mpirun -np P test_comm_mpi` for a few P. Prints one nccl-tests-like row per
+// `mpirun -np P test_comm_mpi` for a few P, and as `mpirun -np P test_comm_mpi
+// --nccl` (the NCCL communicator, one GPU per process) where NCCL is built; that
+// one exits 77 (ctest: skipped, saying why) when this node has fewer GPUs than
+// processes on it. Prints one nccl-tests-like row per
 // check (rank 0) and exits 1 when any element is wrong (#wrong > 0) or a call
 // throws. The count of wrong elements is summed with MPI_Allreduce on integers,
 // not with the communicator under test.
@@ -17,6 +20,7 @@
 
 #include "comm/bench.h"
 #include "comm/mpi.h"
+#include "comm/nccl.h"
 
 namespace lowband::comm {
 namespace {
@@ -137,12 +141,32 @@ void split_and_messages(Communicator& comm) {
 }  // namespace
 }  // namespace lowband::comm
 
+// How many of mpirun's processes share this node.
+int node_processes() {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int size = 0;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  return size;
+}
+
 int main(int argc, char** argv) {
   using namespace lowband::comm;
+  const bool nccl = argc > 1 && std::string(argv[1]) == "--nccl";
   try {
     MpiSession session(&argc, &argv);
+    if (nccl && (!nccl_compiled() || nccl_devices() < node_processes())) {
+      int world_rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+      if (world_rank == 0)
+        std::printf("SKIPPED: the NCCL checks need a GPU per process: %d processes on this node, %d GPUs%s\n",
+                    node_processes(), nccl_devices(), nccl_compiled() ? "" : " (built without NCCL)");
+      return 77;
+    }
     {
-      auto world = mpi_world();
+      std::unique_ptr<Communicator> world;
+      if (nccl) world = nccl_world(); else world = mpi_world();
       if (world->rank() == 0) {
         std::printf("# %s, %d processes\n", world->describe().c_str(), world->size());
         std::printf("# %10s  %6s  %-36s  %6s\n", "count", "type", "check", "#wrong");
@@ -150,10 +174,11 @@ int main(int argc, char** argv) {
       exact_collectives(*world, "", 1 << 18);
       float_sums(*world);
       split_and_messages(*world);
-      world->flush();
-      // The same through the several-calls path: at most 37 elements per MPI call.
-      auto chunked = mpi_world(37);
-      exact_collectives(*chunked, "37/call ", 4099);
+      if (!nccl) {
+        // The same through the several-calls path: at most 37 elements per MPI call.
+        auto chunked = mpi_world(37);
+        exact_collectives(*chunked, "37/call ", 4099);
+      }
       if (world->rank() == 0) std::printf("# #wrong in all: %lld\n", static_cast<long long>(total_wrong));
     }
     return total_wrong == 0 ? 0 : 1;

@@ -18,6 +18,8 @@ namespace {
 }
 }  // namespace
 
+int device_count() { return 0; }
+void use_device(int) { no_cuda("use_device"); }
 void* device_alloc(size_t) { no_cuda("device_alloc"); }
 void device_free(void* ptr) {
   if (ptr != nullptr) no_cuda("device_free");
