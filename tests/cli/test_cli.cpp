@@ -52,6 +52,15 @@ TEST_F(Cli, UnknownKeyNamesPathAndSuggestion) {
   EXPECT_NE(r.err.find("bandwidth"), std::string::npos) << r.err;
 }
 
+TEST_F(Cli, TransportIsOnlyForMpirun) {
+  const fs::path out = dir_ / "run";
+  const auto r = run("run --transport nccl --steps 1 --out " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 2) << r.err;  // the built-in scenario's note, then the error
+  EXPECT_NE(r.err.find("--transport"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST_F(Cli, BadInputWritesNothing) {
   const fs::path out = dir_ / "estimate.json";
   const auto r = run("estimate --set network.bandwidth=0Mbps --out " + out.string());

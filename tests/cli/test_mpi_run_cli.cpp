@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
 #include "tests/temp_dir.h"
@@ -58,6 +59,7 @@ int sh(const std::string& cmd) {
 struct MpiCase {
   int ranks;
   const char* sets;
+  const char* transport = "mpi";  // nccl: one GPU per process, skipped where there are fewer
 };
 
 class MpiRun : public ::testing::TestWithParam<MpiCase> {
@@ -69,11 +71,16 @@ class MpiRun : public ::testing::TestWithParam<MpiCase> {
 
 TEST_P(MpiRun, EqualsTheInProcessRanksBitForBit) {
   const MpiCase c = GetParam();
+  const std::string transport = c.transport;
+  if (transport == "nccl" && lowband::kernels::cuda::device_count() < c.ranks)
+    GTEST_SKIP() << "NCCL over " << c.ranks << " processes needs as many GPUs; this machine has "
+                 << lowband::kernels::cuda::device_count();
   const std::string args = std::string(kTiny) + " --set parallel.context=" + std::to_string(c.ranks) + c.sets;
   const std::string log = " >" + (dir_ / "log").string() + " 2>&1";
   ASSERT_EQ(sh(std::string(LOWBAND_BINARY) + " run" + args + " --out " + (dir_ / "in_process").string() + log), 0);
   ASSERT_EQ(sh(std::string(LOWBAND_MPIEXEC) + " --oversubscribe --allow-run-as-root -np " + std::to_string(c.ranks) +
-               " " + LOWBAND_BINARY + " run" + args + " --out " + (dir_ / "mpi").string() + log),
+               " " + LOWBAND_BINARY + " run" + args + " --transport " + transport + " --out " +
+               (dir_ / "mpi").string() + log),
             0)
       << std::ifstream(dir_ / "log").rdbuf();
   expect_same_steps(dir_ / "in_process", dir_ / "mpi", /*timing=*/true);
@@ -120,6 +127,14 @@ TEST(MpiRunResume, AnInProcessCheckpointContinuesUnderMpi) {
   expect_same_steps(dir / "straight", dir / "resumed", /*timing=*/false);
   fs::remove_all(dir);
 }
+
+// The same trainings with NCCL carrying the collectives (the CPU kernels train:
+// this checks the communicator, bit for bit, not the GPU kernels).
+INSTANTIATE_TEST_SUITE_P(
+    Nccl, MpiRun,
+    ::testing::Values(MpiCase{1, "", "nccl"},
+                      MpiCase{2, " --set parallel.split=zigzag --set parallel.exchange=ring", "nccl"},
+                      MpiCase{2, " --set parallel.context=1 --set parallel.data=2", "nccl"}));
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, MpiRun,
