@@ -134,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(
     Nccl, MpiRun,
     ::testing::Values(MpiCase{1, "", "nccl"},
                       MpiCase{2, " --set parallel.split=zigzag --set parallel.exchange=ring", "nccl"},
-                      MpiCase{2, " --set parallel.context=1 --set parallel.data=2", "nccl"}));
+                      MpiCase{2, " --set parallel.context=1 --set parallel.data=2", "nccl"}),
+    [](const auto& info) { return "P" + std::to_string(info.param.ranks) + "_" + std::to_string(info.index); });
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, MpiRun,
