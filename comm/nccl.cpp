@@ -93,8 +93,10 @@ class DeviceScratch {
   DeviceScratch() = default;
   DeviceScratch(const DeviceScratch&) = delete;
   DeviceScratch& operator=(const DeviceScratch&) = delete;
-  ~DeviceScratch() {
+  ~DeviceScratch() { release(); }
+  void release() {
     if (ptr_ != nullptr) cudaFree(ptr_);
+    ptr_ = nullptr, capacity_ = 0;
   }
   uint8_t* get(size_t bytes) {
     if (bytes > capacity_) {
@@ -138,14 +140,30 @@ struct NcclCommunicator::Impl {
   DeviceScratch in_buffer, out_buffer;
 
   ~Impl() {
-    if (comm != nullptr) {
-      cudaSetDevice(device);
-      ncclCommDestroy(comm);  // errors while closing are not worth a throw from a destructor
-    }
+    // Errors while closing are not worth a throw from a destructor.
+    int previous = 0;
+    const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
+    in_buffer.release(), out_buffer.release();
+    if (comm != nullptr) ncclCommDestroy(comm);
     if (stream != nullptr) cudaStreamDestroy(stream);
+    if (switched) cudaSetDevice(previous);
   }
-  // The calling thread may have another device current (the kernels' choice).
-  void enter() const { check_cuda(cudaSetDevice(device), "cudaSetDevice"); }
+  // Makes this rank's device current for one call and restores the caller's:
+  // the kernels' per-thread context (kernels/cuda/context.cuh) assumes nobody else
+  // changes the thread's device behind it.
+  class OnDevice {
+   public:
+    explicit OnDevice(int device) {
+      check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
+      if (previous_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice");
+    }
+    ~OnDevice() { cudaSetDevice(previous_); }
+    OnDevice(const OnDevice&) = delete;
+    OnDevice& operator=(const OnDevice&) = delete;
+
+   private:
+    int previous_ = 0;
+  };
   void upload(void* dst, const void* src, size_t bytes) const {
     if (bytes > 0) check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync (upload)");
   }
@@ -166,7 +184,7 @@ struct NcclCommunicator::Impl {
   // every rank's in (sum(counts) elements, host).
   void reduce_scatter(const void* in, void* out, const std::vector<int64_t>& counts, DType type) {
     if (type == DType::u8) throw std::logic_error("NCCL comm: no sum of u8");
-    enter();
+    const OnDevice on(device);
     const size_t esize = dtype_bytes(type);
     const std::vector<int64_t> offsets = offsets_of(counts);
     const int64_t mine = counts[static_cast<size_t>(rank)];
@@ -197,7 +215,7 @@ struct NcclCommunicator::Impl {
   // out (sum(counts) elements, host) <- every rank's in (counts[r] elements), in
   // rank order. ncclAllGather moves equal blocks, so each block is padded to the largest count.
   void all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type) {
-    enter();
+    const OnDevice on(device);
     const size_t esize = dtype_bytes(type);
     const int64_t block = *std::max_element(counts.begin(), counts.end());
     if (block == 0) return;
@@ -273,7 +291,7 @@ void NcclCommunicator::broadcast(void* data, int64_t count, DType type, int root
     throw std::logic_error("NCCL comm: broadcast root " + std::to_string(root) + " out of range 0.." +
                            std::to_string(impl_->size - 1));
   if (count == 0) return;
-  impl_->enter();
+  const Impl::OnDevice on(impl_->device);
   const size_t bytes = static_cast<size_t>(count) * dtype_bytes(type);
   uint8_t* d = impl_->in_buffer.get(bytes);
   if (impl_->rank == root) impl_->upload(d, data, bytes);
@@ -293,7 +311,7 @@ std::unique_ptr<NcclCommunicator> make_nccl(std::unique_ptr<Communicator> host, 
   check_nccl(ncclCommCount(comm, &impl->size), "ncclCommCount", comm);
   if (impl->rank != impl->host->rank() || impl->size != impl->host->size())
     throw std::logic_error("NCCL comm: NCCL and MPI disagree on the ranks (a bug)");
-  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  const NcclCommunicator::Impl::OnDevice on(device);
   check_cuda(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   return std::make_unique<NcclCommunicator>(std::move(impl));
 }
@@ -302,7 +320,7 @@ std::unique_ptr<NcclCommunicator> make_nccl(std::unique_ptr<Communicator> host, 
 std::unique_ptr<Communicator> NcclCommunicator::split(int color) {
   // Both splits are collective over this communicator: MPI's first, then NCCL's.
   std::unique_ptr<Communicator> host = impl_->host->split(color);
-  impl_->enter();
+  const Impl::OnDevice on(impl_->device);
   ncclComm_t sub = nullptr;
   check_nccl(ncclCommSplit(impl_->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, impl_->rank, &sub, nullptr),
              "ncclCommSplit", impl_->comm);
@@ -318,7 +336,7 @@ std::unique_ptr<NcclCommunicator> nccl_world(int device) {
     throw std::runtime_error("NCCL: no CUDA device " + std::to_string(device) + " (this process sees " +
                              std::to_string(devices) + ")");
   std::unique_ptr<Communicator> host = mpi_world();
-  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  const NcclCommunicator::Impl::OnDevice on(device);
   ncclUniqueId id{};
   if (host->rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
   host->broadcast(reinterpret_cast<uint8_t*>(&id), static_cast<int64_t>(sizeof id), 0, Wire("nccl_id"));
