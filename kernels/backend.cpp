@@ -112,6 +112,7 @@ const Backend& backend(Device device, int index) {
   static const auto cuda_tables = make_cuda_tables(std::make_integer_sequence<int, kMaxCudaDevices>());
   return cuda_tables[static_cast<size_t>(index)];
 #else
+  (void)index;
   throw std::runtime_error("no CUDA device: built without CUDA");
 #endif
 }
