@@ -156,12 +156,13 @@ int main(int argc, char** argv) {
   const bool nccl = argc > 1 && std::string(argv[1]) == "--nccl";
   try {
     MpiSession session(&argc, &argv);
-    if (nccl && (!nccl_compiled() || nccl_devices() < node_processes())) {
+    const int node_ranks = node_processes();  // collective: every process calls it once
+    if (nccl && (!nccl_compiled() || nccl_devices() < node_ranks)) {
       int world_rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
       if (world_rank == 0)
         std::printf("SKIPPED: the NCCL checks need a GPU per process: %d processes on this node, %d GPUs%s\n",
-                    node_processes(), nccl_devices(), nccl_compiled() ? "" : " (built without NCCL)");
+                    node_ranks, nccl_devices(), nccl_compiled() ? "" : " (built without NCCL)");
       return 77;
     }
     {
