@@ -46,7 +46,8 @@ Scenario cp512_scenario() {
 // Argument: 1 with the per-layer gradient all-reduce (4 buckets of 2·511·512
 // transfers: half the graph's 4.2M tasks), 0 without (a step between sparse syncs).
 void BM_Replay512RankContextParallelStep(benchmark::State& state) {
-  const Scenario s = cp512_scenario();
+  Scenario s = cp512_scenario();
+  if (state.range(0) == 0) s.compression.weight_sync = WeightSync::sparse, s.compression.sync_every = 2;
   const sim::StepGraph graph = parallel::build_context_parallel_step(s, state.range(0) != 0);
   double step_seconds = 0;
   for (auto _ : state) {

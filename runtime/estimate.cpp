@@ -54,9 +54,7 @@ std::vector<StepFigures> replay_steps(const Scenario& s, bool also_without_sync)
   std::vector<parallel::ContextStep> steps;
   for (bool with_sync : {true, false}) {
     if (!with_sync && !also_without_sync) break;
-    parallel::ContextScheduleOptions options;
-    options.include_weight_sync = with_sync;
-    steps.push_back(parallel::build_context_parallel(s, options));
+    steps.push_back(parallel::build_context_parallel(s, with_sync));
   }
   std::vector<sim::StepGraph> graphs;
   for (auto& step : steps) graphs.push_back(std::move(step.graph));

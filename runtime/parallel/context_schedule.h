@@ -1,31 +1,19 @@
 #pragma once
-// The step graph of ONE training step of context parallelism, built from the
-// model's shapes alone (no training): per layer, K/V exchanged around a ring or
-// by a direct all-gather, blockwise causal attention on each block as it arrives,
-// the backward pass returning dK/dV partials to their owners, and the weight
-// gradients kept equal across the P ranks (bucketed ring all-reduce, or a sparse
-// sync). Compute seconds come from each node's device profile (context_costs.h).
+// The step graph of ONE training step of context parallelism alone (pipeline 1,
+// data 1), built from the model's shapes (no training): every rank's program
+// (context_step_program.h: the events a real ContextRank step records) assembled
+// as a recorded step is (comm::assemble_step_graph) and moved onto the ranks'
+// nodes (parallel.placement). One description of the step serves `estimate`,
+// the data-parallel replicas (data_graph.h) and this.
 //
-// Transfers are tagged "kv", "dkv" and "grad_sync"; compute tasks "embed", "qkv",
-// "attention", "mlp", "lm_head", and the same with "_bwd", plus "optimizer".
-// Every compute task on a rank depends on the rank's previous one: a GPU runs
-// them one after another, while transfers overlap with them.
-#include <cstdint>
-#include <utility>
-#include <vector>
-
-#include "runtime/parallel/context_costs.h"
+// Transfers are tagged "kv", "dkv", "grad_sync", "loss" and the K/V codec's
+// "codec_error" and "codec_grad"; compute tasks "embed", "qkv", "attention",
+// "mlp", "lm_head", the same with "_bwd", and "optimizer" (a collective's
+// members end it with a zero-second task of its tag).
 #include "runtime/scenario/scenario.h"
 #include "sim/step_graph.h"
 
 namespace lowband::parallel {
-
-struct ContextScheduleOptions {
-  // false: the graph of a step without the weight sync (the c - 1 steps between
-  // sparse syncs); with weight_sync = all_reduce every step has it.
-  bool include_weight_sync = true;
-  bool include_optimizer = true;  // the AdamW update at the end of the step
-};
 
 struct ContextStep {
   sim::StepGraph graph;
@@ -38,10 +26,12 @@ struct ContextStep {
 
 // Throws InputError naming the scenario key when the scenario cannot be scheduled
 // (pipeline or data parallelism, fewer nodes than ranks, chunks with no tokens).
-ContextStep build_context_parallel(const Scenario& scenario,
-                                   const ContextScheduleOptions& options = {});
+void check_context_parallel(const Scenario& scenario);
 
-sim::StepGraph build_context_parallel_step(const Scenario& scenario,
-                                           bool include_weight_sync = true);
+// weight_sync_step false: a step without the sparse weight average (the
+// sync_every − 1 steps between; compression.weight_sync sparse), else alike.
+ContextStep build_context_parallel(const Scenario& scenario, bool weight_sync_step = true);
+
+sim::StepGraph build_context_parallel_step(const Scenario& scenario, bool weight_sync_step = true);
 
 }  // namespace lowband::parallel

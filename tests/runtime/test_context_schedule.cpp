@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "runtime/cost_model.h"
+#include "runtime/parallel/context_costs.h"
 #include "runtime/parallel/context_schedule.h"
 #include "test_estimate_support.h"
 

@@ -1,11 +1,13 @@
 // Two independent graphs of one context-parallel step: the one assembled from
 // what the ranks of a real step did (their messages and collectives, recorded
 // by comm::RecordingCommunicator) and the one `estimate` builds from the shapes
-// (build_context_parallel_step). They must hold the same multiset of
-// (source, destination, bytes, kind) transfers — bytes in the first come from
-// the codecs' real messages. With measured timing every compute task carries a
-// measured (positive) time; with profile timing each rank's compute adds up to
-// the device profile's.
+// (build_context_parallel_step: the rank programs of context_step_program.h).
+// They must hold the same multiset of (source, destination, bytes, kind)
+// transfers — bytes in the first come from the codecs' real messages. With
+// measured timing every compute task carries a measured (positive) time; with
+// profile timing the two are the same graph task for task (kind, ranks, bytes,
+// seconds, dependencies), for every split, exchange, overlap, codec and weight
+// sync, and `estimate`'s step is the recorded steps' replayed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,9 +17,11 @@
 #include <vector>
 
 #include "runtime/compress/make_codec.h"
+#include "runtime/estimate.h"
 #include "runtime/parallel/context_schedule.h"
 #include "runtime/parallel/context_trainer.h"
 #include "runtime/scenario/load.h"
+#include "sim/replay.h"
 #include "tests/runtime/test_graph_support.h"
 
 namespace lowband::parallel::test {
@@ -78,6 +82,64 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"parallel.context=4", "compression.method=mos",
                                                "compression.k_ratio=0.75", "compression.v_ratio=0.5",
                                                "compression.warmup_steps=0"}));
+
+// Every task of `built` is `recorded`'s: same kind, ranks, bytes, seconds and dependencies.
+void expect_same_tasks(const sim::StepGraph& built, const sim::StepGraph& recorded) {
+  ASSERT_EQ(built.tasks().size(), recorded.tasks().size());
+  int mismatches = 0;
+  for (size_t i = 0; i < built.tasks().size() && mismatches < 5; ++i) {
+    const sim::Task &a = built.tasks()[i], &b = recorded.tasks()[i];
+    const bool same = a.kind == b.kind && a.rank == b.rank && a.peer == b.peer && a.bytes == b.bytes &&
+                      a.seconds == b.seconds && a.kind_tag == b.kind_tag && a.deps == b.deps;
+    mismatches += !same;
+    EXPECT_TRUE(same) << "task " << i << ": built " << a.kind_tag << " rank " << a.rank << " peer " << a.peer
+                      << " bytes " << a.bytes << " s " << a.seconds << ", recorded " << b.kind_tag << " rank "
+                      << b.rank << " peer " << b.peer << " bytes " << b.bytes << " s " << b.seconds;
+  }
+}
+
+class ProfileTimedGraph : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+// A whole sync period of steps (one with a sparse sync every c steps is its last),
+// each the estimate's graph task for task; estimate() then averages what the
+// recorded steps replay to.
+TEST_P(ProfileTimedGraph, IsTheEstimatesGraphTaskForTask) {
+  const Scenario s = small(GetParam());
+  ContextTrainer cp(s, ComputeTiming::profile);
+  const std::vector<int32_t> in = tokens(s);
+  const int period = s.compression.weight_sync == WeightSync::sparse ? s.compression.sync_every : 1;
+  double replayed = 0;
+  for (int step = 0; step < period; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const StepRecord rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size);
+    EXPECT_EQ(rec.weight_sync, step == period - 1);
+    expect_same_tasks(build_context_parallel_step(s, rec.weight_sync), rec.graph);
+    replayed += sim::replay(s.network, rec.graph).step_seconds / period;
+  }
+  EXPECT_NEAR(estimate(s).step_seconds, replayed, 1e-12 * replayed);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ProfileTimedGraph,
+    ::testing::Values(
+        std::vector<std::string>{"parallel.context=4"},
+        // A fully masked block (contiguous) is still received, and decoded, before the rank goes on.
+        std::vector<std::string>{"parallel.context=4", "parallel.split=contiguous"},
+        std::vector<std::string>{"parallel.context=3", "model.seq_len=60", "parallel.split=contiguous",
+                                 "parallel.exchange=all_gather", "parallel.overlap=false"},
+        std::vector<std::string>{"parallel.context=4", "parallel.exchange=ring", "parallel.overlap=false"},
+        std::vector<std::string>{"parallel.context=4", "parallel.placement=[7,2,5,0]"},
+        std::vector<std::string>{"parallel.context=1"},
+        std::vector<std::string>{"parallel.context=4", "compression.weight_sync=sparse", "compression.sync_every=2"},
+        std::vector<std::string>{"parallel.context=4", "compression.weight_sync=sparse_grad"},
+        std::vector<std::string>{"parallel.context=4", "compression.weight_sync=topk_grad"},
+        std::vector<std::string>{"parallel.context=4", "compression.weight_sync=sparse_update"},
+        std::vector<std::string>{"parallel.context=4", "compression.weight_sync=lowrank_grad"},
+        // The codec's error sums (deferred) and its gradients after the sparse average.
+        std::vector<std::string>{"parallel.context=4", "parallel.split=contiguous", "compression.method=mos",
+                                 "compression.k_rank=4", "compression.v_rank=4", "compression.warmup_steps=0",
+                                 "compression.weight_sync=sparse", "compression.sync_every=3"},
+        std::vector<std::string>{"parallel.context=4", "compression.method=quantize", "compression.bits=4"}));
 
 TEST(RecordedGraph, ProfileTimingTakesTheDeviceProfilesSeconds) {
   const Scenario s = small({"parallel.context=4"});

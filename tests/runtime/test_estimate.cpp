@@ -37,7 +37,8 @@ TEST(Estimate, InfiniteBandwidthStepIsTheBusiestRanksCompute) {
 }
 
 TEST(Estimate, ZeroComputeStepIsTheAlphaBetaExchangeTime) {
-  // Instant devices on a full mesh (link bandwidth B, latency L), no weight sync.
+  // Instant devices on a full mesh (link bandwidth B, latency L), no weight sync
+  // (a sparse sync's step between syncs).
   // Each layer's exchange must finish before the next layer, forward and backward:
   //  ring:       (P-1) rounds of (L + S/B) per layer and direction;
   //  all_gather: every block at once on its own link: (L + S/B);
@@ -49,6 +50,8 @@ TEST(Estimate, ZeroComputeStepIsTheAlphaBetaExchangeTime) {
     Scenario s = testing::small_cp_scenario(P);
     s.parallel.exchange = exchange;
     s.devices.default_profile = testing::instant_device();
+    s.compression.weight_sync = WeightSync::sparse;
+    s.compression.sync_every = 2;
     const double rounds = exchange == CpExchange::ring ? P - 1 : 1;
     const double expected = 2 * layers * rounds * (L + S / B);
     const sim::ReplayResult r = sim::replay(s.network, parallel::build_context_parallel_step(s, false));
