@@ -250,13 +250,18 @@ void check_across(const Scenario& s) {
       rank_on[size_t(node)] = r;
     }
   }
-  if (p.ranks() > s.network.nodes)
-    fail("parallel.context", std::to_string(p.ranks()) + " ranks " +
-                                 (p.pipeline > 1 ? "(context " + std::to_string(p.context) + " x pipeline " +
-                                                       std::to_string(p.pipeline) + ") " : "") +
-                                 "need " + std::to_string(p.ranks()) + " nodes but network has " +
-                                 std::to_string(s.network.nodes),
-         {"parallel.pipeline", "parallel.data", "network.nodes", "network.clusters", "network.topology"});
+  if (p.ranks() > s.network.nodes) {
+    // Data-parallel replicas multiply the ranks last: name their key when there are some.
+    const bool data = p.data > 1;
+    std::string shape = "context " + std::to_string(p.context);
+    if (p.pipeline > 1) shape += " x pipeline " + std::to_string(p.pipeline);
+    if (data) shape += " x data " + std::to_string(p.data);
+    fail(data ? "parallel.data" : "parallel.context",
+         std::to_string(p.ranks()) + " ranks " + (p.pipeline > 1 || data ? "(" + shape + ") " : "") + "need " +
+             std::to_string(p.ranks()) + " nodes but network has " + std::to_string(s.network.nodes),
+         {data ? "parallel.context" : "parallel.data", "parallel.pipeline", "network.nodes", "network.clusters",
+          "network.topology"});
+  }
   const int64_t chunks = int64_t{p.context} * (p.split == CpSplit::zigzag ? 2 : 1);
   if (m.seq_len % chunks != 0)
     fail("model.seq_len", "seq_len " + std::to_string(m.seq_len) + " does not split into " + std::to_string(chunks) +

@@ -205,8 +205,8 @@ TEST(ScenarioErrors, ChecksAcrossSections) {
   d["compression"] = {{"method", "none"}, {"k_ratio", 0.5}};
   EXPECT_CONTAINS(error_of(d), "compression.k_ratio: only used with method \"mos\"");
   d = base();
-  d["parallel"]["data"] = 2;  // 2 replicas of 4 context ranks: more ranks than nodes
-  EXPECT_CONTAINS(error_of(d), "8 ranks need 8 nodes but network has 4");
+  d["parallel"]["data"] = 2;  // 2 replicas of 4 context ranks: more ranks than nodes, named at the replicas' key
+  EXPECT_EQ(error_of(d), "test.json: parallel.data: 8 ranks (context 4 x data 2) need 8 nodes but network has 4");
   d = base();
   d["training"]["tokenizer"] = "gpt2";  // vocab 256
   EXPECT_CONTAINS(error_of(d), "model.vocab: tokenizer \"gpt2\" needs vocab >= 50257, got 256");

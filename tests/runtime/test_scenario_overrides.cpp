@@ -99,6 +99,8 @@ TEST(ScenarioOverrides, BadValueNamesTheFlag) {
             "--set network.bandwidth=0Mbps: network.bandwidth: bandwidth must be positive, got \"0Mbps\"");
   EXPECT_EQ(error_of("quickstart.json", {"parallel.context=16"}),
             "--set parallel.context=16: parallel.context: 16 ranks need 16 nodes but network has 4");
+  EXPECT_EQ(error_of("quickstart.json", {"parallel.data=2"}),
+            "--set parallel.data=2: parallel.data: 8 ranks (context 4 x data 2) need 8 nodes but network has 4");
   EXPECT_EQ(error_of("quickstart.json", {"training.steps=many"}),
             "--set training.steps=many: training.steps: expected an integer in 1..1073741824, got a string (\"many\")");
 }
