@@ -9,6 +9,7 @@
 #include "runtime/cost_model.h"
 #include "runtime/estimate_format.h"
 #include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/layout.h"
 #include "sim/replay.h"
 
 namespace lowband {
@@ -81,6 +82,8 @@ EstimateResult estimate(const Scenario& s) {
   EstimateResult e;
   const int P = s.parallel.context;
   e.ranks = P;
+  // The graphs are on the ranks' nodes (parallel.placement): rank r's figures are its node's.
+  const parallel::Layout layout(s.parallel);
   std::vector<double> compute(P, 0.0);
   std::vector<std::map<std::string, double>> bytes(P);
   double kv = 0, kv_plain = 0;
@@ -90,8 +93,9 @@ EstimateResult estimate(const Scenario& s) {
     e.step_seconds += w * f.step_seconds;
     e.exposed_comm_seconds += w * f.exposed_comm_seconds;
     for (int r = 0; r < P; ++r) {
-      compute[r] += w * f.compute_seconds[r];
-      for (const auto& [kind, b] : f.bytes[r]) bytes[r][kind] += w * b;
+      const size_t node = size_t(layout.node_of(r));
+      compute[r] += w * f.compute_seconds[node];
+      for (const auto& [kind, b] : f.bytes[node]) bytes[r][kind] += w * b;
     }
     kv += w * f.kv_bytes;
     kv_plain += w * f.uncompressed_kv_bytes;
@@ -105,7 +109,7 @@ EstimateResult estimate(const Scenario& s) {
   e.tokens_per_step = steps[0].tokens;
   e.tokens_per_s = e.tokens_per_step / e.step_seconds;
   e.model_flops_per_step = steps[0].model_flops;
-  for (int r = 0; r < P; ++r) e.peak_flops_per_s += s.devices.for_node(r).peak_flops(s.devices.dtype);
+  for (int r = 0; r < P; ++r) e.peak_flops_per_s += s.devices.for_node(layout.node_of(r)).peak_flops(s.devices.dtype);
   e.mfu = e.model_flops_per_step / (e.step_seconds * e.peak_flops_per_s);
   e.kv_bytes_ratio = kv_plain > 0 ? kv / kv_plain : 1.0;
   e.kv_bytes_saved_fraction = 1.0 - e.kv_bytes_ratio;

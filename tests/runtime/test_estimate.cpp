@@ -99,6 +99,26 @@ TEST(Estimate, SlowNodeSlowsTheStep) {
   EXPECT_DOUBLE_EQ(slow.peak_flops_per_s, 3 * 312e12 + 121e12);
 }
 
+TEST(Estimate, PlacedRanksTakeTheirNodesFigures) {
+  // Ranks on nodes 0, 2, 4, 6 of a uniform full mesh, rank 3's node an L4: the
+  // figures of 4 ranks on nodes 0..3 with node 3 the L4 (the peak counts the L4,
+  // not the idle nodes 1 and 3; the busiest rank is found among the ranks' nodes).
+  Scenario plain = testing::small_cp_scenario(4);
+  plain.devices.default_profile = testing::builtin_device("cpu");
+  plain.network.link = {1e18, 0};
+  Scenario placed = plain;
+  plain.devices.node_profiles.push_back({3, testing::builtin_device("A100-80GB")});
+  placed.network.nodes = 8;
+  placed.parallel.placement = {0, 2, 4, 6};
+  placed.devices.node_profiles.push_back({6, testing::builtin_device("A100-80GB")});
+  const EstimateResult a = estimate(plain), b = estimate(placed);
+  EXPECT_EQ(b.peak_flops_per_s, a.peak_flops_per_s);
+  EXPECT_EQ(b.peak_flops_per_s, 3 * testing::builtin_device("cpu").peak_flops(sim::DType::bf16) + 312e12);
+  EXPECT_NEAR(b.compute_seconds, a.compute_seconds, 1e-12 * a.compute_seconds);
+  EXPECT_NEAR(b.step_seconds, a.step_seconds, 1e-9 * a.step_seconds);
+  EXPECT_EQ(b.bytes_per_rank_per_step, a.bytes_per_rank_per_step);
+}
+
 TEST(Estimate, ZigzagBeatsContiguousSplit) {
   // Contiguous: the last of 4 ranks has 7x the causal attention work of the first
   // (cost-model test), so with free communication its compute sets a longer step.
