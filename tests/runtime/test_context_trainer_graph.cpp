@@ -41,6 +41,7 @@ std::vector<int32_t> tokens(const Scenario& s) {
   return t;
 }
 
+using test_support::expect_same_tasks;
 using test_support::transfers;
 
 class RecordedGraph : public ::testing::TestWithParam<std::vector<std::string>> {};
@@ -82,21 +83,6 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"parallel.context=4", "compression.method=mos",
                                                "compression.k_ratio=0.75", "compression.v_ratio=0.5",
                                                "compression.warmup_steps=0"}));
-
-// Every task of `built` is `recorded`'s: same kind, ranks, bytes, seconds and dependencies.
-void expect_same_tasks(const sim::StepGraph& built, const sim::StepGraph& recorded) {
-  ASSERT_EQ(built.tasks().size(), recorded.tasks().size());
-  int mismatches = 0;
-  for (size_t i = 0; i < built.tasks().size() && mismatches < 5; ++i) {
-    const sim::Task &a = built.tasks()[i], &b = recorded.tasks()[i];
-    const bool same = a.kind == b.kind && a.rank == b.rank && a.peer == b.peer && a.bytes == b.bytes &&
-                      a.seconds == b.seconds && a.kind_tag == b.kind_tag && a.deps == b.deps;
-    mismatches += !same;
-    EXPECT_TRUE(same) << "task " << i << ": built " << a.kind_tag << " rank " << a.rank << " peer " << a.peer
-                      << " bytes " << a.bytes << " s " << a.seconds << ", recorded " << b.kind_tag << " rank "
-                      << b.rank << " peer " << b.peer << " bytes " << b.bytes << " s " << b.seconds;
-  }
-}
 
 class ProfileTimedGraph : public ::testing::TestWithParam<std::vector<std::string>> {};
 

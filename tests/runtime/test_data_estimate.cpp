@@ -59,17 +59,7 @@ void expect_recorded_is_estimated(const Scenario& s, int steps) {
     const bool outer = s.parallel.data_sync.method != DataSyncMethod::all_reduce && rec.weight_sync;
     const sim::StepGraph built = build_data_parallel(s, outer).graph;
     EXPECT_EQ(transfers(built), transfers(rec.graph));
-    ASSERT_EQ(built.tasks().size(), rec.graph.tasks().size());
-    int mismatches = 0;
-    for (size_t i = 0; i < built.tasks().size() && mismatches < 5; ++i) {
-      const sim::Task &a = built.tasks()[i], &b = rec.graph.tasks()[i];
-      const bool same = a.kind == b.kind && a.rank == b.rank && a.peer == b.peer && a.bytes == b.bytes &&
-                        a.seconds == b.seconds && a.kind_tag == b.kind_tag && a.deps == b.deps;
-      mismatches += !same;
-      EXPECT_TRUE(same) << "task " << i << ": built " << a.kind_tag << " rank " << a.rank << " peer " << a.peer
-                        << " bytes " << a.bytes << " s " << a.seconds << ", recorded " << b.kind_tag << " rank "
-                        << b.rank << " peer " << b.peer << " bytes " << b.bytes << " s " << b.seconds;
-    }
+    test_support::expect_same_tasks(built, rec.graph);
   }
 }
 

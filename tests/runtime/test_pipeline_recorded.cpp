@@ -8,6 +8,7 @@
 #include "runtime/parallel/pipeline_graph.h"
 #include "runtime/parallel/pipeline_trainer.h"
 #include "runtime/scenario/load.h"
+#include "tests/runtime/test_graph_support.h"
 
 namespace lowband {
 namespace {
@@ -93,18 +94,7 @@ TEST(PipelineRecorded, ContextRanksEstimateGraphIsTheRecordedGraph) {
                  (c.sets.empty() ? "" : " " + c.sets.front()));
     parallel::PipelineTrainer trainer(s, parallel::ComputeTiming::profile);
     const sim::StepGraph recorded = recorded_step(trainer, s);
-    const sim::StepGraph built = parallel::build_pipeline_parallel(s).graph;
-    ASSERT_EQ(built.tasks().size(), recorded.tasks().size());
-    int mismatches = 0;
-    for (size_t i = 0; i < built.tasks().size() && mismatches < 5; ++i) {
-      const sim::Task &a = built.tasks()[i], &b = recorded.tasks()[i];
-      const bool same = a.kind == b.kind && a.rank == b.rank && a.peer == b.peer && a.bytes == b.bytes &&
-                        a.seconds == b.seconds && a.kind_tag == b.kind_tag && a.deps == b.deps;
-      if (!same) ++mismatches;
-      EXPECT_TRUE(same) << "task " << i << ": built " << a.kind_tag << " rank " << a.rank << " peer " << a.peer
-                        << " bytes " << a.bytes << " s " << a.seconds << ", recorded " << b.kind_tag << " rank "
-                        << b.rank << " peer " << b.peer << " bytes " << b.bytes << " s " << b.seconds;
-    }
+    test_support::expect_same_tasks(parallel::build_pipeline_parallel(s).graph, recorded);
   }
 }
 
