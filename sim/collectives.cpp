@@ -129,6 +129,28 @@ std::vector<TaskId> incast(StepGraph& graph, const std::vector<int>& ranks, doub
   return joins;
 }
 
+std::vector<TaskId> relay_all_gather(StepGraph& graph, const std::vector<int>& ranks, int relay, double total_bytes,
+                                     const RankDeps& after, const std::string& kind_tag) {
+  check_args("relay_all_gather", ranks, total_bytes, after);
+  if (std::find(ranks.begin(), ranks.end(), relay) != ranks.end())
+    throw std::invalid_argument("sim::relay_all_gather: the relay " + std::to_string(relay) + " is one of the ranks");
+  const size_t p = ranks.size();
+  const double message_bytes = total_bytes / static_cast<double>(p);
+  std::vector<std::vector<TaskId>> done(p);  // each rank's upload and downloads
+  if (p > 1)
+    for (size_t o = 0; o < p; ++o) {
+      const TaskId up = graph.add_transfer(ranks[o], relay, message_bytes, deps_of(after, o), kind_tag);
+      done[o].push_back(up);
+      for (size_t i = 0; i < p; ++i)
+        if (i != o) done[i].push_back(graph.add_transfer(relay, ranks[i], message_bytes, {up}, kind_tag));
+    }
+  // A rank is done when its message is up and the others' are down.
+  std::vector<TaskId> joins(p);
+  for (size_t i = 0; i < p; ++i)
+    joins[i] = graph.add_compute(ranks[i], 0, p == 1 ? deps_of(after, i) : done[i], kind_tag);
+  return joins;
+}
+
 std::vector<TaskId> append_collective(StepGraph& graph, Collective collective, const std::vector<int>& ranks,
                                       double total_bytes, const RankDeps& after, const std::string& kind_tag) {
   switch (collective) {
@@ -162,6 +184,14 @@ double all_to_all_seconds(int p, double total_bytes, double bandwidth_bytes_per_
 
 double point_to_point_seconds(double total_bytes, double bandwidth_bytes_per_s, double latency_s) {
   return latency_s + total_bytes / bandwidth_bytes_per_s;
+}
+
+double relay_all_gather_seconds(int p, double total_bytes, double upload_bytes_per_s, double download_bytes_per_s,
+                                double relay_in_bytes_per_s, double relay_out_bytes_per_s, double latency_s) {
+  if (p < 2) return 0;
+  const double message = total_bytes / p;
+  return 2 * latency_s + message / std::min(upload_bytes_per_s, relay_in_bytes_per_s / p) +
+         (p - 1) * message / std::min(download_bytes_per_s, relay_out_bytes_per_s / p);
 }
 
 namespace {

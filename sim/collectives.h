@@ -11,6 +11,10 @@
 //                   (direct: all p-1 sends start at once).
 //  point-to-point:  ranks[0] sends S to ranks[1].
 //  incast:          ranks[1..p-1] each send S to ranks[0], all at once (many-to-one).
+//  relay all-gather: as all-gather, through a relay node that is none of the ranks
+//                   (an object store): each rank uploads its S/p to the relay once,
+//                   and the relay sends each message on to the p-1 other ranks as
+//                   soon as that message's upload is done.
 // Rings go ranks[0] -> ranks[1] -> ... -> ranks[p-1] -> ranks[0]; in round k each
 // rank sends one S/p chunk to its successor once it has received the previous
 // round's chunk and its own previous send is done (one message in flight per rank).
@@ -44,6 +48,10 @@ std::vector<TaskId> point_to_point(StepGraph& graph, const std::vector<int>& ran
                                    const RankDeps& after, const std::string& kind_tag);
 std::vector<TaskId> incast(StepGraph& graph, const std::vector<int>& ranks, double total_bytes, const RankDeps& after,
                            const std::string& kind_tag);
+// `relay` must not be one of `ranks`; the relay's fan-out starts from the upload
+// alone (it has no `after` of its own).
+std::vector<TaskId> relay_all_gather(StepGraph& graph, const std::vector<int>& ranks, int relay, double total_bytes,
+                                     const RankDeps& after, const std::string& kind_tag);
 // Dispatches on `collective` to one of the above.
 std::vector<TaskId> append_collective(StepGraph& graph, Collective collective, const std::vector<int>& ranks,
                                       double total_bytes, const RankDeps& after, const std::string& kind_tag);
@@ -61,6 +69,15 @@ double ring_all_reduce_seconds(int p, double total_bytes, double bandwidth_bytes
 double all_to_all_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s,
                           int flows_per_link);
 double point_to_point_seconds(double total_bytes, double bandwidth_bytes_per_s, double latency_s);
+// Relay all-gather on a star, every rank's access link uploading at U and
+// downloading at D, the relay's link taking in at relay_in and sending at
+// relay_out, latency_s the path latency (rank's link + relay's link). The p
+// uploads of S/p run at once and share the relay's download; then every rank
+// downloads the p-1 other messages at once, which share its download, and all
+// p(p-1) share the relay's upload:
+//   2 latency + (S/p) / min(U, relay_in/p) + (p-1)(S/p) / min(D, relay_out/p)
+double relay_all_gather_seconds(int p, double total_bytes, double upload_bytes_per_s, double download_bytes_per_s,
+                                double relay_in_bytes_per_s, double relay_out_bytes_per_s, double latency_s);
 
 // The closed-form time of `collective` over p ranks on `network` where one exists:
 // star or full_mesh without overrides (a star path crosses two access links: latency

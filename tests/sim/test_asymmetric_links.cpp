@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "common/error.h"
 #include "networks.h"
+#include "sim/collectives.h"
 #include "sim/replay.h"
 
 namespace lowband::sim {
@@ -73,19 +75,80 @@ TEST(AsymmetricLinks, ARelayedAllGatherIsOneUploadAndTheOthersDownloads) {
   // The exchange through a relay (an object store on a fat link, node R):
   // every node uploads its S bytes once, then downloads the R − 1 others',
   // which share its download link: S/U + (R − 1)·S/D + 4L (two paths of 2L).
-  // analysis/sparseloco-estimate.md uses this closed form against the ring.
+  // analysis/sparseloco-estimate.md compares it with the ring.
   const int R = 5;
   const double U = 1.25e6, D = 6.25e6;
   NetworkSpec n = testing::star(R + 1, Link{D, L, U});
   n.node_links.push_back(NodeLink{R, link(1e9, L)});
   StepGraph g(R + 1);
-  std::vector<TaskId> up;
-  for (int r = 0; r < R; ++r) up.push_back(g.add_transfer(r, R, S, {}, "pseudo_grad"));
-  for (int r = 0; r < R; ++r)
-    for (int o = 0; o < R; ++o)
-      if (o != r) g.add_transfer(R, r, S, {up[size_t(o)]}, "pseudo_grad");
+  std::vector<int> ranks;
+  for (int r = 0; r < R; ++r) ranks.push_back(r);
+  relay_all_gather(g, ranks, R, R * S, {}, "pseudo_grad");
   const double expected = S / U + (R - 1) * S / D + 4 * L;
+  EXPECT_NEAR(relay_all_gather_seconds(R, R * S, U, D, 1e9, 1e9, 2 * L), expected, 1e-12 * expected);
   EXPECT_NEAR(replay(n, g).step_seconds, expected, kTolerance * expected);
+}
+
+// The relay's own link shared: the R uploads of S bytes share its download (In),
+// the R(R − 1) downloads its upload (Out). Each upload flows at min(U, In/R); each
+// download at min(D/(R − 1), Out/(R(R − 1))), and a rank has R − 1 of them:
+// 2(L + Lr) + S/min(U, In/R) + (R − 1)·S/min(D, Out/R).
+class RelayOnAStar : public ::testing::TestWithParam<int> {};
+
+TEST_P(RelayOnAStar, IsTheClosedFormWithTheRelaysLinkShared) {
+  const int R = GetParam();
+  const double U = 1.25e6, D = 6.25e6, Lr = 4e-3;
+  struct Relay {
+    double in, out;
+  };
+  // Fat; its download the bottleneck of the uploads (R ≥ 3); its upload the
+  // bottleneck of the downloads (R ≥ 2); both.
+  for (const Relay relay : {Relay{1e9, 1e9}, Relay{2.5e6, 1e9}, Relay{1e9, 10e6}, Relay{2.5e6, 10e6}}) {
+    NetworkSpec n = testing::star(R + 1, Link{D, L, U});
+    n.node_links.push_back(NodeLink{R, Link{relay.in, Lr, relay.out}});
+    StepGraph g(R + 1);
+    std::vector<int> ranks;
+    for (int r = 0; r < R; ++r) ranks.push_back(r);
+    const std::vector<TaskId> done = relay_all_gather(g, ranks, R, R * S, {}, "pseudo_grad");
+    ASSERT_EQ(done.size(), size_t(R));
+    const double expected = 2 * (L + Lr) + S / std::min(U, relay.in / R) + (R - 1) * S / std::min(D, relay.out / R);
+    EXPECT_NEAR(relay_all_gather_seconds(R, R * S, U, D, relay.in, relay.out, L + Lr), expected, 1e-12 * expected);
+    EXPECT_NEAR(replay(n, g).step_seconds, expected, kTolerance * expected)
+        << "R " << R << ", relay in " << relay.in << ", out " << relay.out;
+    // Each rank sends its message once; the relay sends each on R − 1 times.
+    for (int r = 0; r < R; ++r) EXPECT_DOUBLE_EQ(g.bytes_sent(r), S);
+    EXPECT_DOUBLE_EQ(g.bytes_sent(R), R * (R - 1) * S);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(R, RelayOnAStar, ::testing::Values(2, 3, 5, 8));
+
+TEST(AsymmetricLinks, ARelayedMessageGoesDownOnlyAfterItsUpload) {
+  // Rank 1 starts its upload 1 s late: the others' copies of its message leave
+  // the relay after that upload, the rest do not wait for it.
+  const double U = 1.25e6, D = 6.25e6;
+  NetworkSpec n = testing::star(4, Link{D, L, U});
+  n.node_links.push_back(NodeLink{3, link(1e9, L)});
+  StepGraph g(4);
+  const TaskId late = g.add_compute(1, 1.0, {}, "compute");
+  relay_all_gather(g, {0, 1, 2}, 3, 3 * S, {{}, {late}, {}}, "pseudo_grad");
+  for (const Task& t : g.tasks())
+    if (t.kind == TaskKind::transfer && t.rank == 3) {  // a download: after one upload, of the same bytes
+      ASSERT_EQ(t.deps.size(), 1u);
+      const Task& up = g.task(t.deps[0]);
+      EXPECT_EQ(up.peer, 3);
+      EXPECT_NE(up.rank, t.peer);
+      EXPECT_DOUBLE_EQ(up.bytes, S);
+      EXPECT_DOUBLE_EQ(t.bytes, S);
+    }
+  const ReplayResult r = replay(n, g, ReplayOptions{true});
+  for (size_t i = 0; i < g.tasks().size(); ++i) {
+    const Task& t = g.tasks()[i];
+    if (t.kind != TaskKind::transfer || t.rank != 3) continue;
+    const bool of_late = g.task(t.deps[0]).rank == 1;
+    EXPECT_EQ(r.task_start_seconds[i] >= 1.0, of_late) << "download to " << t.peer;
+  }
+  EXPECT_THROW(relay_all_gather(g, {0, 1}, 1, S, {}, "x"), std::invalid_argument);
 }
 
 TEST(AsymmetricLinks, ANonPositiveUploadIsRefusedNamingTheKey) {
