@@ -45,10 +45,14 @@ template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 // until it says so (comm::RankLog::join_deferred; a DDP gradient bucket: the
 // backward and its exchanges go on while it travels). Transports still complete
 // the call before returning; the recorded step graph lets the rank overlap it.
+// `relay` (all_gather only): the modelled exchange goes through a relay node
+// (sim::relay_all_gather: one upload per rank, the relay's fan-out); transports
+// still do their own all-gather, so the numbers do not change.
 struct Wire {
   const char* kind;
   double bytes = -1;
   bool deferred = false;
+  bool relay = false;
   Wire(const char* k) : kind(k) {}  // NOLINT(google-explicit-constructor): "kv" reads as a label
   Wire(const char* k, double wire_bytes, bool defer = false) : kind(k), bytes(wire_bytes), deferred(defer) {}
 };

@@ -82,6 +82,7 @@ void RecordingCommunicator::collective(EventType type, double buffer_bytes, cons
   e.peer = root < 0 ? -1 : members_.at(size_t(root));
   e.comm_id = comm_id_;
   e.deferred = wire.deferred;
+  e.relay = type == EventType::all_gather && wire.relay;
   e.members = members_;
   log_.add(std::move(e));
 }
@@ -136,7 +137,7 @@ std::string RankLog::serialize() const {
     binary::write_i64(out, e.peer);
     binary::write_i64(out, e.tag);
     binary::write_i64(out, e.comm_id);
-    binary::write_u64(out, e.deferred ? 1 : 0);
+    binary::write_u64(out, (e.deferred ? 1 : 0) | (e.relay ? 2 : 0));
     binary::write_u64(out, e.members.size());
     for (int m : e.members) binary::write_i64(out, m);
   }
@@ -156,7 +157,9 @@ RankLog RankLog::deserialize(const std::string& bytes) {
     e.peer = int(binary::read_i64(in, "event peer"));
     e.tag = int(binary::read_i64(in, "event tag"));
     e.comm_id = int(binary::read_i64(in, "event comm"));
-    e.deferred = binary::read_u64(in, "event deferred") != 0;
+    const uint64_t flags = binary::read_u64(in, "event flags");
+    e.deferred = (flags & 1) != 0;
+    e.relay = (flags & 2) != 0;
     const uint64_t m = binary::read_u64(in, "event members");
     for (uint64_t j = 0; j < m; ++j) e.members.push_back(int(binary::read_i64(in, "event member")));
     log.events_.push_back(std::move(e));
@@ -214,7 +217,10 @@ Event event_of(EventType type, int peer, int tag, int comm_id, double bytes, con
 
 sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
   const int P = int(logs.size());
-  sim::StepGraph g(P);
+  bool relay = false;  // the relay, when an all-gather goes through it, is graph rank P
+  for (const RankLog* log : logs)
+    for (const Event& e : log->events()) relay = relay || e.relay;
+  sim::StepGraph g(P + (relay ? 1 : 0));
   std::vector<RankState> st(static_cast<size_t>(P));
   // Transfers sent and not yet received, per (comm, source, destination, tag), in order.
   std::map<std::tuple<int, int, int, int>, std::deque<TaskId>> in_flight;
@@ -265,7 +271,8 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
           } else if (e.type == EventType::all_reduce) {
             done = sim::ring_all_reduce(g, e.members, S, after, e.kind);
           } else if (e.type == EventType::all_gather) {
-            done = sim::ring_all_gather(g, e.members, S, after, e.kind);
+            done = e.relay ? sim::relay_all_gather(g, e.members, P, S, after, e.kind)
+                           : sim::ring_all_gather(g, e.members, S, after, e.kind);
           } else if (e.type == EventType::reduce_scatter) {
             done = sim::ring_reduce_scatter(g, e.members, S, after, e.kind);
           } else {
@@ -274,7 +281,7 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
           for (size_t i = 0; i < e.members.size(); ++i) {
             RankState& ms = st[size_t(e.members[i])];
             const Event& me = logs[size_t(e.members[i])]->events()[ms.next];
-            if (me.type != e.type || me.members != e.members || me.bytes != e.bytes)
+            if (me.type != e.type || me.members != e.members || me.bytes != e.bytes || me.relay != e.relay)
               throw std::logic_error("assemble_step_graph: ranks disagree on collective '" + e.kind + "'");
             if (e.deferred) ms.deferred.push_back(done[i]);
             else ms.cursor = {done[i]};

@@ -14,7 +14,9 @@
 //   communicator, in order) adds the transfer to the receiver's cursor;
 // - a collective becomes the schedule sim/collectives.h builds for it (ring
 //   all-reduce, all-gather, reduce-scatter; a broadcast is direct sends from the
-//   root), starting from each member's cursor; its end joins each member's cursor
+//   root; an all-gather whose Wire says relay goes through the relay, graph
+//   rank P one past the ranks: sim::relay_all_gather), starting from each
+//   member's cursor; its end joins each member's cursor
 //   (a deferred one's only at the member's next RankLog::join_deferred: a DDP
 //   bucket travels while the backward and its exchanges go on).
 // Bytes are the Wire label's modelled bytes where given, else the buffer's.
@@ -40,6 +42,7 @@ struct Event {
   int tag = 0;             // send/recv
   int comm_id = 0;         // which communicator (0: the world; each split numbers the next)
   bool deferred = false;   // collectives
+  bool relay = false;      // all_gather: through the relay (Wire::relay)
   std::vector<int> members;  // collectives: the communicator's world ranks, in its rank order
 };
 
@@ -105,7 +108,8 @@ class RecordingCommunicator final : public Communicator {
   std::shared_ptr<int> next_comm_id_;  // shared by a rank's communicators: splits stay numbered alike
 };
 
-// The step graph of one step from every rank's log (logs[r]: world rank r).
+// The step graph of one step from every rank's log (logs[r]: world rank r), of
+// P ranks, or P + 1 when an all-gather went through the relay (rank P).
 // std::logic_error when the logs do not match (a recv with no send, a
 // collective some member never reached).
 sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs);

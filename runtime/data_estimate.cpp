@@ -60,15 +60,25 @@ DataEstimate estimate_data(const Scenario& s) {
   // Weights over the period: the sync step once, the inner step H − 1 times.
   const std::vector<double> w = replayed.size() > 1 ? std::vector<double>{1.0 / H, (H - 1.0) / H} : std::vector<double>{1.0};
   std::vector<std::map<std::string, double>> per_node(static_cast<size_t>(graphs[0].ranks()));
+  const parallel::Layout layout(s.parallel);
+  e.relay_node = layout.relay_node();
+  // The relay's node runs no rank: what it sends is not a rank's.
+  auto without_relay = [&](std::vector<std::map<std::string, double>> sent) {
+    if (e.relay_node >= 0 && size_t(e.relay_node) < sent.size()) {
+      e.relay_bytes_per_sync = std::max(e.relay_bytes_per_sync, sent[size_t(e.relay_node)]["total"]);
+      sent[size_t(e.relay_node)].clear();
+    }
+    return sent;
+  };
   for (size_t i = 0; i < graphs.size(); ++i) {
     e.step_seconds += w[i] * replayed[i].step_seconds;
     e.compute_seconds += w[i] * free_network_step_seconds(graphs[i]);
-    const auto sent = sent_by_node(graphs[i]);
+    const auto sent = without_relay(sent_by_node(graphs[i]));
     for (size_t n = 0; n < sent.size(); ++n)
       for (const auto& [kind, b] : sent[n]) per_node[n][kind] += w[i] * b;
   }
   e.bytes_per_rank_per_step = most(per_node);
-  e.bytes_per_rank_per_sync = most(sent_by_node(graphs[0]));
+  e.bytes_per_rank_per_sync = most(without_relay(sent_by_node(graphs[0])));
   e.exposed_comm_seconds = e.step_seconds - e.compute_seconds;
   e.compute_utilisation = e.compute_seconds / e.step_seconds;
   e.tokens_per_step = first.tokens;
@@ -76,7 +86,6 @@ DataEstimate estimate_data(const Scenario& s) {
   e.part_message_bytes = first.part_message_bytes;
   for (double b : first.part_message_bytes) e.message_bytes_per_replica += b;
   e.model_flops_per_step = first.model_flops;
-  const parallel::Layout layout(s.parallel);
   for (int r = 0; r < layout.ranks(); ++r) e.peak_flops_per_s += s.devices.for_node(layout.node_of(r)).peak_flops(s.devices.dtype);
   e.mfu = e.model_flops_per_step / (e.step_seconds * e.peak_flops_per_s);
   e.network_model = sim::to_string(s.network.model);
@@ -105,6 +114,9 @@ nlohmann::json to_json(const DataEstimate& e) {
       {"bytes_per_rank_per_sync", e.bytes_per_rank_per_sync},
       {"message_bytes_per_replica", e.message_bytes_per_replica},
       {"part_message_bytes", e.part_message_bytes},
+      {"exchange", e.relay_node >= 0 ? "relay" : e.method == "sparseloco" ? "all_gather" : "all_reduce"},
+      {"relay_node", e.relay_node >= 0 ? nlohmann::json(e.relay_node) : nlohmann::json()},
+      {"relay_bytes_per_sync", e.relay_bytes_per_sync},
       {"model_flops_per_step", e.model_flops_per_step},
       {"peak_flops_per_s", e.peak_flops_per_s},
       {"mfu", e.mfu},
@@ -135,7 +147,8 @@ std::string format_data_table(const Scenario& s, const DataEstimate& e) {
   if (e.method == "diloco") sync = "diloco every " + std::to_string(e.inner_steps) + " steps (float32 pseudo-gradient all-reduce)";
   if (e.method == "sparseloco")
     sync = "sparseloco every " + std::to_string(e.inner_steps) + " steps (top-" + std::to_string(d.topk_per_chunk) +
-           " of " + std::to_string(d.chunk) + ", " + std::to_string(d.value_bits) + "-bit values, all-gather)";
+           " of " + std::to_string(d.chunk) + ", " + std::to_string(d.value_bits) + "-bit values, " +
+           (e.relay_node >= 0 ? "through the relay on node " + std::to_string(e.relay_node) : std::string("all-gather")) + ")";
   row("data sync", sync);
   row("network", e.network);
   row("network model", e.network_model);
@@ -157,6 +170,7 @@ std::string format_data_table(const Scenario& s, const DataEstimate& e) {
   for (const auto& [kind, b] : e.bytes_per_rank_per_sync) per_sync += (per_sync.empty() ? "" : ", ") + kind + " " + si(b, "B");
   row("sent per rank/step", per_step + "  (the busiest node)");
   if (e.method != "all_reduce") row("sent per rank/sync", per_sync + "  (the sync step)");
+  if (e.relay_node >= 0) row("relay sent/sync", si(e.relay_bytes_per_sync, "B") + "  (every message to the other replicas)");
   row("model FLOPs/step", si(e.model_flops_per_step, "FLOP"));
   row("MFU", fmt("%.1f %%", 100.0 * e.mfu));
   row("replay", fmt("%.3g s wall", e.replay_wall_seconds));

@@ -30,9 +30,14 @@ struct DataEstimate {
   // communication adds on top, both averaged over the period.
   double compute_seconds = 0, exposed_comm_seconds = 0;
   double compute_utilisation = 0;  // compute / (compute + exposed comm) = compute / step
-  // Bytes one rank (node) sends, by kind and "total": the most any node sends.
+  // Bytes one rank (node) sends, by kind and "total": the most any rank's node
+  // sends (the relay's node is no rank's: its bytes are below).
   std::map<std::string, double> bytes_per_rank_per_step;  // averaged over the period
   std::map<std::string, double> bytes_per_rank_per_sync;  // the sync step's
+  // sparseloco with exchange relay: the relay's node and what it sends on per
+  // sync (each message to R − 1 replicas); -1 and 0 otherwise.
+  int relay_node = -1;
+  double relay_bytes_per_sync = 0;
   // diloco / sparseloco: one replica's message per sync (each of its context
   // ranks sends one such set), summed over the parts, and per part.
   double message_bytes_per_replica = 0;

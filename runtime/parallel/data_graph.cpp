@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "comm/recording.h"
 #include "common/error.h"
@@ -127,9 +128,12 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
         for (int r = 0; r < N; ++r)
           if (layout.place(r).context_rank == c && holds(r, out.parts[p])) group.push_back(r);
         const double bytes = out.part_message_bytes[p] * (gather ? double(group.size()) : 1.0);
-        for (int r : group)
-          logs[size_t(r)].add(collective(gather ? comm::EventType::all_gather : comm::EventType::all_reduce, group,
-                                         kFirstPartComm + int(p) * C + c, bytes, "pseudo_grad", false));
+        for (int r : group) {
+          comm::Event e = collective(gather ? comm::EventType::all_gather : comm::EventType::all_reduce, group,
+                                     kFirstPartComm + int(p) * C + c, bytes, "pseudo_grad", false);
+          e.relay = gather && s.parallel.data_sync.exchange == DataSyncExchange::relay;  // as OuterSync's Wire says
+          logs[size_t(r)].add(std::move(e));
+        }
       }
   }
   std::vector<const comm::RankLog*> views;

@@ -13,7 +13,8 @@
 //    (data_parts.h), in part order, one collective over the holders of that part
 //    with its context index: diloco an all-reduce of the float32 pseudo-gradient
 //    (4 bytes per parameter), sparseloco an all-gather of every replica's packed
-//    message (sync::packed_bytes), both "pseudo_grad".
+//    message (sync::packed_bytes), both "pseudo_grad"; with data_sync.exchange
+//    relay the all-gather goes through the relay node (sim::relay_all_gather).
 // The logs are assembled once (comm::assemble_step_graph), so the graph compares
 // with a recorded DataTrainer step transfer for transfer.
 #include <vector>

@@ -19,6 +19,10 @@ Layout::Layout(const ParallelConfig& p) {
   if (!p.placement.empty() && p.placement.size() != places_.size())
     throw std::invalid_argument("Layout: " + std::to_string(p.placement.size()) + " placements for " +
                                 std::to_string(places_.size()) + " ranks");
+  if (p.data_sync.exchange == DataSyncExchange::relay) {
+    relay_node_ = p.data_sync.relay_node;
+    if (relay_node_ < 0) throw std::invalid_argument("Layout: the relay exchange without a relay node");
+  }
 }
 
 int Layout::rank_at(int replica, int stage, int context_rank) const {
@@ -55,15 +59,17 @@ std::vector<int> Layout::data_group(int rank) const {
 }
 
 sim::StepGraph place_on_nodes(const sim::StepGraph& graph, const Layout& layout) {
-  if (graph.ranks() != layout.ranks())
+  const bool relay = graph.ranks() == layout.ranks() + 1 && layout.relay_node() >= 0;
+  if (graph.ranks() != layout.ranks() && !relay)
     throw std::invalid_argument("place_on_nodes: a graph of " + std::to_string(graph.ranks()) + " ranks, a layout of " +
-                                std::to_string(layout.ranks()));
-  int nodes = 0;
+                                std::to_string(layout.ranks()) + (layout.relay_node() >= 0 ? " and a relay" : ""));
+  auto node = [&](int rank) { return rank == layout.ranks() ? layout.relay_node() : layout.node_of(rank); };
+  int nodes = relay ? layout.relay_node() + 1 : 0;
   for (int r = 0; r < layout.ranks(); ++r) nodes = std::max(nodes, layout.node_of(r) + 1);
   sim::StepGraph out(nodes);
   for (const sim::Task& t : graph.tasks()) {
-    if (t.kind == sim::TaskKind::compute) out.add_compute(layout.node_of(t.rank), t.seconds, t.deps, t.kind_tag);
-    else out.add_transfer(layout.node_of(t.rank), layout.node_of(t.peer), t.bytes, t.deps, t.kind_tag);
+    if (t.kind == sim::TaskKind::compute) out.add_compute(node(t.rank), t.seconds, t.deps, t.kind_tag);
+    else out.add_transfer(node(t.rank), node(t.peer), t.bytes, t.deps, t.kind_tag);
   }
   return out;
 }

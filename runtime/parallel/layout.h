@@ -26,6 +26,9 @@ class Layout {
   const RankPlace& place(int rank) const { return places_.at(size_t(rank)); }
   int node_of(int rank) const { return place(rank).node; }
   int rank_at(int replica, int stage, int context_rank) const;
+  // The node of the data sync's relay (parallel.data_sync.exchange relay), or -1.
+  // A recorded graph holds it as rank ranks(), one past the ranks (comm::assemble_step_graph).
+  int relay_node() const { return relay_node_; }
 
   // The ranks `rank` exchanges with in one dimension, in rank order (itself
   // included): same replica and stage (context), same replica and context rank
@@ -40,10 +43,12 @@ class Layout {
   };
   std::vector<Replica> replicas_;
   std::vector<RankPlace> places_;
+  int relay_node_ = -1;
 };
 
 // `graph` (one task list per rank) moved onto network nodes: every task's rank
-// and peer through layout.node_of. Task ids and dependencies stay as they are.
+// and peer through layout.node_of, the relay's (rank layout.ranks(), where the
+// graph has it) onto layout.relay_node(). Task ids and dependencies stay as they are.
 sim::StepGraph place_on_nodes(const sim::StepGraph& graph, const Layout& layout);
 
 }  // namespace lowband::parallel

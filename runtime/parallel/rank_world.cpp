@@ -65,8 +65,8 @@ void RankWorld::run(const std::function<void(int, comm::Communicator&)>& fn, boo
 }
 
 sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
-  auto on_nodes = [&](const sim::StepGraph& g) {  // the ranks' graph on parallel.placement's nodes
-    return scenario.parallel.placement.empty() ? g : place_on_nodes(g, Layout(scenario.parallel));
+  auto on_nodes = [&](const sim::StepGraph& g) {  // the ranks' graph on parallel.placement's and the relay's nodes
+    return scenario.parallel.placement.empty() && g.ranks() == P_ ? g : place_on_nodes(g, Layout(scenario.parallel));
   };
   if (!external_) {
     std::vector<const comm::RankLog*> logs;

@@ -98,6 +98,8 @@ std::string scenario_difference(const Scenario& a, const Scenario& b) {
   d.field("parallel.data_sync.chunk", sa.chunk, sb.chunk);
   d.field("parallel.data_sync.value_bits", sa.value_bits, sb.value_bits);
   d.field("parallel.data_sync.error_decay", sa.error_decay, sb.error_decay);
+  d.enumeration("parallel.data_sync.exchange", sa.exchange, sb.exchange);
+  d.field("parallel.data_sync.relay_node", sa.relay_node, sb.relay_node);
   d.enumeration("parallel.data_sync.average", sa.average, sb.average);
   if (pa.placement != pb.placement) d.difference("parallel.placement: the ranks' nodes differ");
 

@@ -230,6 +230,23 @@ void check_name(const ObjectReader& root, const std::string& name) {
     fail(root.path_of("name"), "expected a name of letters, digits, '-', '_' and '.', got \"" + name + "\"");
 }
 
+// The relay is a network node of its own: its link is the topology's (a star
+// override gives it a fat one), and no rank runs on it.
+void check_relay(const Scenario& s) {
+  const DataSyncConfig& d = s.parallel.data_sync;
+  if (d.exchange != DataSyncExchange::relay) return;
+  const std::string key = "parallel.data_sync.relay_node";
+  if (d.relay_node >= s.network.nodes)
+    fail(key, "node " + std::to_string(d.relay_node) + ", but the network has " + std::to_string(s.network.nodes) +
+                  " nodes (0.." + std::to_string(s.network.nodes - 1) + ")", {"network.nodes"});
+  for (int r = 0; r < s.parallel.ranks(); ++r)
+    if (s.parallel.node_of(r) == d.relay_node)
+      fail(key, "node " + std::to_string(d.relay_node) + " runs rank " + std::to_string(r) +
+                    ": the relay needs a node no rank runs on (network.nodes " + std::to_string(s.network.nodes) +
+                    " for " + std::to_string(s.parallel.ranks()) + " ranks; without relay_node the relay is the last node)",
+           {"network.nodes", "parallel.placement"});
+}
+
 void check_across(const Scenario& s) {
   const auto& p = s.parallel;
   const auto& m = s.model;
@@ -250,6 +267,7 @@ void check_across(const Scenario& s) {
       rank_on[size_t(node)] = r;
     }
   }
+  check_relay(s);
   if (p.ranks() > s.network.nodes) {
     // Data-parallel replicas multiply the ranks last: name their key when there are some.
     const bool data = p.data > 1;
@@ -300,6 +318,8 @@ Scenario parse_document(const json& document) {
   s.parallel = parse_parallel(root);
   s.compression = parse_compression(root);
   s.network = parse_network(root);
+  if (s.parallel.data_sync.exchange == DataSyncExchange::relay && s.parallel.data_sync.relay_node < 0)
+    s.parallel.data_sync.relay_node = s.network.nodes - 1;  // the default: the last node
   s.devices = parse_devices(root, s.network.nodes);
   s.training = parse_training(root);
   s.projection = parse_projection(root);

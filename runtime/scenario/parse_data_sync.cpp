@@ -10,7 +10,7 @@ DataSyncConfig parse_data_sync(const ObjectReader& parallel) {
   if (!parallel.has("data_sync")) return d;
   const ObjectReader r = parallel.object("data_sync", {"method", "inner_steps", "outer_lr", "outer_momentum",
                                                        "topk_per_chunk", "chunk", "value_bits", "error_decay",
-                                                       "average"});
+                                                       "average", "exchange", "relay_node"});
   const std::string method = r.choice_or("method", "all_reduce", {"all_reduce", "diloco", "sparseloco"});
   d.method = method == "diloco"       ? DataSyncMethod::diloco
              : method == "sparseloco" ? DataSyncMethod::sparseloco
@@ -46,6 +46,18 @@ DataSyncConfig parse_data_sync(const ObjectReader& parallel) {
                                       std::to_string(d.value_bits));
   d.error_decay = r.number_or("error_decay", d.error_decay, Bounds::closed(0, 1));
   d.average = r.choice_or("average", "all", {"all", "chosen"}) == "chosen" ? SparseAverage::chosen : SparseAverage::all;
+
+  // Only all-gathered messages can go through a relay that merely stores and
+  // forwards them; diloco's and all_reduce's are summed on the way (all-reduce).
+  if (r.has("exchange") && d.method != DataSyncMethod::sparseloco)
+    fail(r.path_of("exchange"), "only used with method \"sparseloco\" (its messages are all-gathered), but method is \"" +
+                                    method + "\" (" + (d.method == DataSyncMethod::diloco ? "pseudo-gradients" : "gradients") +
+                                    " are all-reduced)", {r.path_of("method")});
+  d.exchange = r.choice_or("exchange", "all_gather", {"all_gather", "relay"}) == "relay" ? DataSyncExchange::relay
+                                                                                         : DataSyncExchange::all_gather;
+  if (r.has("relay_node") && d.exchange != DataSyncExchange::relay)
+    fail(r.path_of("relay_node"), "only used with exchange \"relay\"", {r.path_of("exchange")});
+  d.relay_node = static_cast<int>(r.integer_or("relay_node", -1, 0, kMaxInt));  // -1: resolved with the network
   return d;
 }
 

@@ -56,6 +56,11 @@ const char* data_sync_method_name(DataSyncMethod m);  // as parallel.data_sync.m
 // sparseloco: a coordinate's aggregate is the sum of the replicas' decoded values
 // over all replicas (all) or over the replicas whose message holds it (chosen).
 enum class SparseAverage { all, chosen };
+// sparseloco: how the replicas' messages meet (the numbers are the same, only
+// the traffic differs): a ring all-gather between the ranks, or each message
+// uploaded once to a relay node (an object store) that sends it on to the
+// others (sim::relay_all_gather).
+enum class DataSyncExchange { all_gather, relay };
 
 struct DataSyncConfig {
   DataSyncMethod method = DataSyncMethod::all_reduce;
@@ -67,6 +72,10 @@ struct DataSyncConfig {
   int value_bits = 2;           // sparseloco: 1..8 (2^bits bins), or 32 (float32 values, no quantisation)
   double error_decay = 0.95;    // sparseloco: β of the error feedback
   SparseAverage average = SparseAverage::all;
+  DataSyncExchange exchange = DataSyncExchange::all_gather;  // sparseloco
+  // exchange relay: the network node of the relay, one no rank runs on (loading
+  // resolves it to network.nodes - 1 unless given); -1 otherwise.
+  int relay_node = -1;
 };
 
 struct ParallelConfig {

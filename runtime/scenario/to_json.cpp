@@ -156,6 +156,8 @@ json data_sync_json(const DataSyncConfig& d) {
   j["value_bits"] = d.value_bits;
   j["error_decay"] = d.error_decay;
   j["average"] = d.average == SparseAverage::chosen ? "chosen" : "all";
+  j["exchange"] = d.exchange == DataSyncExchange::relay ? "relay" : "all_gather";
+  if (d.exchange == DataSyncExchange::relay) j["relay_node"] = d.relay_node;
   return j;
 }
 

@@ -50,8 +50,9 @@ OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_h
     const std::vector<uint8_t> packed = pack(plan_, codec_, mine);
     const int64_t S = int64_t(packed.size());
     std::vector<uint8_t> gathered(size_t(S) * size_t(replicas));
-    data_group.all_gather(packed.data(), gathered.data(), std::vector<int64_t>(size_t(replicas), S), comm::DType::u8,
-                          comm::Wire("pseudo_grad", double(S) * replicas));
+    comm::Wire wire("pseudo_grad", double(S) * replicas);
+    wire.relay = config_.exchange == DataSyncExchange::relay;  // the traffic only: the gather is the same
+    data_group.all_gather(packed.data(), gathered.data(), std::vector<int64_t>(size_t(replicas), S), comm::DType::u8, wire);
     std::vector<SparseMessage> messages;
     for (int r = 0; r < replicas; ++r) messages.push_back(unpack(plan_, codec_, gathered.data() + size_t(r) * S, S));
     aggregate(plan_, codec_, messages, config_.average, g.data());

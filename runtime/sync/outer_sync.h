@@ -15,8 +15,9 @@
 //    per parameter) of Δ, g = sum / R, outer Nesterov SGD (outer_optimizer.h);
 //  - sparseloco: the replica's message compressed with error feedback
 //    (sparseloco.h), packed (pack.h), one all-gather of every replica's packed
-//    bytes (Wire "pseudo_grad": R × packed_bytes on the gather), every message
-//    decoded and aggregated (aggregate.h), outer plain SGD.
+//    bytes (Wire "pseudo_grad": R × packed_bytes on the gather; through the
+//    relay where data_sync.exchange says so), every message decoded and
+//    aggregated (aggregate.h), outer plain SGD.
 // Every rank computes the same update from the same data in the same order, so
 // replicas that start equal stay bit-identical. θ_start <- θ afterwards.
 // Parameters are host float32 (the trainer copies device memory in and out).

@@ -1,6 +1,7 @@
 // `lowband estimate` of data-parallel layouts end to end: the JSON of a
 // heterogeneous SparseLoCo scenario (keys with units, the period average), the
-// table, and a bad upload_bandwidth as a one-line error with status 2.
+// table, the relay exchange, and a bad upload_bandwidth or relay as a one-line
+// error with status 2.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,39 @@ TEST_F(Cli, BadUploadBandwidthIsOneLineNamingTheKey) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("network.upload_bandwidth"), std::string::npos) << r.err;
+}
+
+// The relay in a cluster of its own (node 6): each rank uploads its message
+// once, and the relay sends each on to the other holders of its part.
+TEST_F(Cli, DataEstimateThroughTheRelay) {
+  const std::string relay =
+      " --set parallel.data_sync.exchange=relay"
+      " --set 'network.clusters.3={\"nodes\": 1, \"bandwidth\": \"10Gbps\", \"latency\": \"1ms\"}'";
+  const auto r = run("estimate --json " + kScenarios + "hetero-sparseloco-small.json" + relay);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("exchange"), "relay");
+  EXPECT_EQ(j.at("relay_node"), 6);
+  EXPECT_GT(j.at("relay_bytes_per_sync").get<double>(), j.at("bytes_per_rank_per_sync").at("pseudo_grad").get<double>());
+  const auto table = run("estimate " + kScenarios + "hetero-sparseloco-small.json" + relay);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("through the relay on node 6"), std::string::npos) << table.out;
+}
+
+TEST_F(Cli, BadRelayIsOneLineNamingTheKey) {
+  struct Case {
+    std::string sets, key;
+  };
+  for (const Case& c : {Case{"--set parallel.data_sync.exchange=relay", "parallel.data_sync.relay_node"},
+                        Case{"--set 'parallel.data_sync={\"method\": \"diloco\", \"exchange\": \"relay\"}'",
+                             "parallel.data_sync.exchange"},
+                        Case{"--set parallel.data_sync.exchange=relay --set parallel.data_sync.relay_node=9",
+                             "parallel.data_sync.relay_node"}}) {
+    const auto r = run("estimate " + kScenarios + "hetero-sparseloco-small.json " + c.sets);
+    EXPECT_EQ(r.exit_code, 2) << c.sets;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(c.key), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

@@ -150,6 +150,93 @@ TEST(DataEstimate, SparselocoSyncOnAStarIsTheRingAllGather) {
     }
 }
 
+// Through the relay (node R·P·C, one past the ranks): the recorded step, with
+// each part's messages going up to the relay once and down to the other
+// holders, equals the estimate's; for single-node replicas, pipelines (two
+// parts' groups share the relay) and the heterogeneous scenario with the relay
+// in a cluster of its own.
+Scenario through_relay(Scenario s) {
+  const int relay = s.parallel.ranks();
+  s.network.nodes = relay + 1;
+  s.parallel.data_sync.exchange = DataSyncExchange::relay;
+  s.parallel.data_sync.relay_node = relay;
+  return s;
+}
+
+TEST(DataEstimateGraph, SparselocoThroughTheRelayIsTheRecordedStep) {
+  for (const int P : {1, 2}) {
+    SCOPED_TRACE("pipeline " + std::to_string(P));
+    Scenario s = through_relay(replicas(3, P, 1, DataSyncMethod::sparseloco, 2));
+    s.parallel.microbatches = P;
+    expect_recorded_is_estimated(s, 2);
+    const sim::StepGraph g = build_data_parallel(s, true).graph;
+    const int relay = 3 * P;
+    ASSERT_EQ(g.ranks(), relay + 1);
+    int up = 0, down = 0;
+    for (const sim::Task& t : g.tasks()) {
+      if (t.kind != sim::TaskKind::transfer || t.kind_tag != "pseudo_grad") continue;
+      EXPECT_TRUE((t.peer == relay) != (t.rank == relay)) << t.rank << " -> " << t.peer;
+      if (t.peer == relay) ++up;
+      if (t.rank != relay) continue;
+      ++down;  // after the upload of the same message, from another holder of the part
+      ASSERT_EQ(t.deps.size(), 1u);
+      const sim::Task& from = g.task(t.deps[0]);
+      EXPECT_EQ(from.peer, relay);
+      EXPECT_EQ(from.bytes, t.bytes);
+      EXPECT_NE(from.rank, t.peer);
+    }
+    EXPECT_EQ(up, 3 * P);        // every rank its part's message, once
+    EXPECT_EQ(down, 3 * P * 2);  // on to the 2 other replicas
+    EXPECT_EQ(build_data_parallel(s, false).graph.ranks(), relay);  // no sync, no relay
+  }
+  const Scenario hetero = load_scenario_file(
+      std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-sparseloco-small.json",
+      {"parallel.data_sync.inner_steps=2", "parallel.data_sync.exchange=relay",
+       R"(network.clusters.3={"nodes": 1, "bandwidth": "10Gbps", "latency": "1ms"})"});
+  EXPECT_EQ(hetero.parallel.data_sync.relay_node, 6);
+  expect_recorded_is_estimated(hetero, 2);
+}
+
+// R single-node replicas on a star, uploads U slower than downloads D, the
+// relay on node R (latency Lr): the sync adds sim::relay_all_gather_seconds,
+// 2(L + Lr) + S/min(U, In/R) + (R − 1)·S/min(D, Out/R), with the relay's own
+// link fat (10 Gbps) or shared (30 Mbps: its download limits the uploads, its
+// upload the downloads). Each rank sends its message once; the relay R(R − 1).
+TEST(DataEstimate, SparselocoThroughTheRelayIsOneUploadAndTheOthersDownloads) {
+  const int R = 4;
+  const double U = 25e6 / 8, D = 100e6 / 8, L = 2e-3, Lr = 3e-3;
+  struct Relay {
+    const char* bandwidth;
+    double bps;
+  };
+  for (const Relay relay : {Relay{"10Gbps", 10e9}, Relay{"30Mbps", 30e6}}) {
+    SCOPED_TRACE(std::string("relay ") + relay.bandwidth);
+    const Scenario s = through_relay(replicas(
+        R, 1, 1, DataSyncMethod::sparseloco, 5,
+        {"network.nodes=" + std::to_string(R + 1), "network.topology=star", "network.model=ideal",
+         "network.bandwidth=100Mbps", "network.upload_bandwidth=25Mbps",
+         "network.latency=2ms", "network.overrides.0.node=" + std::to_string(R),
+         std::string("network.overrides.0.bandwidth=") + relay.bandwidth, "network.overrides.0.latency=3ms"}));
+    const double S = double(sync::packed_bytes(sync::plan_chunks(model::ParamLayout(s.model), 4096), {16, 2}));
+    const double B = relay.bps / 8;
+    const double expected = sim::relay_all_gather_seconds(R, R * S, U, D, B, B, L + Lr);
+    EXPECT_NEAR(expected, 2 * (L + Lr) + S / std::min(U, B / R) + (R - 1) * S / std::min(D, B / R), 1e-12 * expected);
+    const DataEstimate e = estimate_data(s);
+    EXPECT_NEAR(e.comm_per_sync_seconds, expected, 1e-5 * expected);
+    EXPECT_DOUBLE_EQ(e.bytes_per_rank_per_sync.at("pseudo_grad"), S);
+    EXPECT_EQ(e.relay_node, R);
+    EXPECT_DOUBLE_EQ(e.relay_bytes_per_sync, R * (R - 1) * S);
+    EXPECT_EQ(to_json(e).at("exchange"), "relay");
+    // The same sync as a ring: R − 1 uploads of S per rank.
+    Scenario ring = s;
+    ring.parallel.data_sync.exchange = DataSyncExchange::all_gather;
+    const DataEstimate r = estimate_data(ring);
+    EXPECT_NEAR(r.comm_per_sync_seconds, sim::ring_all_gather_seconds(R, R * S, U, 2 * L), 1e-5 * r.comm_per_sync_seconds);
+    EXPECT_DOUBLE_EQ(r.bytes_per_rank_per_sync.at("pseudo_grad"), (R - 1) * S);
+    EXPECT_EQ(r.relay_node, -1);
+  }
+}
+
 // DiLoCo: the ring all-reduce of the float32 pseudo-gradient, 2(R − 1)·(4N/(R·B) + 2L).
 TEST(DataEstimate, DilocoSyncOnAStarIsTheRingAllReduce) {
   const int R = 3;

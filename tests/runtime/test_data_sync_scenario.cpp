@@ -52,6 +52,33 @@ TEST(DataSyncScenario, DefaultsPerMethod) {
   EXPECT_EQ(t.value_bits, 32);
   EXPECT_EQ(t.error_decay, 0.0);
   EXPECT_EQ(t.average, SparseAverage::chosen);
+  EXPECT_EQ(s.exchange, DataSyncExchange::all_gather);
+  EXPECT_EQ(s.relay_node, -1);
+}
+
+// The relay is a node of the network no rank runs on: the last one unless
+// relay_node says which; its link is the topology's (here a star override).
+TEST(DataSyncScenario, RelayExchangeSitsOnANodeOfItsOwn) {
+  const DataSyncConfig last =
+      builtin_scenario("default", {"parallel.context=1", R"(parallel.data_sync={"method": "sparseloco", "exchange": "relay"})"})
+          .parallel.data_sync;
+  EXPECT_EQ(last.exchange, DataSyncExchange::relay);
+  EXPECT_EQ(last.relay_node, 3);  // the built-in's 4 nodes, one rank
+  const Scenario s = builtin_scenario("default", {"parallel.context=1",
+                                                  R"(parallel.data_sync={"method": "sparseloco", "exchange": "relay",
+                                                   "relay_node": 2})",
+                                                  R"(network.overrides=[{"node": 2, "bandwidth": "10Gbps"}])"});
+  EXPECT_EQ(s.parallel.data_sync.relay_node, 2);
+  const Scenario back = parse_scenario(to_json(s), "resolved");
+  EXPECT_EQ(scenario_difference(s, back), "");
+  EXPECT_EQ(back.parallel.data_sync.exchange, DataSyncExchange::relay);
+  auto one_rank = [](const std::string& data_sync) {
+    return builtin_scenario("default", {"parallel.context=1", "parallel.data_sync=" + data_sync});
+  };
+  EXPECT_EQ(scenario_difference(one_rank(R"({"method": "sparseloco"})"),
+                                one_rank(R"({"method": "sparseloco", "exchange": "relay"})"))
+                .rfind("parallel.data_sync.exchange:", 0),
+            0u);
 }
 
 TEST(DataSyncScenario, ResolvedScenarioRoundTripsAndDifferencesNameTheKey) {
@@ -95,6 +122,24 @@ TEST(DataSyncScenario, BadInputNamesItsPath) {
   EXPECT_CONTAINS(error_of(R"({"method": "diloco", "outer_momentum": 1})"), "parallel.data_sync.outer_momentum");
   EXPECT_CONTAINS(error_of(R"({"method": "diloco", "inner_steps": 0})"), "parallel.data_sync.inner_steps");
   EXPECT_CONTAINS(error_of(R"({"method": "sparseloco", "average": "some"})"), "parallel.data_sync.average");
+  // The relay: only for all-gathered messages, on a node of the network that runs no rank.
+  EXPECT_CONTAINS(error_of(R"({"method": "diloco", "exchange": "relay"})"),
+                  "parallel.data_sync.exchange: only used with method \"sparseloco\" (its messages are all-gathered), "
+                  "but method is \"diloco\" (pseudo-gradients are all-reduced)");
+  EXPECT_CONTAINS(error_of(R"({"exchange": "relay"})"), "method is \"all_reduce\" (gradients are all-reduced)");
+  EXPECT_CONTAINS(error_of(R"({"method": "sparseloco", "exchange": "store"})"), "parallel.data_sync.exchange");
+  EXPECT_CONTAINS(error_of(R"({"method": "sparseloco", "relay_node": 3})"),
+                  "parallel.data_sync.relay_node: only used with exchange \"relay\"");
+  EXPECT_CONTAINS(error_of(R"({"method": "sparseloco", "exchange": "relay", "relay_node": 4})"),
+                  "parallel.data_sync.relay_node: node 4, but the network has 4 nodes (0..3)");
+  EXPECT_CONTAINS(error_of(R"({"method": "sparseloco", "exchange": "relay", "relay_node": 0})"),
+                  "parallel.data_sync.relay_node: node 0 runs rank 0: the relay needs a node no rank runs on "
+                  "(network.nodes 4 for 4 ranks");
+  EXPECT_CONTAINS(error_of(R"({"method": "sparseloco", "exchange": "relay", "relay_node": -1})"),
+                  "parallel.data_sync.relay_node");
+  // The default node, the last, runs a rank: the built-in's 4 context ranks on its 4 nodes.
+  EXPECT_CONTAINS(error_of(R"({"method": "sparseloco", "exchange": "relay"})"),
+                  "parallel.data_sync.relay_node: node 3 runs rank 3");
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 
 #include "common/error.h"
 #include "runtime/parallel/data_trainer.h"
+#include "sim/collectives.h"
+#include "sim/replay.h"
 #include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"
 
@@ -186,6 +188,49 @@ TEST(LocalSteps, SparselocoReplicasMeetAfterEachOuterStep) {
     }
     if (k % 2 == 0) EXPECT_EQ(pseudo, 0) << "no exchange between outer steps";
     else EXPECT_GT(pseudo, 0);
+  }
+}
+
+// data_sync.exchange relay changes the modelled traffic only: the same losses
+// and parameters bit for bit as the ring all-gather. On the sync step each
+// replica sends its message S once (to the relay, node 7, on a 10 Gbps link)
+// instead of R − 1 times, the relay sends each on R − 1 times, and the step
+// takes what the closed forms say more or less (the compute is the same).
+TEST(LocalSteps, RelayExchangeTrainsBitForBitAsTheAllGather) {
+  const int R = 3;
+  Scenario ring = local(replicated(one_replica(1, 1), R), DataSyncMethod::sparseloco, 2);
+  ring.training.batch_size = 2 * R;
+  Scenario relay = ring;
+  relay.parallel.data_sync.exchange = DataSyncExchange::relay;
+  relay.parallel.data_sync.relay_node = 7;
+  relay.network.node_links.push_back(sim::NodeLink{7, sim::Link{10e9 / 8, 1e-3}});
+  DataTrainer a(ring, ComputeTiming::profile), b(relay, ComputeTiming::profile);
+  for (int k = 0; k < 4; ++k) {
+    SCOPED_TRACE("step " + std::to_string(k));
+    const TestBatch batch = make_batch(ring, k);
+    const StepRecord ra = a.train_step(k, batch.inputs.data(), batch.targets.data(), ring.training.batch_size);
+    const StepRecord rb = b.train_step(k, batch.inputs.data(), batch.targets.data(), ring.training.batch_size);
+    EXPECT_EQ(ra.loss, rb.loss);
+    for (int r = 0; r < a.ranks(); ++r) EXPECT_EQ(params_of(a, r), params_of(b, r)) << "rank " << r;
+    if (k % 2 == 0) {
+      EXPECT_EQ(rb.graph.ranks(), R) << "no sync, no relay";
+      continue;
+    }
+    const double S = ra.graph.bytes_sent(0, "pseudo_grad") / (R - 1);
+    ASSERT_GT(S, 0);
+    ASSERT_EQ(rb.graph.ranks(), 8);
+    for (int r = 0; r < R; ++r) {
+      EXPECT_EQ(ra.graph.bytes_sent(r, "pseudo_grad"), (R - 1) * S);
+      EXPECT_EQ(rb.graph.bytes_sent(r, "pseudo_grad"), S);
+    }
+    EXPECT_EQ(rb.graph.bytes_sent(7, "pseudo_grad"), R * (R - 1) * S);
+    // 300 Mbps / 1 ms access links (the built-in star): the ring's R − 1 rounds
+    // against one upload and R − 1 downloads through the relay.
+    const double B = 300e6 / 8, L = 1e-3;
+    const double ring_s = sim::ring_all_gather_seconds(R, R * S, B, 2 * L);
+    const double relay_s = sim::relay_all_gather_seconds(R, R * S, B, B, 10e9 / 8, 10e9 / 8, 2 * L);
+    const double difference = sim::replay(relay.network, rb.graph).step_seconds - sim::replay(relay.network, ra.graph).step_seconds;
+    EXPECT_NEAR(difference, relay_s - ring_s, 1e-3 * ring_s);
   }
 }
 
