@@ -159,7 +159,11 @@ INSTANTIATE_TEST_SUITE_P(
                                  " --set compression.warmup_steps=2"},
                       // 2 data-parallel replicas of 2 context ranks, SparseLoCo every 2 steps.
                       MpiCase{4, " --set parallel.context=2 --set parallel.data=2"
-                                 " --set parallel.data_sync={\\\"method\\\":\\\"sparseloco\\\",\\\"inner_steps\\\":2}"}),
+                                 " --set parallel.data_sync={\\\"method\\\":\\\"sparseloco\\\",\\\"inner_steps\\\":2}"},
+                      // The same through a relay on node 7 (the last): the relay flag crosses the MPI log gather.
+                      MpiCase{4, " --set parallel.context=2 --set parallel.data=2"
+                                 " --set parallel.data_sync={\\\"method\\\":\\\"sparseloco\\\",\\\"inner_steps\\\":2,"
+                                 "\\\"exchange\\\":\\\"relay\\\"}"}),
     [](const auto& info) { return "P" + std::to_string(info.param.ranks) + "_" + std::to_string(info.index); });
 
 }  // namespace
