@@ -267,7 +267,6 @@ void check_across(const Scenario& s) {
       rank_on[size_t(node)] = r;
     }
   }
-  check_relay(s);
   if (p.ranks() > s.network.nodes) {
     // Data-parallel replicas multiply the ranks last: name their key when there are some.
     const bool data = p.data > 1;
@@ -280,6 +279,7 @@ void check_across(const Scenario& s) {
          {data ? "parallel.context" : "parallel.data", "parallel.pipeline", "network.nodes", "network.clusters",
           "network.topology"});
   }
+  check_relay(s);
   const int64_t chunks = int64_t{p.context} * (p.split == CpSplit::zigzag ? 2 : 1);
   if (m.seq_len % chunks != 0)
     fail("model.seq_len", "seq_len " + std::to_string(m.seq_len) + " does not split into " + std::to_string(chunks) +
