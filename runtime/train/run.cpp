@@ -121,6 +121,11 @@ std::string default_run_dir(const std::string& scenario_name) {
 
 namespace {
 
+// The data sync's relay node, -1 without one.
+int relay_node_of(const Scenario& s) {
+  return s.parallel.data_sync.exchange == DataSyncExchange::relay ? s.parallel.data_sync.relay_node : -1;
+}
+
 // Whether the codec shrank this step's messages (false in a MoS warm-up).
 bool compressed(const parallel::StepRecord& record, const parallel::CompressedTraffic& traffic) {
   return traffic.sent(record.graph) < 0.999 * traffic.uncompressed_bytes_per_step;
@@ -253,6 +258,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
     totals.tokens_per_step =
         t->projection ? t->projection->tokens_per_step() : double(shape.batch_size) * double(shape.seq_len);
     totals.traffic = traffic;
+    totals.relay_node = relay_node_of(t->scenario);
     totals.uncompressed_kv_bytes_per_step = traffic.uncompressed_bytes_per_step;
     totals.header = {{"scenario", t->scenario.name},
                      {"scenario_source", t->scenario.source},
@@ -268,6 +274,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
     if (resumed) {  // the totals as they were at the checkpoint
       totals = resumed->targets[index].totals;
       totals.traffic = traffic;
+      totals.relay_node = relay_node_of(t->scenario);
       totals.header["run_dir"] = t->files.dir();
       t->replayer.wall_seconds = totals.replay_wall_seconds;
     }

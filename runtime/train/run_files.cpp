@@ -92,13 +92,16 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
   if (p.val_loss) last_val_loss = p.val_loss;
 
   // Per kind: the busiest rank's bytes (what sets a link's time) and all ranks'
-  // together (what the run put on the network: loss against bytes).
+  // together (what the run put on the network: loss against bytes). A relay is
+  // no rank: what it sends on is its own figure.
   nlohmann::json bytes = nlohmann::json::object(), bytes_all = nlohmann::json::object();
   std::vector<std::string> kinds = traffic.kinds;
   kinds.insert(kinds.end(), {"grad_sync", "pseudo_grad", ""});
+  const bool relay_in_graph = relay_node >= 0 && relay_node < rec.graph.ranks();
   for (const std::string& kind : kinds) {
     double most = 0, all = 0;
     for (int r = 0; r < rec.graph.ranks(); ++r) {
+      if (relay_in_graph && r == relay_node) continue;
       const double sent = rec.graph.bytes_sent(r, kind);
       most = std::max(most, sent);
       all += sent;
@@ -126,6 +129,7 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
                          {"exposed_comm_seconds", replay.exposed_comm_seconds},
                          {"wall_seconds", p.wall_seconds},
                          {"record_wall_seconds", rec.record_wall_seconds}};
+  if (relay_node >= 0) line["bytes_sent_relay"] = relay_in_graph ? rec.graph.bytes_sent(relay_node, "") : 0.0;
   if (p.val_loss) line["val_loss"] = number_or_null(*p.val_loss);
   if (!p.val_loss_per_replica.empty()) {
     line["val_loss_per_replica"] = nlohmann::json::array();

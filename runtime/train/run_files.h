@@ -48,6 +48,10 @@ struct RunTotals {
   int steps_done = 0;
   double tokens_per_step = 0;
   parallel::CompressedTraffic traffic;  // what the codec compresses (not checkpointed: from the trainer)
+  // The data sync's relay node (parallel.data_sync.exchange relay; -1: none). It
+  // runs no rank: its bytes are reported apart (bytes_sent_relay), not as a
+  // rank's. Not checkpointed: from the scenario.
+  int relay_node = -1;
   double uncompressed_kv_bytes_per_step = 0;  // all ranks' traffic.kinds, uncompressed
   double sim_total_seconds = 0;
   double step_wall_seconds = 0;       // sum of train_step wall times

@@ -108,6 +108,36 @@ TEST_F(Run, ProfileTimingMatchesTheEstimatedGraph) {
   EXPECT_NEAR(r.sim_total_seconds, 3 * expected, 1e-9 * expected);
 }
 
+// SparseLoCo through a relay (node 3, which runs no rank): on a sync step each of
+// the R = 3 replicas sends its message S once, the relay sends each on to the
+// R − 1 others. The per-rank and all-ranks bytes are the replicas'; the relay's
+// R(R − 1)S is its own figure, not the busiest "rank".
+TEST_F(Run, RelayBytesAreReportedApartFromTheRanks) {
+  const Scenario s = tiny({"parallel.context=1", "parallel.data=3", "network.nodes=4", "training.batch_size=6",
+                           "training.eval_every=0",
+                           R"(parallel.data_sync={"method":"sparseloco","inner_steps":2,"exchange":"relay"})",
+                           R"(network.overrides=[{"node":3,"bandwidth":"10Gbps"}])"});
+  RunOptions options;
+  options.out_dir = dir_.string();
+  options.steps = 4;
+  run_training(s, options);
+  const auto steps = read_jsonl(dir_ / "steps.jsonl");
+  ASSERT_EQ(steps.size(), 4u);
+  for (const auto& j : steps) {
+    const double per_rank = j.at("bytes_sent_per_rank").at("pseudo_grad").get<double>();
+    const double all = j.at("bytes_sent_all_ranks").at("pseudo_grad").get<double>();
+    const double relay = j.at("bytes_sent_relay").get<double>();
+    if (j.at("step").get<int>() % 2 == 1) {  // between syncs: nothing through the relay
+      EXPECT_EQ(relay, 0.0);
+      continue;
+    }
+    ASSERT_GT(per_rank, 0);
+    EXPECT_EQ(all, 3 * per_rank);
+    EXPECT_EQ(relay, 3 * 2 * per_rank);
+    EXPECT_EQ(j.at("bytes_sent_per_rank").at("total").get<double>(), per_rank);
+  }
+}
+
 // A learning rate of 1e30 blows the weights up: the run stops at the first
 // non-finite loss, says so with the step number, and leaves valid files.
 TEST_F(Run, DivergenceStopsWithTheStepAndValidFiles) {
