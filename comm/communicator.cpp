@@ -45,16 +45,43 @@ template <class T> void sum_typed(const std::vector<const void*>& in, void* out_
 }
 }  // namespace
 
-void sum_in_rank_order(const std::vector<const void*>& in, void* out, int64_t count, DType type) {
-  if (in.empty()) throw std::logic_error("comm::sum_in_rank_order: no inputs");
-  if (count < 0) throw std::logic_error("comm::sum_in_rank_order: negative count " + std::to_string(count));
+std::vector<int> ring_sum_order(int segment, int ranks) {
+  if (ranks <= 0 || segment < 0 || segment >= ranks)
+    throw std::logic_error("comm::ring_sum_order: segment " + std::to_string(segment) + " of " +
+                           std::to_string(ranks) + " ranks");
+  std::vector<int> order(static_cast<size_t>(ranks));
+  for (int j = 0; j < ranks; ++j) order[static_cast<size_t>(j)] = (segment + 1 + j) % ranks;
+  return order;
+}
+
+void sum_in_order(const std::vector<const void*>& in, void* out, int64_t count, DType type) {
+  if (in.empty()) throw std::logic_error("comm::sum_in_order: no inputs");
+  if (count < 0) throw std::logic_error("comm::sum_in_order: negative count " + std::to_string(count));
   switch (type) {
     case DType::f32: return sum_typed<float>(in, out, count);
     case DType::f64: return sum_typed<double>(in, out, count);
     case DType::i64: return sum_typed<int64_t>(in, out, count);
     case DType::u8: break;
   }
-  throw std::logic_error("comm::sum_in_rank_order: no sum of u8 (bytes are for gathers and broadcasts)");
+  throw std::logic_error("comm::sum_in_order: no sum of u8 (bytes are for gathers and broadcasts)");
+}
+
+void sum_in_ring_order(const std::vector<const void*>& by_rank, void* out, const std::vector<int64_t>& counts,
+                       DType type) {
+  const int P = static_cast<int>(by_rank.size());
+  if (P == 0 || counts.size() != by_rank.size())
+    throw std::logic_error("comm::sum_in_ring_order: " + std::to_string(by_rank.size()) + " buffers, " +
+                           std::to_string(counts.size()) + " counts");
+  const size_t esize = dtype_bytes(type);
+  int64_t offset = 0;
+  for (int s = 0; s < P; ++s) {
+    std::vector<const void*> in;
+    for (int r : ring_sum_order(s, P))
+      in.push_back(static_cast<const uint8_t*>(by_rank[static_cast<size_t>(r)]) + static_cast<size_t>(offset) * esize);
+    sum_in_order(in, static_cast<uint8_t*>(out) + static_cast<size_t>(offset) * esize, counts[static_cast<size_t>(s)],
+                 type);
+    offset += counts[static_cast<size_t>(s)];
+  }
 }
 
 }  // namespace lowband::comm

@@ -10,9 +10,15 @@
 //   it returns); recv waits for the message with the same (source, tag). Messages
 //   from one source with one tag arrive in the order they were sent.
 // - Collectives are called by every rank of the communicator in the same order.
-//   Every reduction is the sum in rank order, ((x0 + x1) + x2) + ..., the same on
-//   every rank and in every implementation (MPI's own reductions promise no order,
-//   so the MPI communicator does not use them for floating point).
+//   Every reduction sums in ring order, the order of a ring reduce-scatter: the
+//   result is split into segments (reduce_scatter_sum: counts; all_reduce_sum:
+//   even_counts(count, P)) and segment s is ((x[s+1] + x[s+2]) + ...) + x[s], ranks
+//   mod P: the partial sum starts at rank s+1 and travels r -> r+1 round the ring,
+//   each rank adding its own, until it reaches s (ring_sum_order). The same on every
+//   rank and in every implementation (MPI's own reductions promise no order, so the
+//   MPI communicator does not use them for floating point). So an element's order
+//   depends on where it sits in the call: one buffer reduced whole or in pieces
+//   gives sums that agree only to rounding when P > 2 (two terms add alike either way).
 // - Every call carries a Wire label: what it carries ("kv", "dkv", "grad_sync",
 //   "loss", ...: the step graph's kind tag) and, where the modelled link carries
 //   another size than the buffer in memory, the bytes on the wire. Only the
@@ -71,13 +77,14 @@ class Communicator {
   // blocks): `out` is resized to it (MPI: MPI_Probe, then MPI_Get_count).
   virtual void recv_message(int src, int tag, std::vector<uint8_t>& out, const Wire& wire) = 0;
 
-  // data (count elements) <- the rank-order sum over the ranks.
+  // data (count elements) <- the sum over the ranks, in ring order over the
+  // even_counts(count, P) segments (a reduce-scatter, then an all-gather).
   virtual void all_reduce_sum(void* data, int64_t count, DType type, const Wire& wire) = 0;
   // Rank r contributes counts[r] elements (in); out gets all of them in rank order.
   virtual void all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                           const Wire& wire) = 0;
   // in: sum(counts) elements on every rank; out (counts[rank] elements) <- the
-  // rank-order sum of segment `rank`.
+  // sum of segment `rank` in ring order (ring_sum_order(rank, P)).
   virtual void reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts,
                                   DType type, const Wire& wire) = 0;
   // data (count elements) <- root's.
@@ -101,8 +108,20 @@ class Communicator {
 // buffer that does not divide evenly).
 std::vector<int64_t> even_counts(int64_t total, int ranks);
 
-// out[i] = ((in[0][i] + in[1][i]) + ...) in rank order: the one reduction every
-// implementation uses.
-void sum_in_rank_order(const std::vector<const void*>& in, void* out, int64_t count, DType type);
+// The ranks whose values segment `segment` sums, in the order it sums them:
+// segment+1, segment+2, ..., P-1, 0, ..., segment (a ring reduce-scatter's order).
+std::vector<int> ring_sum_order(int segment, int ranks);
+
+// out[i] = ((in[0][i] + in[1][i]) + ...): the inputs added in the order given
+// (the one addition every implementation uses). out may be any of the inputs.
+void sum_in_order(const std::vector<const void*>& in, void* out, int64_t count, DType type);
+
+// out (sum(counts) elements) <- what a reduction with these segments gives every
+// rank: segment s of the by_rank buffers (one per rank, sum(counts) elements each)
+// summed in ring_sum_order(s, P). all_reduce_sum's result for counts =
+// even_counts(count, P); the reference for tests and for code that adds up
+// gathered values as a reduction would.
+void sum_in_ring_order(const std::vector<const void*>& by_rank, void* out, const std::vector<int64_t>& counts,
+                       DType type);
 
 }  // namespace lowband::comm

@@ -177,16 +177,15 @@ class InProcessComm final : public Communicator {
   void all_reduce_sum(void* data, int64_t count, DType type, const Wire&) override {
     check_count(count, "all_reduce_sum");
     const size_t esize = dtype_bytes(type);
-    if (type == DType::u8) sum_in_rank_order({data}, data, 0, type);  // throws: no u8 sums
+    if (type == DType::u8) sum_in_order({data}, data, 0, type);  // throws: no u8 sums
     auto call = enter("all_reduce_sum(count " + std::to_string(count) + ", " + name(type) + ")", data, 0,
                       static_cast<size_t>(count) * esize);
-    // Each rank sums its even segment into the shared result; all copy it out.
+    // Each rank sums its even segment (in ring order) into the shared result; all copy it out.
     const std::vector<int64_t> counts = even_counts(count, size());
     int64_t offset = 0;
     for (int r = 0; r < rank_; ++r) offset += counts[static_cast<size_t>(r)];
-    std::vector<const void*> in(call->in.size());
-    for (size_t r = 0; r < in.size(); ++r) in[r] = static_cast<const uint8_t*>(call->in[r]) + offset * esize;
-    sum_in_rank_order(in, call->scratch + offset * esize, counts[static_cast<size_t>(rank_)], type);
+    sum_in_order(segment_in_ring_order(*call, offset * esize), call->scratch + offset * esize,
+                 counts[static_cast<size_t>(rank_)], type);
     all_done(call, "all_reduce_sum");
     if (count > 0) std::memcpy(data, call->scratch, static_cast<size_t>(count) * esize);
     leave(call);
@@ -211,7 +210,7 @@ class InProcessComm final : public Communicator {
                           const Wire&) override {
     check_counts(counts, "reduce_scatter_sum");
     const size_t esize = dtype_bytes(type);
-    if (type == DType::u8) sum_in_rank_order({in}, out, 0, type);  // throws: no u8 sums
+    if (type == DType::u8) sum_in_order({in}, out, 0, type);  // throws: no u8 sums
     auto call = enter("reduce_scatter_sum(counts " + join(counts) + ", " + name(type) + ")", in);
     int64_t offset = 0, total = 0;
     for (int r = 0; r < size(); ++r) {
@@ -219,15 +218,13 @@ class InProcessComm final : public Communicator {
       total += counts[static_cast<size_t>(r)];
     }
     const int64_t n = counts[static_cast<size_t>(rank_)];
-    std::vector<const void*> segment(call->in.size());
-    for (size_t r = 0; r < segment.size(); ++r)
-      segment[r] = static_cast<const uint8_t*>(call->in[r]) + offset * esize;
+    const std::vector<const void*> segment = segment_in_ring_order(*call, offset * esize);
     // out may overlap this rank's input, which the others read until all are done.
     const auto* in_begin = static_cast<const uint8_t*>(in);
     const auto* out_begin = static_cast<const uint8_t*>(out);
     const bool overlaps = out_begin < in_begin + total * esize && in_begin < out_begin + n * esize;
     std::vector<uint8_t> temp(overlaps ? static_cast<size_t>(n) * esize : 0);
-    sum_in_rank_order(segment, overlaps ? static_cast<void*>(temp.data()) : out, n, type);
+    sum_in_order(segment, overlaps ? static_cast<void*>(temp.data()) : out, n, type);
     all_done(call, "reduce_scatter_sum");
     if (overlaps && n > 0) std::memcpy(out, temp.data(), temp.size());
     leave(call);
@@ -279,6 +276,15 @@ class InProcessComm final : public Communicator {
   }
 
   int world_rank() const { return group_->world_ranks[static_cast<size_t>(rank_)]; }
+
+  // This rank's segment (from `offset_bytes` in every rank's buffer) of the
+  // ranks' inputs, in the order the reduction adds them (ring_sum_order).
+  std::vector<const void*> segment_in_ring_order(const Instance& call, int64_t offset_bytes) const {
+    std::vector<const void*> in;
+    for (int r : ring_sum_order(rank_, size()))
+      in.push_back(static_cast<const uint8_t*>(call.in[static_cast<size_t>(r)]) + offset_bytes);
+    return in;
+  }
 
   static std::string name(DType type) {
     switch (type) {

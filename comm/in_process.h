@@ -22,7 +22,7 @@
 // each rank's compute timings would mean nothing; with the baton every rank's
 // kernels get the whole machine, as a lone trainer's do. The numbers never depend
 // on who runs when (messages are FIFO per (source, tag), reductions are summed in
-// rank order), only the interleaving does. InProcessWorld(P, false) lets the
+// ring order), only the interleaving does. InProcessWorld(P, false) lets the
 // threads run freely (communication benchmarks, tests of the synchronisation).
 //
 // Message passing: send copies the payload into the (communicator, source,

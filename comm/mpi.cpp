@@ -42,22 +42,8 @@ std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts) {
   return offsets;
 }
 
-// One round of a call split into rounds: from each segment, the elements from
-// `at` on, at most `per` of them (0 once a segment is done).
-std::vector<int64_t> round_counts(const std::vector<int64_t>& counts, int64_t at, int64_t per) {
-  std::vector<int64_t> round(counts.size());
-  for (size_t r = 0; r < counts.size(); ++r) round[r] = std::clamp<int64_t>(counts[r] - at, 0, per);
-  return round;
-}
-
-std::vector<int> ints(const std::vector<int64_t>& values) {
-  std::vector<int> out(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] > INT_MAX) throw std::logic_error("MPI comm: an int count overflowed (a bug in the chunking)");
-    out[i] = static_cast<int>(values[i]);
-  }
-  return out;
-}
+// The collectives' messages have a communicator of their own, so one tag will do.
+constexpr int kCollectiveTag = 0;
 
 }  // namespace
 
@@ -66,12 +52,16 @@ struct MpiCommunicator::Impl {
     MPI_Request request = MPI_REQUEST_NULL;
     std::vector<uint8_t> payload;
   };
-  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;  // send/recv
+  // The collectives' point-to-point messages (a duplicate of comm): they never
+  // match a send/recv of the caller's, whatever its tags.
+  MPI_Comm coll = MPI_COMM_NULL;
   int rank = 0, size = 1;
   int tag_ub = 32767;
   int64_t max_elements = INT_MAX;
   std::deque<Send> sends;  // in flight, oldest first
-  std::vector<uint8_t> scratch;
+  std::vector<uint8_t> ring_a, ring_b;  // reduce-scatter: the partial sums received, alternately
+  std::vector<MPI_Request> requests;
 
   // Completes the sends that are done, without waiting.
   void progress() {
@@ -97,22 +87,78 @@ struct MpiCommunicator::Impl {
       if (c < 0) throw std::logic_error(std::string("MPI comm: ") + call + " of a negative count");
   }
 
-  // Reduce-scatter of one piece: rank r gets, in out, the rank-order sum of
-  // in[offsets[r] .. + counts[r]) over the ranks. Every count and offset here fits an int.
-  void reduce_scatter_piece(const uint8_t* in, void* out, const std::vector<int64_t>& counts, DType type) {
+  // Starts the messages of a collective on `coll`: count elements, in messages
+  // of at most max_elements (an int count); none when count is 0. Sender and
+  // receiver cut alike, and MPI keeps one pair's messages in order.
+  void post_send(const void* data, int64_t count, DType type, int to) {
     const size_t esize = dtype_bytes(type);
-    const int64_t mine = counts[static_cast<size_t>(rank)];
-    std::vector<int64_t> recv_counts(static_cast<size_t>(size), mine), recv_offsets(static_cast<size_t>(size));
-    for (int r = 0; r < size; ++r) recv_offsets[static_cast<size_t>(r)] = r * mine;
-    scratch.resize(static_cast<size_t>(size * mine) * esize);
-    const std::vector<int> sc = ints(counts), sd = ints(offsets_of(counts)), rc = ints(recv_counts),
-                           rd = ints(recv_offsets);
-    check(MPI_Alltoallv(in, sc.data(), sd.data(), mpi_type(type), scratch.data(), rc.data(), rd.data(),
-                        mpi_type(type), comm),
-          "MPI_Alltoallv (reduce-scatter)");
-    std::vector<const void*> parts(static_cast<size_t>(size));
-    for (int r = 0; r < size; ++r) parts[static_cast<size_t>(r)] = scratch.data() + r * mine * esize;
-    sum_in_rank_order(parts, out, mine, type);
+    for (int64_t at = 0; at < count; at += max_elements)
+      check(MPI_Isend(static_cast<const uint8_t*>(data) + at * esize, static_cast<int>(std::min(max_elements, count - at)),
+                      mpi_type(type), to, kCollectiveTag, coll, &requests.emplace_back()),
+            "MPI_Isend (a collective)");
+  }
+  void post_recv(void* data, int64_t count, DType type, int from) {
+    const size_t esize = dtype_bytes(type);
+    for (int64_t at = 0; at < count; at += max_elements)
+      check(MPI_Irecv(static_cast<uint8_t*>(data) + at * esize, static_cast<int>(std::min(max_elements, count - at)),
+                      mpi_type(type), from, kCollectiveTag, coll, &requests.emplace_back()),
+            "MPI_Irecv (a collective)");
+  }
+  void wait_all(const char* what) {
+    const int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    requests.clear();
+    check(rc, what);
+  }
+  // One ring round: send to the successor while receiving from the predecessor.
+  void ring_round(const void* send, int64_t send_count, void* recv, int64_t recv_count, DType type,
+                  const char* what) {
+    post_recv(recv, recv_count, type, (rank + size - 1) % size);
+    post_send(send, send_count, type, (rank + 1) % size);
+    wait_all(what);
+  }
+
+  // Ring reduce-scatter (sim/collectives.h's ring_reduce_scatter): in round k,
+  // rank r sends the partial sum of segment r-k-1 to r+1 and adds its own values
+  // to the partial of segment r-k-2 it receives from r-1; after P-1 rounds it
+  // holds segment r summed in ring_sum_order(r, P). Each rank sends the other
+  // ranks' segments once: (P-1)/P of the buffer on an even split.
+  void ring_reduce_scatter(const uint8_t* in, void* out, const std::vector<int64_t>& counts, DType type) {
+    const size_t esize = dtype_bytes(type);
+    const std::vector<int64_t> offsets = offsets_of(counts);
+    const auto seg = [&](int k) { return static_cast<size_t>(((k % size) + size) % size); };
+    const int64_t mine = counts[seg(rank)];
+    if (size == 1) {
+      if (mine > 0) std::memmove(out, in, static_cast<size_t>(mine) * esize);
+      return;
+    }
+    const size_t largest = static_cast<size_t>(*std::max_element(counts.begin(), counts.end())) * esize;
+    ring_a.resize(largest);
+    ring_b.resize(largest);
+    const uint8_t* send = in + offsets[seg(rank - 1)] * esize;  // round 0: this rank's own values
+    for (int k = 0; k + 1 < size; ++k) {
+      const size_t to = seg(rank - k - 1), from = seg(rank - k - 2);
+      uint8_t* received = (k % 2 ? ring_b : ring_a).data();
+      ring_round(send, counts[to], received, counts[from], type, "MPI_Waitall (ring reduce-scatter)");
+      sum_in_order({received, in + offsets[from] * esize}, received, counts[from], type);
+      send = received;
+    }
+    // out may overlap in: written only now, from the partial of segment `rank`.
+    if (mine > 0) std::memcpy(out, send, static_cast<size_t>(mine) * esize);
+  }
+
+  // Ring all-gather (ring_all_gather): in round k, rank r passes segment r-k to
+  // r+1 and receives segment r-k-1 from r-1, straight into place.
+  void ring_all_gather(const void* in, uint8_t* out, const std::vector<int64_t>& counts, DType type) {
+    const size_t esize = dtype_bytes(type);
+    const std::vector<int64_t> offsets = offsets_of(counts);
+    const auto seg = [&](int k) { return static_cast<size_t>(((k % size) + size) % size); };
+    uint8_t* own = out + offsets[seg(rank)] * esize;
+    if (in != own && counts[seg(rank)] > 0) std::memmove(own, in, static_cast<size_t>(counts[seg(rank)]) * esize);
+    for (int k = 0; k + 1 < size; ++k) {
+      const size_t to = seg(rank - k), from = seg(rank - k - 1);
+      ring_round(out + offsets[to] * esize, counts[to], out + offsets[from] * esize, counts[from], type,
+                 "MPI_Waitall (ring all-gather)");
+    }
   }
 };
 
@@ -139,6 +185,7 @@ MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(i
   check(MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check(MPI_Comm_rank(impl_->comm, &impl_->rank), "MPI_Comm_rank");
   check(MPI_Comm_size(impl_->comm, &impl_->size), "MPI_Comm_size");
+  check(MPI_Comm_dup(impl_->comm, &impl_->coll), "MPI_Comm_dup (the collectives' messages)");
   void* tag_ub = nullptr;
   int found = 0;
   check(MPI_Comm_get_attr(impl_->comm, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
@@ -151,6 +198,7 @@ MpiCommunicator::~MpiCommunicator() {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lowband: %s (while closing an MPI communicator)\n", e.what());
   }
+  MPI_Comm_free(&impl_->coll);
   MPI_Comm_free(&impl_->comm);
 }
 
@@ -215,22 +263,13 @@ void MpiCommunicator::all_reduce_sum(void* data, int64_t count, DType type, cons
   if (count < 0) throw std::logic_error("MPI comm: all_reduce_sum of a negative count");
   if (type == DType::u8) throw std::logic_error("MPI comm: no all_reduce_sum of u8");
   impl_->progress();
-  const size_t esize = dtype_bytes(type);
+  // A ring reduce-scatter into this rank's own segment, then a ring all-gather in place.
+  const std::vector<int64_t> counts = even_counts(count, impl_->size);
+  const std::vector<int64_t> offsets = offsets_of(counts);
   auto* bytes = static_cast<uint8_t*>(data);
-  // Pieces of at most max_elements, each a reduce-scatter then an all-gather in place.
-  int64_t begin = 0;
-  do {
-    const int64_t n = std::min(impl_->max_elements, count - begin);
-    const std::vector<int64_t> counts = even_counts(n, impl_->size);
-    const std::vector<int64_t> offsets = offsets_of(counts);
-    uint8_t* piece = bytes + begin * esize;
-    // The sum lands in this rank's own segment: the Alltoallv has already sent it.
-    impl_->reduce_scatter_piece(piece, piece + offsets[static_cast<size_t>(impl_->rank)] * esize, counts, type);
-    const std::vector<int> rc = ints(counts), rd = ints(std::vector<int64_t>(offsets.begin(), offsets.end() - 1));
-    check(MPI_Allgatherv(MPI_IN_PLACE, 0, mpi_type(type), piece, rc.data(), rd.data(), mpi_type(type), impl_->comm),
-          "MPI_Allgatherv (all-reduce)");
-    begin += n;
-  } while (begin < count);
+  uint8_t* mine = bytes + offsets[static_cast<size_t>(impl_->rank)] * dtype_bytes(type);
+  impl_->ring_reduce_scatter(bytes, mine, counts, type);
+  impl_->ring_all_gather(mine, bytes, counts, type);
 }
 
 void MpiCommunicator::reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
@@ -238,76 +277,31 @@ void MpiCommunicator::reduce_scatter_sum(const void* in, void* out, const std::v
   impl_->check_counts(counts, "reduce_scatter_sum");
   if (type == DType::u8) throw std::logic_error("MPI comm: no reduce_scatter_sum of u8");
   impl_->progress();
-  const size_t esize = dtype_bytes(type);
-  const std::vector<int64_t> offsets = offsets_of(counts);
-  if (offsets.back() <= impl_->max_elements)
-    return impl_->reduce_scatter_piece(static_cast<const uint8_t*>(in), out, counts, type);
-  // Rounds of at most max_elements / size elements from each segment, packed.
-  const int64_t per_segment = std::max<int64_t>(1, impl_->max_elements / impl_->size);
-  const int64_t longest = *std::max_element(counts.begin(), counts.end());
-  std::vector<uint8_t> packed;
-  for (int64_t at = 0; at < longest; at += per_segment) {
-    const std::vector<int64_t> round = round_counts(counts, at, per_segment);
-    const std::vector<int64_t> round_offsets = offsets_of(round);
-    packed.resize(static_cast<size_t>(round_offsets.back()) * esize);
-    for (size_t r = 0; r < counts.size(); ++r)
-      if (round[r] > 0)
-        std::memcpy(packed.data() + round_offsets[r] * esize,
-                    static_cast<const uint8_t*>(in) + (offsets[r] + at) * esize, static_cast<size_t>(round[r]) * esize);
-    // Round by round into out, which may overlap in: sum into a piece of our own first.
-    std::vector<uint8_t> piece(static_cast<size_t>(round[static_cast<size_t>(impl_->rank)]) * esize);
-    impl_->reduce_scatter_piece(packed.data(), piece.data(), round, type);
-    if (!piece.empty()) std::memcpy(static_cast<uint8_t*>(out) + at * esize, piece.data(), piece.size());
-  }
+  impl_->ring_reduce_scatter(static_cast<const uint8_t*>(in), out, counts, type);
 }
 
 void MpiCommunicator::all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                                  const Wire&) {
   impl_->check_counts(counts, "all_gather");
   impl_->progress();
-  const size_t esize = dtype_bytes(type);
-  const std::vector<int64_t> offsets = offsets_of(counts);
-  const size_t me = static_cast<size_t>(impl_->rank);
-  auto* out_bytes = static_cast<uint8_t*>(out);
-  if (offsets.back() <= impl_->max_elements) {
-    const std::vector<int> rc = ints(counts), rd = ints(std::vector<int64_t>(offsets.begin(), offsets.end() - 1));
-    const bool in_place = in == out_bytes + offsets[me] * esize;
-    check(MPI_Allgatherv(in_place ? MPI_IN_PLACE : in, rc[me], mpi_type(type), out, rc.data(), rd.data(),
-                         mpi_type(type), impl_->comm),
-          "MPI_Allgatherv");
-    return;
-  }
-  // Rounds of at most max_elements / size elements from each rank, then copied into place.
-  const int64_t per_rank = std::max<int64_t>(1, impl_->max_elements / impl_->size);
-  const int64_t longest = *std::max_element(counts.begin(), counts.end());
-  std::vector<uint8_t> gathered;
-  for (int64_t at = 0; at < longest; at += per_rank) {
-    const std::vector<int64_t> round = round_counts(counts, at, per_rank);
-    const std::vector<int64_t> round_offsets = offsets_of(round);
-    gathered.resize(static_cast<size_t>(round_offsets.back()) * esize);
-    const std::vector<int> rc = ints(round),
-                           rd = ints(std::vector<int64_t>(round_offsets.begin(), round_offsets.end() - 1));
-    check(MPI_Allgatherv(static_cast<const uint8_t*>(in) + at * esize, rc[me], mpi_type(type), gathered.data(),
-                         rc.data(), rd.data(), mpi_type(type), impl_->comm),
-          "MPI_Allgatherv");
-    for (size_t r = 0; r < counts.size(); ++r)
-      if (round[r] > 0)
-        std::memcpy(out_bytes + (offsets[r] + at) * esize, gathered.data() + round_offsets[r] * esize,
-                    static_cast<size_t>(round[r]) * esize);
-  }
+  impl_->ring_all_gather(in, static_cast<uint8_t*>(out), counts, type);
 }
 
+// Direct sends from the root to every other rank, all at once: the recorded
+// graph's broadcast (comm/recording.cpp), not MPI_Bcast's tree.
 void MpiCommunicator::broadcast(void* data, int64_t count, DType type, int root, const Wire&) {
   if (count < 0) throw std::logic_error("MPI comm: broadcast of a negative count");
   if (root < 0 || root >= impl_->size)
     throw std::logic_error("MPI comm: broadcast root " + std::to_string(root) + " out of range 0.." +
                            std::to_string(impl_->size - 1));
   impl_->progress();
-  const size_t esize = dtype_bytes(type);
-  for (int64_t begin = 0; begin < count; begin += impl_->max_elements) {
-    const int n = static_cast<int>(std::min(impl_->max_elements, count - begin));
-    check(MPI_Bcast(static_cast<uint8_t*>(data) + begin * esize, n, mpi_type(type), root, impl_->comm), "MPI_Bcast");
+  if (impl_->rank == root) {
+    for (int r = 0; r < impl_->size; ++r)
+      if (r != root) impl_->post_send(data, count, type, r);
+  } else {
+    impl_->post_recv(data, count, type, root);
   }
+  impl_->wait_all("MPI_Waitall (broadcast)");
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color) {

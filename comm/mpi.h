@@ -6,12 +6,17 @@
 //   destructor), so send never waits for the receiver.
 // - recv probes first (MPI_Mprobe) so a message of another size is an error of use
 //   (std::logic_error), not a truncation.
-// - Sums are never MPI's own reductions (they promise no order): all_reduce_sum is
-//   a reduce-scatter (MPI_Alltoallv brings segment r of every rank to rank r,
-//   which sums them with sum_in_rank_order) followed by MPI_Allgatherv, so every
-//   rank gets the rank-order sum, bit for bit the in-process one.
-// - Counts beyond what one MPI call takes (int counts and displacements) are
-//   moved in several calls.
+// - Collectives move bytes the way the step graph models them (sim/collectives.h,
+//   comm/recording.cpp): all_gather and reduce_scatter_sum are rings of P-1 rounds
+//   (each rank sends one segment to rank+1 while receiving one from rank-1, (P-1)/P
+//   of the buffer per rank), all_reduce_sum is the ring reduce-scatter then the ring
+//   all-gather, broadcast is direct sends from the root. All over point-to-point
+//   messages on a duplicate of the communicator, never MPI's own collectives: Open
+//   MPI's default all-gather took 2.4x its ring on the testbed and its reductions
+//   promise no order. The ring adds segment s in ring_sum_order(s, P), as the
+//   in-process communicator does, so the sums are bit for bit the in-process ones
+//   (analysis/network-fidelity/train-step.md).
+// - Messages beyond what one MPI call takes (an int count) go as several.
 // Every MPI call is checked (MPI_ERRORS_RETURN): a failure throws
 // std::runtime_error naming the call and MPI's error string.
 #include <cstdint>

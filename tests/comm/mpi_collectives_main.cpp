@@ -48,7 +48,8 @@ void exact_collectives(Communicator& comm, const std::string& label, int64_t lar
   report(comm, label + "all_gather", 1001, "uint8", run_checked(comm, Collective::all_gather, 1001, DType::u8));
 }
 
-// Floats whose sum depends on the order: the rank-order sum, bit for bit.
+// Floats whose sum depends on the order: the ring-order sum (communicator.h), bit
+// for bit, so the in-process communicator's.
 void float_sums(Communicator& comm) {
   const int p = comm.size();
   const int64_t count = 3001;
@@ -61,13 +62,13 @@ void float_sums(Communicator& comm) {
   std::vector<const void*> pointers;
   for (const auto& in : inputs) pointers.push_back(in.data());
   std::vector<float> expected(count);
-  sum_in_rank_order(pointers, expected.data(), count, DType::f32);
+  sum_in_ring_order(pointers, expected.data(), even_counts(count, p), DType::f32);
   const size_t me = static_cast<size_t>(comm.rank());
   std::vector<float> data = inputs[me];
   comm.all_reduce_sum(data.data(), count, "test");
   int64_t wrong = 0;
   for (int64_t i = 0; i < count; ++i) wrong += std::memcmp(&data[i], &expected[i], sizeof(float)) != 0;
-  report(comm, "all_reduce bitwise rank-order sum", count, "float", wrong);
+  report(comm, "all_reduce bitwise ring-order sum", count, "float", wrong);
 
   const std::vector<int64_t> counts = even_counts(count, p);
   int64_t offset = 0;
@@ -77,7 +78,21 @@ void float_sums(Communicator& comm) {
   wrong = 0;
   for (size_t i = 0; i < mine.size(); ++i)
     wrong += std::memcmp(&mine[i], &expected[static_cast<size_t>(offset) + i], sizeof(float)) != 0;
-  report(comm, "reduce_scatter bitwise rank-order sum", counts[me], "float", wrong);
+  report(comm, "reduce_scatter bitwise ring-order sum", counts[me], "float", wrong);
+
+  // Uneven segments, one of them empty: still segment s in ring_sum_order(s, P).
+  std::vector<int64_t> uneven(static_cast<size_t>(p));
+  for (int r = 0; r < p; ++r) uneven[static_cast<size_t>(r)] = r == 1 ? 0 : 1 + (977 * r) % (count / p);
+  std::vector<float> expected_uneven(count);
+  sum_in_ring_order(pointers, expected_uneven.data(), uneven, DType::f32);
+  offset = 0;
+  for (size_t r = 0; r < me; ++r) offset += uneven[r];
+  mine.assign(static_cast<size_t>(uneven[me]), 0.0f);
+  comm.reduce_scatter_sum(inputs[me].data(), mine.data(), uneven, DType::f32, "test");
+  wrong = 0;
+  for (size_t i = 0; i < mine.size(); ++i)
+    wrong += std::memcmp(&mine[i], &expected_uneven[static_cast<size_t>(offset) + i], sizeof(float)) != 0;
+  report(comm, "reduce_scatter uneven ring-order sum", uneven[me], "float", wrong);
 }
 
 void split_and_messages(Communicator& comm) {
@@ -179,6 +194,7 @@ int main(int argc, char** argv) {
         // The same through the several-calls path: at most 37 elements per MPI call.
         auto chunked = mpi_world(37);
         exact_collectives(*chunked, "37/call ", 4099);
+        float_sums(*chunked);  // messages cut in pieces: the same sums
       }
       if (world->rank() == 0) std::printf("# #wrong in all: %lld\n", static_cast<long long>(total_wrong));
     }

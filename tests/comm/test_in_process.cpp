@@ -46,8 +46,8 @@ TEST(InProcess, EveryCollectiveIsExactForOneToEightRanks) {
   });
 }
 
-// Floats whose sum depends on the order: every rank gets the rank-order sum, bit for bit.
-TEST(InProcess, FloatAllReduceIsTheRankOrderSumBitForBit) {
+// Floats whose sum depends on the order: every rank gets the ring-order sum, bit for bit.
+TEST(InProcess, FloatAllReduceIsTheRingOrderSumBitForBit) {
   within_seconds(kLimitSeconds, [] {
     for (int p = 2; p <= 8; ++p) {
       const int64_t count = 3001;  // segments of unequal length
@@ -60,14 +60,23 @@ TEST(InProcess, FloatAllReduceIsTheRankOrderSumBitForBit) {
       std::vector<const void*> pointers;
       for (const auto& in : inputs) pointers.push_back(in.data());
       std::vector<float> expected(count);
-      sum_in_rank_order(pointers, expected.data(), count, DType::f32);
-      std::vector<float> by_hand(count);  // the same sum written out: ((x0 + x1) + x2) + ...
-      for (int64_t i = 0; i < count; ++i) {
-        float s = inputs[0][static_cast<size_t>(i)];
-        for (int r = 1; r < p; ++r) s += inputs[static_cast<size_t>(r)][static_cast<size_t>(i)];
-        by_hand[static_cast<size_t>(i)] = s;
-      }
+      sum_in_ring_order(pointers, expected.data(), even_counts(count, p), DType::f32);
+      // The same sum written out: segment s is ((x[s+1] + x[s+2]) + ...) + x[s].
+      std::vector<float> by_hand(count);
+      const std::vector<int64_t> even = even_counts(count, p);
+      int64_t i = 0;
+      for (int seg = 0; seg < p; ++seg)
+        for (int64_t j = 0; j < even[static_cast<size_t>(seg)]; ++j, ++i) {
+          float s = inputs[static_cast<size_t>((seg + 1) % p)][static_cast<size_t>(i)];
+          for (int k = 2; k <= p; ++k) s += inputs[static_cast<size_t>((seg + k) % p)][static_cast<size_t>(i)];
+          by_hand[static_cast<size_t>(i)] = s;
+        }
       ASSERT_EQ(std::memcmp(expected.data(), by_hand.data(), count * sizeof(float)), 0);
+      if (p > 2) {  // and the order shows: rank order differs somewhere
+        std::vector<float> rank_order(count);
+        sum_in_order(pointers, rank_order.data(), count, DType::f32);
+        EXPECT_NE(std::memcmp(expected.data(), rank_order.data(), count * sizeof(float)), 0) << "P=" << p;
+      }
 
       std::vector<std::vector<float>> reduced(static_cast<size_t>(p)), scattered(static_cast<size_t>(p));
       InProcessWorld world(p);
