@@ -51,7 +51,7 @@ class ContextTrainer final : public Trainer {
   // Forward and backward over the ranks; afterwards every replica's grads() hold
   // its own share, so their sum is the gradient of the global mean loss.
   float forward_backward(const int32_t* inputs, const int32_t* targets, int sequences);
-  // Sums the replicas' gradients (rank order) and gives every replica the sum.
+  // Sums the replicas' gradients (the all-reduce's order) and gives every replica the sum.
   void all_reduce_gradients();
   StepRecord train_step(int step, const int32_t* inputs, const int32_t* targets, int sequences,
                         bool record = true) override;

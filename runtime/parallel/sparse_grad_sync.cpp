@@ -1,7 +1,8 @@
 // ReplicaSync's error-feedback variants (weight_sync.h): sparse_grad, topk_grad
-// and sparse_update. Sums over ranks are float32 in rank order, as the gradient
-// all-reduce's, so at sync_fraction 1 (topk_grad: 32-bit values) sparse_grad and
-// topk_grad take the all-reduce's steps bit for bit.
+// and sparse_update. Sums over ranks are float32, as the gradient all-reduce's, so
+// at sync_fraction 1 (topk_grad: 32-bit values) sparse_grad and topk_grad take the
+// all-reduce's steps: bit for bit on two ranks, to rounding on more (the all-reduce
+// adds in the ring order of an element's segment of its bucket: comm/communicator.h).
 #include <algorithm>
 #include <cmath>
 #include <istream>
@@ -68,7 +69,7 @@ void ReplicaSync::exchange_topk(comm::Communicator& comm, const model::ParamLayo
   comm.all_gather(packed.data(), gathered.data(), std::vector<int64_t>(size_t(P), S), comm::DType::u8,
                   comm::Wire("grad_sync", double(S) * P));
   std::fill(g_out, g_out + layout.count(), 0.0f);
-  for (int r = 0; r < P; ++r)  // rank order, float32: the all-reduce's sum
+  for (int r = 0; r < P; ++r)  // rank order, float32
     codec.for_each(plan_, sync::unpack(plan_, codec, gathered.data() + size_t(r) * size_t(S), S),
                    [&](int64_t i, float v) { g_out[i] += v; });
 }

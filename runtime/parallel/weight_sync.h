@@ -7,7 +7,7 @@
 //    backward overlap them, and the optimiser waits for all.
 //  - sparse (SPARTA-style): each rank steps on its own gradients; every
 //    sync_every steps a seeded random sync_fraction slice of each tensor is
-//    averaged (a sum in rank order, in float64, divided by the rank count).
+//    averaged (a float64 all-reduce, comm/communicator.h's order, divided by the rank count).
 //  - sparse_grad, topk_grad, sparse_update (error feedback, sparse_grad_sync.cpp):
 //    each rank adds what it would send to an error buffer e, sends a sparse
 //    part of e and keeps the rest (e after = e before + x − x̂, elementwise);

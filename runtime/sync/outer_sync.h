@@ -11,7 +11,7 @@
 //   }
 //
 // One outer step: Δ = θ_start − θ; then
-//  - diloco: the all-reduce (rank-order float32 sum, Wire "pseudo_grad", 4 bytes
+//  - diloco: the all-reduce (float32 sum in ring order, Wire "pseudo_grad", 4 bytes
 //    per parameter) of Δ, g = sum / R, outer Nesterov SGD (outer_optimizer.h);
 //  - sparseloco: the replica's message compressed with error feedback
 //    (sparseloco.h), packed (pack.h), one all-gather of every replica's packed

@@ -22,12 +22,16 @@
 # default 13.2MB, the step's gradient buffer) into OUT_DIR/cRATE-dDELAY-LABEL/mpi.txt,
 # and bench-comm's simulated times on the two scenarios' networks into ideal.txt, tcp.txt.
 #
-# LOWBAND=path/to/lowband (default build-cpu/lowband). ALLGATHERV=ring (default) makes
-# Open MPI all-gather in a ring, as lowband schedules it (sim/collectives.h);
-# ALLGATHERV=default leaves Open MPI's choice: 2.4x the ring's time for 13.2 MB here
-# (analysis/network-fidelity/train-step.md). MCA="--mca KEY VALUE ..." adds Open MPI
-# parameters; LABEL (default: ALLGATHERV's value) names the runs. Every load stays
-# inside the namespaces and each mpirun is bounded by a timeout.
+# LOWBAND=path/to/lowband (default build-cpu/lowband). EAGER_LIMIT (bytes, default
+# 16777216; 0: Open MPI's 64 KiB) sets Open MPI's TCP eager limit: a message above it
+# waits for the receiver's clear-to-send, one path round trip the step graph does not
+# have, in every round of every ring collective (at 1 Gbit/s, 10 ms this halved the
+# step; analysis/network-fidelity/train-step.md). ALLGATHERV=ring (default) makes Open
+# MPI's own all-gather a ring and ALLGATHERV=default leaves Open MPI's choice: both only
+# matter to lowband binaries before the point-to-point ring collectives (comm/mpi.h),
+# which called MPI_Allgatherv. MCA="--mca KEY VALUE ..." adds Open MPI parameters;
+# LABEL (default: ALLGATHERV's value, then _eager when EAGER_LIMIT > 0) names the runs.
+# Every load stays inside the namespaces and each mpirun is bounded by a timeout.
 set -euo pipefail
 mode=train
 [ "${1:-}" = --collectives ] && { mode=collectives; shift; }
@@ -45,8 +49,12 @@ case "$allgatherv" in
   default) coll="" ;;
   *) echo "ALLGATHERV must be ring or default" >&2; exit 2 ;;
 esac
-coll="$coll ${MCA:-}"
-label=${LABEL:-$allgatherv}
+eager_limit=${EAGER_LIMIT:-16777216}
+eager=""
+[ "$eager_limit" -gt 0 ] &&
+  eager="--mca btl_tcp_eager_limit $eager_limit --mca btl_tcp_max_send_size $eager_limit"
+coll="$coll $eager ${MCA:-}"
+label=${LABEL:-$allgatherv$([ "$eager_limit" -gt 0 ] && echo _eager)}
 
 # Host names lbtb-hI resolve to 10.14.I.2 inside the namespaces only
 # (`ip netns exec` bind-mounts /etc/netns/NAME/hosts over /etc/hosts).

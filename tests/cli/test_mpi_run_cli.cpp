@@ -1,8 +1,8 @@
 // `mpirun -np P lowband run`: one context-parallel rank (or pipeline stage, or
 // stage's context rank) per process, over Open MPI, must train exactly what the in-process ranks train. With profile timing
 // the simulated step times match too, so the graph assembled on rank 0 from the
-// gathered logs is the in-process one. Compared bit for bit: every reduction is
-// the rank-order sum in both transports (comm/communicator.h).
+// gathered logs is the in-process one. Compared bit for bit: every reduction sums
+// in the same (ring) order in both transports (comm/communicator.h).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

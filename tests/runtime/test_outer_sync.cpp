@@ -121,8 +121,8 @@ TEST(OuterSync, WorksOnAStagesPartAndATiedModel) {
 }
 
 // DiLoCo with H = 1, outer lr 1 and no momentum is the replicas' mean: exactly,
-// θ_new = fl(θ_start − fl(S / R)) with S the float32 rank-order sum of
-// fl(θ_start − θ_r) (what the all-reduce computes), so |θ_new − mean_r θ_r| is a
+// θ_new = fl(θ_start − fl(S / R)) with S the float32 sum of fl(θ_start − θ_r) in
+// the all-reduce's order (comm::sum_in_ring_order), so |θ_new − mean_r θ_r| is a
 // few float32 roundings of |θ|; with one inner step each, this is synchronous data
 // parallelism on the replicas' combined batch when the inner step is plain SGD.
 TEST(OuterSync, DilocoWithLrOneAndNoMomentumGivesTheReplicasMean) {
@@ -133,9 +133,16 @@ TEST(OuterSync, DilocoWithLrOneAndNoMomentumGivesTheReplicasMean) {
   const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 77u);
   std::vector<std::vector<float>> thetas;
   for (int r = 0; r < R; ++r) thetas.push_back(inner_steps(theta0, r, 0));
+  std::vector<std::vector<float>> deltas(R, std::vector<float>(theta0.size()));
+  std::vector<const void*> by_rank;
+  for (int r = 0; r < R; ++r) {
+    for (size_t i = 0; i < theta0.size(); ++i) deltas[size_t(r)][i] = theta0[i] - thetas[size_t(r)][i];
+    by_rank.push_back(deltas[size_t(r)].data());
+  }
+  std::vector<float> sums(theta0.size());
+  comm::sum_in_ring_order(by_rank, sums.data(), comm::even_counts(int64_t(sums.size()), R), comm::DType::f32);
   for (size_t i = 0; i < theta0.size(); ++i) {
-    float S = theta0[i] - thetas[0][i];
-    for (int r = 1; r < R; ++r) S += theta0[i] - thetas[size_t(r)][i];
+    const float S = sums[i];
     ASSERT_EQ(after[0][0][i], float(double(theta0[i]) - double(float(double(S) / R)))) << i;
     double mean = 0;
     for (int r = 0; r < R; ++r) mean += thetas[size_t(r)][i];
