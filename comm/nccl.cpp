@@ -207,9 +207,9 @@ struct NcclCommunicator::Impl {
     std::vector<uint8_t> parts(static_cast<size_t>(size * mine) * esize);
     download(parts.data(), d_parts, parts.size());
     wait();
-    std::vector<const void*> slots(static_cast<size_t>(size));
-    for (int r = 0; r < size; ++r) slots[static_cast<size_t>(r)] = parts.data() + r * mine * esize;
-    sum_in_rank_order(slots, out, mine, type);
+    std::vector<const void*> slots;  // rank r's part is slot r; added in the canonical (ring) order
+    for (int r : ring_sum_order(rank, size)) slots.push_back(parts.data() + r * mine * esize);
+    sum_in_order(slots, out, mine, type);
   }
 
   // out (sum(counts) elements, host) <- every rank's in (counts[r] elements), in

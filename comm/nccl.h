@@ -12,7 +12,7 @@
 // - Sums are the canonical sums of every communicator, bit for bit: NCCL's own
 //   reductions promise no order, so a reduce-scatter is NCCL moving segment r of
 //   every rank to rank r (grouped ncclSend/ncclRecv) and this rank summing its
-//   segments on the host with comm::sum_in_rank_order; an all-reduce is that
+//   segments on the host in comm::ring_sum_order; an all-reduce is that
 //   followed by an all-gather of the sums.
 // - Point-to-point messages go over the MPI communicator it was built from: NCCL
 //   has no tags and no probe, and an ncclSend holds its stream until the receiver
