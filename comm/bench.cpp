@@ -51,12 +51,6 @@ template <class T> struct Buffers {
   std::vector<T> in, out, expected;
 };
 
-std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> offsets(counts.size() + 1, 0);
-  for (size_t r = 0; r < counts.size(); ++r) offsets[r + 1] = offsets[r] + counts[r];
-  return offsets;
-}
-
 template <class T> int64_t run_checked_typed(Communicator& comm, Collective collective, int64_t count, int root) {
   const int p = comm.size(), me = comm.rank();
   const std::vector<int64_t> counts = even_counts(count, p);

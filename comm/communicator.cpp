@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 namespace lowband::comm {
 
@@ -14,6 +15,20 @@ size_t dtype_bytes(DType type) {
     case DType::u8: return 1;
   }
   throw std::logic_error("comm: unknown DType " + std::to_string(static_cast<int>(type)));
+}
+
+std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> offsets(counts.size() + 1, 0);
+  for (size_t r = 0; r < counts.size(); ++r) offsets[r + 1] = offsets[r] + counts[r];
+  return offsets;
+}
+
+void check_counts(const std::vector<int64_t>& counts, int ranks, const char* who, const char* call) {
+  if (static_cast<int>(counts.size()) != ranks)
+    throw std::logic_error(std::string(who) + ": " + call + " needs " + std::to_string(ranks) + " counts, got " +
+                           std::to_string(counts.size()));
+  for (int64_t c : counts)
+    if (c < 0) throw std::logic_error(std::string(who) + ": " + call + " of a negative count");
 }
 
 std::vector<int64_t> even_counts(int64_t total, int ranks) {

@@ -108,6 +108,14 @@ class Communicator {
 // buffer that does not divide evenly).
 std::vector<int64_t> even_counts(int64_t total, int ranks);
 
+// offsets[r] = counts[0] + ... + counts[r - 1], for r = 0 .. counts.size() (the
+// last is the total): where each rank's segment starts in a gathered buffer.
+std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts);
+
+// Throws std::logic_error "<who>: <call> needs <ranks> counts, got N" or "... of a
+// negative count": the per-rank counts of an all_gather or reduce_scatter_sum.
+void check_counts(const std::vector<int64_t>& counts, int ranks, const char* who, const char* call);
+
 // The ranks whose values segment `segment` sums, in the order it sums them:
 // segment+1, segment+2, ..., P-1, 0, ..., segment (a ring reduce-scatter's order).
 std::vector<int> ring_sum_order(int segment, int ranks);

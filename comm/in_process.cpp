@@ -193,7 +193,7 @@ class InProcessComm final : public Communicator {
 
   void all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                   const Wire&) override {
-    check_counts(counts, "all_gather");
+    comm::check_counts(counts, size(), "in-process comm", "all_gather");
     const size_t esize = dtype_bytes(type);
     auto call = enter("all_gather(counts " + join(counts) + ", " + name(type) + ")", in);
     int64_t offset = 0;
@@ -208,7 +208,7 @@ class InProcessComm final : public Communicator {
 
   void reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                           const Wire&) override {
-    check_counts(counts, "reduce_scatter_sum");
+    comm::check_counts(counts, size(), "in-process comm", "reduce_scatter_sum");
     const size_t esize = dtype_bytes(type);
     if (type == DType::u8) sum_in_order({in}, out, 0, type);  // throws: no u8 sums
     auto call = enter("reduce_scatter_sum(counts " + join(counts) + ", " + name(type) + ")", in);
@@ -309,12 +309,6 @@ class InProcessComm final : public Communicator {
   }
   static void check_count(int64_t count, const char* call) {
     if (count < 0) throw std::logic_error(std::string("in-process comm: ") + call + " of a negative count");
-  }
-  void check_counts(const std::vector<int64_t>& counts, const char* call) const {
-    if (static_cast<int>(counts.size()) != size())
-      throw std::logic_error(std::string("in-process comm: ") + call + " needs " + std::to_string(size()) +
-                             " counts, got " + std::to_string(counts.size()));
-    for (int64_t c : counts) check_count(c, call);
   }
 
   // Deposits this rank's buffer in the communicator's next collective and waits

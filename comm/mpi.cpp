@@ -36,12 +36,6 @@ MPI_Datatype mpi_type(DType type) {
   throw std::logic_error("MPI comm: unknown DType");
 }
 
-std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> offsets(counts.size() + 1, 0);
-  for (size_t r = 0; r < counts.size(); ++r) offsets[r + 1] = offsets[r] + counts[r];
-  return offsets;
-}
-
 // The collectives' messages have a communicator of their own, so one tag will do.
 constexpr int kCollectiveTag = 0;
 
@@ -78,13 +72,6 @@ struct MpiCommunicator::Impl {
     if (tag < 0 || tag > tag_ub)
       throw std::logic_error(std::string("MPI comm: ") + call + " tag " + std::to_string(tag) + " out of range 0.." +
                              std::to_string(tag_ub));
-  }
-  void check_counts(const std::vector<int64_t>& counts, const char* call) const {
-    if (static_cast<int>(counts.size()) != size)
-      throw std::logic_error(std::string("MPI comm: ") + call + " needs " + std::to_string(size) + " counts, got " +
-                             std::to_string(counts.size()));
-    for (int64_t c : counts)
-      if (c < 0) throw std::logic_error(std::string("MPI comm: ") + call + " of a negative count");
   }
 
   // Starts the messages of a collective on `coll`: count elements, in messages
@@ -274,7 +261,7 @@ void MpiCommunicator::all_reduce_sum(void* data, int64_t count, DType type, cons
 
 void MpiCommunicator::reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                                          const Wire&) {
-  impl_->check_counts(counts, "reduce_scatter_sum");
+  check_counts(counts, impl_->size, "MPI comm", "reduce_scatter_sum");
   if (type == DType::u8) throw std::logic_error("MPI comm: no reduce_scatter_sum of u8");
   impl_->progress();
   impl_->ring_reduce_scatter(static_cast<const uint8_t*>(in), out, counts, type);
@@ -282,7 +269,7 @@ void MpiCommunicator::reduce_scatter_sum(const void* in, void* out, const std::v
 
 void MpiCommunicator::all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                                  const Wire&) {
-  impl_->check_counts(counts, "all_gather");
+  check_counts(counts, impl_->size, "MPI comm", "all_gather");
   impl_->progress();
   impl_->ring_all_gather(in, static_cast<uint8_t*>(out), counts, type);
 }

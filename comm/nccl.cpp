@@ -113,12 +113,6 @@ class DeviceScratch {
   size_t capacity_ = 0;
 };
 
-std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> offsets(counts.size() + 1, 0);
-  for (size_t r = 0; r < counts.size(); ++r) offsets[r + 1] = offsets[r] + counts[r];
-  return offsets;
-}
-
 }  // namespace
 
 bool nccl_compiled() { return true; }
@@ -172,13 +166,6 @@ struct NcclCommunicator::Impl {
       check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (download)");
   }
   void wait() const { check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
-  void check_counts(const std::vector<int64_t>& counts, const char* call) const {
-    if (static_cast<int>(counts.size()) != size)
-      throw std::logic_error(std::string("NCCL comm: ") + call + " needs " + std::to_string(size) + " counts, got " +
-                             std::to_string(counts.size()));
-    for (int64_t c : counts)
-      if (c < 0) throw std::logic_error(std::string("NCCL comm: ") + call + " of a negative count");
-  }
 
   // out (counts[rank] elements, host) <- the canonical sum of segment `rank` of
   // every rank's in (sum(counts) elements, host).
@@ -275,13 +262,13 @@ void NcclCommunicator::all_reduce_sum(void* data, int64_t count, DType type, con
 
 void NcclCommunicator::reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                                           const Wire&) {
-  impl_->check_counts(counts, "reduce_scatter_sum");
+  check_counts(counts, impl_->size, "NCCL comm", "reduce_scatter_sum");
   impl_->reduce_scatter(in, out, counts, type);
 }
 
 void NcclCommunicator::all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                                   const Wire&) {
-  impl_->check_counts(counts, "all_gather");
+  check_counts(counts, impl_->size, "NCCL comm", "all_gather");
   impl_->all_gather(in, out, counts, type);
 }
 
