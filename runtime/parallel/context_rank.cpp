@@ -77,10 +77,6 @@ float ContextRank::evaluate(comm::Communicator& comm, const int32_t* inputs, con
 
 RankStepResult ContextRank::train_step(comm::Communicator& comm, int step, const int32_t* inputs,
                                        const int32_t* targets, int sequences, const DataStep* data) {
-  if (!sync_.sums_gradients() && !sync_.sparse() && data && data->group)
-    throw InputError("compression.weight_sync", std::string(weight_sync_name(scenario_.compression.weight_sync)) +
-                                                    " syncs context-parallel ranks only; data-parallel replicas "
-                                                    "sum their gradients (all_reduce)");
   RankStepResult res;
   attention_.begin_codec_step(comm, step);
   res.loss = forward_backward(comm, inputs, targets, sequences, sync_.sums_gradients(), data);

@@ -55,9 +55,12 @@ void check_replicas(const Scenario& s) {
                                                     "context rank syncs with the same context rank of the others): " +
                                                         std::to_string(first.context) + ", like the first");
   }
-  if (s.compression.weight_sync == WeightSync::sparse)
-    throw InputError("compression.weight_sync", "data-parallel replicas sum their gradients (all_reduce); "
-                                                "sparse weight sync is not implemented for them");
+  // The weight syncs other than all_reduce exchange between a replica's context
+  // ranks only; across replicas nothing would keep the weights together.
+  if (s.compression.weight_sync != WeightSync::all_reduce)
+    throw InputError("compression.weight_sync", std::string(weight_sync_name(s.compression.weight_sync)) +
+                                                    " syncs context-parallel ranks only; data-parallel replicas "
+                                                    "sum their gradients (all_reduce)");
   if (s.training.batch_size % int(shapes.size()) != 0)
     throw InputError("training.batch_size", std::to_string(s.training.batch_size) + " sequences do not split over " +
                                                 std::to_string(shapes.size()) + " replicas");

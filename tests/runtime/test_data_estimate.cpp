@@ -273,6 +273,9 @@ TEST(DataEstimate, RefusesWhatTheTrainerRefusesNamingTheKey) {
   Scenario odd = replicas(2, 1, 1, DataSyncMethod::sparseloco, 2);
   odd.training.batch_size = 3;
   EXPECT_EQ(place_of(odd), "training.batch_size");
+  Scenario ranks_only = replicas(2, 1, 2, DataSyncMethod::all_reduce, 1);  // a context-rank-only weight sync
+  ranks_only.compression.weight_sync = WeightSync::topk_grad;
+  EXPECT_EQ(place_of(ranks_only), "compression.weight_sync");
 }
 
 // network.upload_bandwidth: parsed onto the star's access links and its

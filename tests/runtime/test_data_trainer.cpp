@@ -250,9 +250,12 @@ TEST(SyncData, BadLayoutsNameTheirKey) {
   };
   Scenario s = replicated(one_replica(1, 1), 3);  // 4 sequences over 3 replicas
   EXPECT_NE(key_of(s).find("training.batch_size"), std::string::npos) << key_of(s);
-  s = replicated(one_replica(1, 1), 2);
-  s.compression.weight_sync = WeightSync::sparse;
-  EXPECT_NE(key_of(s).find("compression.weight_sync"), std::string::npos) << key_of(s);
+  for (WeightSync w : {WeightSync::sparse, WeightSync::sparse_grad, WeightSync::topk_grad, WeightSync::sparse_update,
+                       WeightSync::lowrank_grad}) {
+    s = replicated(one_replica(1, 1), 2);
+    s.compression.weight_sync = w;
+    EXPECT_NE(key_of(s).find("compression.weight_sync"), std::string::npos) << weight_sync_name(w) << ": " << key_of(s);
+  }
   s = one_replica(1, 1);
   s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{1, 2, {1, 2}, false}};
   s.parallel.placement = {0, 1, 2};
