@@ -19,6 +19,7 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/data/batch.h"
 #include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/layout.h"
 #include "runtime/data/dataset.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
@@ -120,11 +121,6 @@ std::string default_run_dir(const std::string& scenario_name) {
 }
 
 namespace {
-
-// The data sync's relay node, -1 without one.
-int relay_node_of(const Scenario& s) {
-  return s.parallel.data_sync.exchange == DataSyncExchange::relay ? s.parallel.data_sync.relay_node : -1;
-}
 
 // Whether the codec shrank this step's messages (false in a MoS warm-up).
 bool compressed(const parallel::StepRecord& record, const parallel::CompressedTraffic& traffic) {
@@ -254,11 +250,12 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
   for (size_t index = 0; index < targets.size(); ++index) {
     Target* t = targets[index].get();
     RunTotals& totals = t->totals;
+    const int relay_node = parallel::Layout(t->scenario.parallel).relay_node();
     totals.steps_planned = steps;
     totals.tokens_per_step =
         t->projection ? t->projection->tokens_per_step() : double(shape.batch_size) * double(shape.seq_len);
     totals.traffic = traffic;
-    totals.relay_node = relay_node_of(t->scenario);
+    totals.relay_node = relay_node;
     totals.uncompressed_kv_bytes_per_step = traffic.uncompressed_bytes_per_step;
     totals.header = {{"scenario", t->scenario.name},
                      {"scenario_source", t->scenario.source},
@@ -274,7 +271,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& given_options
     if (resumed) {  // the totals as they were at the checkpoint
       totals = resumed->targets[index].totals;
       totals.traffic = traffic;
-      totals.relay_node = relay_node_of(t->scenario);
+      totals.relay_node = relay_node;
       totals.header["run_dir"] = t->files.dir();
       t->replayer.wall_seconds = totals.replay_wall_seconds;
     }
