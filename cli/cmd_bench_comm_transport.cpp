@@ -4,10 +4,10 @@
 
 #include "cli/bench_comm_transport.h"
 #include "cli/commands.h"
+#include "cli/rank_world.h"
 #include "comm/bench.h"
 #include "comm/in_process.h"
 #include "comm/mpi.h"
-#include "comm/nccl.h"
 #include "common/error.h"
 #include "runtime/scenario/units.h"
 
@@ -79,16 +79,7 @@ void run_transport_bench(const TransportBenchArgs& args, const std::function<int
                                           args.transport);
     comm::MpiSession session;
     {
-      std::unique_ptr<comm::Communicator> world;
-      if (args.transport == "mpi") {
-        world = comm::mpi_world();
-      } else {
-        try {
-          world = comm::nccl_world();
-        } catch (const std::runtime_error& e) {
-          throw InputError("--transport", std::string("nccl: ") + e.what());
-        }
-      }
+      const std::unique_ptr<comm::Communicator> world = rank_world(args.transport);
       if (args.ranks > 0 && args.ranks != world->size())
         throw InputError("--ranks", std::to_string(args.ranks) + " but mpirun started " +
                                         std::to_string(world->size()) + " processes");

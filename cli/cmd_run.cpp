@@ -15,11 +15,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/rank_world.h"
 #include "comm/mpi.h"
-#include "comm/nccl.h"
 #include "common/error.h"
-#include "kernels/backend.h"
-#include "kernels/device.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
@@ -56,25 +54,6 @@ struct RunArgs {
   std::vector<std::string> also_time_on;  // scenario files timed on the same training
   std::string transport = "mpi";          // under mpirun: "mpi" or "nccl"
 };
-
-// Under mpirun: the communicator over every process, by `transport`, and this
-// process's GPU for the CUDA kernels (the NCCL rank's; else the node-local rank
-// modulo the GPUs), so ranks on one node do not share a GPU while others idle.
-std::unique_ptr<comm::Communicator> rank_world(const std::string& transport) {
-  if (transport == "nccl") {
-    std::unique_ptr<comm::NcclCommunicator> world;
-    try {
-      world = comm::nccl_world();
-    } catch (const std::runtime_error& e) {
-      throw InputError("--transport", std::string("nccl: ") + e.what());
-    }
-    kernels::set_default_cuda_device(world->device());
-    return world;
-  }
-  if (const int gpus = kernels::cuda::device_count(); gpus > 0)
-    kernels::set_default_cuda_device(comm::node_local_rank() % gpus);
-  return comm::mpi_world();
-}
 
 // The scenario of the run in RUN_DIR. One given (a file, --builtin, or only --set
 // overrides applied to RUN_DIR/scenario.json) must resolve to the same scenario.
