@@ -91,141 +91,179 @@ Parallelism choose_parallelism(int requested_jobs, int requested_threads, int tr
   return p;
 }
 
-SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) {
-  const fs::path dir(options.out_dir);
-  std::error_code ec;
-  fs::create_directories(dir / "groups", ec);
-  if (ec) throw InputError("--out", "cannot create the sweep directory " + dir.string() + ": " + ec.message());
-  // One sweep per directory. The workers inherit the lock: the directory stays locked
-  // until the last process writing into it has exited, even after a SIGKILL here.
-  const train::DirLock lock(dir.string(), "--out", /*create=*/true, /*inherit_by_children=*/true);
-  train::remove_stale_temp_files(dir.string());
+namespace {
 
-  SweepResult result;
-  result.states = previous_states(plan, dir.string());
-  std::vector<size_t> todo;  // groups with points still to run
-  for (size_t g = 0; g < plan.groups.size(); ++g) {
+// One sweep's trainings, `jobs` at a time, each in a worker process; the index is
+// rewritten after each.
+class SweepRun {
+ public:
+  SweepRun(const SweepPlan& plan, const SweepOptions& options) : plan_(plan), options_(options), dir_(options.out_dir) {}
+  SweepResult run();
+
+ private:
+  void mark_todo();  // the groups with points still to run; the others' points count as skipped
+  void write_index() const {
+    write_file_atomically((dir_ / "index.json").string(), index_json(plan_, result_.states).dump(2) + "\n");
+  }
+  void log_start() const;
+  std::string group_file(size_t g) const { return (dir_ / "groups" / ("g" + std::to_string(g + 1) + ".json")).string(); }
+  Running start(size_t g);
+  void finish(const Running& r, int status);
+  void start_or_fail(size_t g, std::vector<Running>& running);
+  bool reap_one(std::vector<Running>& running);  // whether one had ended
+
+  const SweepPlan& plan_;
+  const SweepOptions& options_;
+  const fs::path dir_;
+  SweepResult result_;
+  std::vector<size_t> todo_;
+  Parallelism par_;
+  bool threads_forced_ = false;
+};
+
+void SweepRun::mark_todo() {
+  for (size_t g = 0; g < plan_.groups.size(); ++g) {
     std::string trainer;
-    for (size_t i : plan.groups[g]) {
-      if (result.states[i].status == PointStatus::done) {
-        ++result.skipped;
+    for (size_t i : plan_.groups[g]) {
+      if (result_.states[i].status == PointStatus::done) {
+        ++result_.skipped;
         continue;
       }
-      if (trainer.empty()) trainer = plan.points[i].name;
-      result.states[i] = {PointStatus::pending, trainer, ""};
+      if (trainer.empty()) trainer = plan_.points[i].name;
+      result_.states[i] = {PointStatus::pending, trainer, ""};
     }
-    if (!trainer.empty()) todo.push_back(g);
+    if (!trainer.empty()) todo_.push_back(g);
   }
-  const auto write_index = [&] {
-    write_file_atomically((dir / "index.json").string(), index_json(plan, result.states).dump(2) + "\n");
-  };
-  write_file_atomically((dir / "sweep.json").string(), sweep_document(plan.spec).dump(2) + "\n");
-  write_index();
+}
 
-  const int threads_wanted = options.threads > 0 ? options.threads : omp_num_threads_env();
-  // --threads given: a resumed training takes it even where its checkpoint records
-  // another count (with a warning); else it keeps the recorded count.
-  const bool threads_forced = options.threads > 0;
-  const Parallelism par = choose_parallelism(options.jobs, threads_wanted, int(todo.size()), available_cores());
-  std::ostream* log = options.log;
+void SweepRun::log_start() const {
+  std::ostream* log = options_.log;
+  if (!log) return;
+  *log << "sweep " << dir_.string() << ": " << plan_.points.size() << " points, " << plan_.groups.size()
+       << " trainings";
+  if (result_.skipped) *log << " (" << result_.skipped << " points already done)";
+  *log << "; " << par_.jobs << " at a time, " << par_.threads << " OpenMP thread(s) each\n";
+  bool measured = false;
+  for (size_t g : todo_) measured = measured || measured_timing(plan_.points[plan_.groups[g].front()].scenario);
+  if (measured && par_.jobs > 1)
+    *log << "note: compute seconds are measured on this CPU (devices.timing) while " << par_.jobs
+         << " trainings share it; set devices.timing=profile for simulated times independent of --jobs\n";
+  *log << std::flush;
+}
+
+Running SweepRun::start(size_t g) {
+  Running r{g, 0, group_file(g), (dir_ / "groups" / ("g" + std::to_string(g + 1) + ".log")).string(), Clock::now()};
+  std::vector<const SweepPoint*> points;
+  std::vector<std::string> out_dirs;
+  for (size_t i : plan_.groups[g]) {
+    if (result_.states[i].status == PointStatus::done) continue;
+    points.push_back(&plan_.points[i]);
+    out_dirs.push_back((dir_ / plan_.points[i].name).string());
+  }
+  // An unfinished training with a checkpoint continues from it (the worker checks
+  // that it fits); any other leftover directory is stale: start it afresh.
+  const bool resume = fs::exists(fs::path(out_dirs.front()) / "checkpoint.bin");
+  if (!resume)
+    for (const std::string& d : out_dirs) fs::remove_all(d);
+  fs::remove(result_path(r.group_file));
+  // A resumed training's thread count is its checkpoint's (the worker decides the
+  // same way and says so in its log). Read before the worker starts and writes new
+  // checkpoints; one that cannot be read here is the worker's to report.
+  std::string threads_note;
+  std::ostream* log = options_.log;
+  if (resume && log) try {
+      const train::Checkpoint c = train::read_checkpoint(train::checkpoint_path(out_dirs.front()));
+      const train::ResumeThreads t = train::resume_threads(c.omp_threads, par_.threads, threads_forced_);
+      if (!c.complete && !t.message.empty()) threads_note = (t.warning ? "warning: " : "") + t.message;
+    } catch (const std::exception&) {
+    }
+  write_group_file(r.group_file, points, out_dirs, par_.threads, threads_forced_, resume);
+  r.pid = spawn_worker(options_.worker_exe, r.group_file, r.log_file);
   if (log) {
-    *log << "sweep " << dir.string() << ": " << plan.points.size() << " points, " << plan.groups.size()
-         << " trainings";
-    if (result.skipped) *log << " (" << result.skipped << " points already done)";
-    *log << "; " << par.jobs << " at a time, " << par.threads << " OpenMP thread(s) each\n";
-    bool measured = false;
-    for (size_t g : todo) measured = measured || measured_timing(plan.points[plan.groups[g].front()].scenario);
-    if (measured && par.jobs > 1)
-      *log << "note: compute seconds are measured on this CPU (devices.timing) while " << par.jobs
-           << " trainings share it; set devices.timing=profile for simulated times independent of --jobs\n";
+    *log << "group " << g + 1 << "/" << plan_.groups.size() << " started: " << points.front()->name;
+    if (points.size() > 1) *log << " (also timed on " << points.size() - 1 << " more network(s))";
+    *log << "\n";
+    if (!threads_note.empty()) *log << "group " << g + 1 << ": " << threads_note << "\n";
     *log << std::flush;
   }
+  return r;
+}
 
-  const auto start = [&](size_t g) {
-    Running r{g, 0, (dir / "groups" / ("g" + std::to_string(g + 1) + ".json")).string(),
-              (dir / "groups" / ("g" + std::to_string(g + 1) + ".log")).string(), Clock::now()};
-    std::vector<const SweepPoint*> points;
-    std::vector<std::string> out_dirs;
-    for (size_t i : plan.groups[g]) {
-      if (result.states[i].status == PointStatus::done) continue;
-      points.push_back(&plan.points[i]);
-      out_dirs.push_back((dir / plan.points[i].name).string());
+void SweepRun::finish(const Running& r, int status) {
+  GroupResult g = read_group_result(r.group_file);
+  if (!g.ok && g.message == "the worker wrote no result")
+    g.message = "the sweep worker " + exit_description(status) + " (log: " + r.log_file + ")";
+  for (size_t i : plan_.groups[r.group]) {
+    if (result_.states[i].status == PointStatus::done) continue;
+    result_.states[i].status = g.ok ? PointStatus::done : PointStatus::failed;
+    result_.states[i].message = g.ok ? "" : g.message;
+    if (!g.ok) ++result_.failed;
+  }
+  ++result_.trainings;
+  write_index();
+  if (options_.log) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - r.started).count();
+    *options_.log << "group " << r.group + 1 << "/" << plan_.groups.size() << (g.ok ? " done" : " FAILED") << " in "
+                  << std::fixed << std::setprecision(1) << seconds << std::defaultfloat << " s"
+                  << (g.ok ? "" : ": " + g.message) << "\n" << std::flush;
+  }
+}
+
+void SweepRun::start_or_fail(size_t g, std::vector<Running>& running) {
+  try {
+    running.push_back(start(g));
+  } catch (const std::exception& e) {  // could not start: the group fails, the others go on
+    const Running r{g, 0, group_file(g), "", Clock::now()};
+    write_file_atomically(result_path(r.group_file), nlohmann::json{{"ok", false}, {"message", e.what()}}.dump());
+    finish(r, 0);
+  }
+}
+
+bool SweepRun::reap_one(std::vector<Running>& running) {
+  // Poll our own children only (waitpid(-1) could reap a caller's).
+  for (size_t k = 0; k < running.size(); ++k) {
+    int status = 0;
+    const pid_t done = ::waitpid(running[k].pid, &status, WNOHANG);
+    if (done == running[k].pid || (done < 0 && errno != EINTR)) {
+      finish(running[k], status);
+      running.erase(running.begin() + long(k));
+      return true;
     }
-    // An unfinished training with a checkpoint continues from it (the worker checks
-    // that it fits); any other leftover directory is stale: start it afresh.
-    const bool resume = fs::exists(fs::path(out_dirs.front()) / "checkpoint.bin");
-    if (!resume)
-      for (const std::string& d : out_dirs) fs::remove_all(d);
-    fs::remove(result_path(r.group_file));
-    // A resumed training's thread count is its checkpoint's (the worker decides the
-    // same way and says so in its log). Read before the worker starts and writes new
-    // checkpoints; one that cannot be read here is the worker's to report.
-    std::string threads_note;
-    if (resume && log) try {
-        const train::Checkpoint c = train::read_checkpoint(train::checkpoint_path(out_dirs.front()));
-        const train::ResumeThreads t = train::resume_threads(c.omp_threads, par.threads, threads_forced);
-        if (!c.complete && !t.message.empty()) threads_note = (t.warning ? "warning: " : "") + t.message;
-      } catch (const std::exception&) {
-      }
-    write_group_file(r.group_file, points, out_dirs, par.threads, threads_forced, resume);
-    r.pid = spawn_worker(options.worker_exe, r.group_file, r.log_file);
-    if (log) {
-      *log << "group " << g + 1 << "/" << plan.groups.size() << " started: " << points.front()->name;
-      if (points.size() > 1) *log << " (also timed on " << points.size() - 1 << " more network(s))";
-      *log << "\n";
-      if (!threads_note.empty()) *log << "group " << g + 1 << ": " << threads_note << "\n";
-      *log << std::flush;
-    }
-    return r;
-  };
-  const auto finish = [&](const Running& r, int status) {
-    GroupResult g = read_group_result(r.group_file);
-    if (!g.ok && g.message == "the worker wrote no result")
-      g.message = "the sweep worker " + exit_description(status) + " (log: " + r.log_file + ")";
-    for (size_t i : plan.groups[r.group]) {
-      if (result.states[i].status == PointStatus::done) continue;
-      result.states[i].status = g.ok ? PointStatus::done : PointStatus::failed;
-      result.states[i].message = g.ok ? "" : g.message;
-      if (!g.ok) ++result.failed;
-    }
-    ++result.trainings;
-    write_index();
-    if (log) {
-      const double seconds = std::chrono::duration<double>(Clock::now() - r.started).count();
-      *log << "group " << r.group + 1 << "/" << plan.groups.size() << (g.ok ? " done" : " FAILED") << " in "
-           << std::fixed << std::setprecision(1) << seconds << std::defaultfloat << " s"
-           << (g.ok ? "" : ": " + g.message) << "\n" << std::flush;
-    }
-  };
+  }
+  return false;
+}
+
+SweepResult SweepRun::run() {
+  std::error_code ec;
+  fs::create_directories(dir_ / "groups", ec);
+  if (ec) throw InputError("--out", "cannot create the sweep directory " + dir_.string() + ": " + ec.message());
+  // One sweep per directory. The workers inherit the lock: the directory stays locked
+  // until the last process writing into it has exited, even after a SIGKILL here.
+  const train::DirLock lock(dir_.string(), "--out", /*create=*/true, /*inherit_by_children=*/true);
+  train::remove_stale_temp_files(dir_.string());
+
+  result_.states = previous_states(plan_, dir_.string());
+  mark_todo();
+  write_file_atomically((dir_ / "sweep.json").string(), sweep_document(plan_.spec).dump(2) + "\n");
+  write_index();
+  const int threads_wanted = options_.threads > 0 ? options_.threads : omp_num_threads_env();
+  // --threads given: a resumed training takes it even where its checkpoint records
+  // another count (with a warning); else it keeps the recorded count.
+  threads_forced_ = options_.threads > 0;
+  par_ = choose_parallelism(options_.jobs, threads_wanted, int(todo_.size()), available_cores());
+  log_start();
 
   std::vector<Running> running;
   size_t next = 0;
-  while (next < todo.size() || !running.empty()) {
-    while (next < todo.size() && int(running.size()) < par.jobs) {
-      const size_t g = todo[next++];
-      try {
-        running.push_back(start(g));
-      } catch (const std::exception& e) {  // could not start: the group fails, the others go on
-        Running r{g, 0, (dir / "groups" / ("g" + std::to_string(g + 1) + ".json")).string(), "", Clock::now()};
-        write_file_atomically(result_path(r.group_file), nlohmann::json{{"ok", false}, {"message", e.what()}}.dump());
-        finish(r, 0);
-      }
-    }
-    // Poll our own children only (waitpid(-1) could reap a caller's).
-    bool reaped = false;
-    for (size_t k = 0; k < running.size(); ++k) {
-      int status = 0;
-      const pid_t done = ::waitpid(running[k].pid, &status, WNOHANG);
-      if (done == running[k].pid || (done < 0 && errno != EINTR)) {
-        finish(running[k], status);
-        running.erase(running.begin() + long(k));
-        reaped = true;
-        break;
-      }
-    }
-    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (next < todo_.size() || !running.empty()) {
+    while (next < todo_.size() && int(running.size()) < par_.jobs) start_or_fail(todo_[next++], running);
+    if (!reap_one(running)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return result;
+  return result_;
 }
+
+}  // namespace
+
+SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) { return SweepRun(plan, options).run(); }
 
 }  // namespace lowband::sweep

@@ -1,8 +1,8 @@
 #pragma once
-// `lowband run`: train a scenario's model with context parallelism over its P
-// in-process ranks (runtime/parallel/context_trainer.h), replay every step's
-// recorded graph on the scenario's network (sim/replay.h), and write a run
-// directory:
+// `lowband run`: train a scenario's model over its layout's ranks (context
+// ranks, pipeline stages, data-parallel replicas; parallel::make_trainer, in-process
+// or one rank per MPI process), replay every step's recorded graph on the
+// scenario's network (sim/replay.h), and write a run directory:
 //   scenario.json  the resolved scenario (to_json), written once
 //   steps.jsonl    one JSON object per step, appended a whole line at a time
 //                  each time a batch of steps has been replayed

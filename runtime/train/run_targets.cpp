@@ -1,0 +1,115 @@
+#include "runtime/train/run_targets.h"
+
+#include <filesystem>
+
+#include "runtime/parallel/layout.h"
+#include "runtime/scenario/load.h"
+
+namespace lowband::train {
+namespace {
+
+// Whether the codec shrank this step's messages (false in a MoS warm-up).
+bool compressed(const parallel::StepRecord& record, const parallel::CompressedTraffic& traffic) {
+  return traffic.sent(record.graph) < 0.999 * traffic.uncompressed_bytes_per_step;
+}
+
+}  // namespace
+
+Target::Target(const Scenario& s, const std::string& out_dir, bool cache_replays, bool writer)
+    : scenario(s), files(out_dir, writer), replayer(scenario.network, cache_replays) {
+  if (scenario.projection.scenario) projection.emplace(*scenario.projection.scenario);
+}
+
+RunTargets::RunTargets(const Scenario& trained, const std::string& out_dir, const std::vector<RetimeTarget>& retimes,
+                       bool cache_replays, bool writer) {
+  targets_.push_back(std::make_unique<Target>(trained, out_dir, cache_replays, writer));
+  for (const RetimeTarget& t : retimes)
+    targets_.push_back(std::make_unique<Target>(t.scenario, t.out_dir, cache_replays, writer));
+}
+
+void RunTargets::start_totals(const RunFacts& facts, const Checkpoint* resumed) {
+  traffic_ = facts.traffic;
+  for (size_t index = 0; index < targets_.size(); ++index) {
+    Target& t = *targets_[index];
+    RunTotals& totals = t.totals;
+    const int relay_node = parallel::Layout(t.scenario.parallel).relay_node();
+    totals.steps_planned = facts.steps;
+    totals.tokens_per_step = t.projection ? t.projection->tokens_per_step() : facts.tokens_per_step;
+    totals.traffic = facts.traffic;
+    totals.relay_node = relay_node;
+    totals.uncompressed_kv_bytes_per_step = facts.traffic.uncompressed_bytes_per_step;
+    totals.header = {{"scenario", t.scenario.name},
+                     {"scenario_source", t.scenario.source},
+                     {"run_dir", t.files.dir()},
+                     {"network", sim::describe(t.scenario.network)},
+                     {"network_model", sim::to_string(t.scenario.network.model)},
+                     {"codec", facts.traffic.codec},
+                     {"data", facts.data},
+                     {"ranks", facts.ranks},
+                     {"compute_timing", facts.timing == parallel::ComputeTiming::measured ? "measured" : "profile"}};
+    if (index > 0) totals.header["trained_in"] = main_dir();
+    if (t.projection) totals.header["time_projection"] = t.projection->describe();
+    if (resumed) {  // the totals as they were at the checkpoint
+      totals = resumed->targets[index].totals;
+      totals.traffic = facts.traffic;
+      totals.relay_node = relay_node;
+      totals.header["run_dir"] = t.files.dir();
+      t.replayer.wall_seconds = totals.replay_wall_seconds;
+    }
+  }
+}
+
+void RunTargets::start_files(bool resumed) {
+  for (auto& t : targets_) {
+    if (!resumed) t->files.remove_steps();  // of a run that stopped before its first checkpoint
+    t->files.write_scenario(to_json(t->scenario).dump(2) + "\n");
+    t->files.write_curve(t->totals.curve_csv);
+    t->files.write_summary(t->totals.summary_json());
+  }
+  files_started_ = true;
+}
+
+void RunTargets::add(const std::vector<PendingStep>& pending) {
+  std::vector<const sim::StepGraph*> graphs;
+  for (const auto& p : pending) graphs.push_back(&p.record.graph);
+  for (auto& t : targets_) {
+    // A projected target takes its step times from estimate: nothing to replay.
+    const std::vector<sim::ReplayResult> replays =
+        t->projection ? std::vector<sim::ReplayResult>{} : t->replayer.replay(graphs);
+    t->totals.replay_wall_seconds = t->replayer.wall_seconds;
+    for (size_t i = 0; i < pending.size(); ++i)
+      t->totals.add(pending[i], t->projection ? t->projection->step(compressed(pending[i].record, traffic_)) : replays[i],
+                    t->files);
+    t->files.write_summary(t->totals.summary_json());
+  }
+}
+
+void RunTargets::diverged(const std::string& message) {
+  for (auto& t : targets_) {
+    t->totals.diverged = true;
+    t->totals.message = message;
+  }
+}
+
+std::vector<std::string> RunTargets::dirs() const {
+  std::vector<std::string> out;
+  for (const auto& t : targets_) out.push_back(t->files.dir());
+  return out;
+}
+
+std::vector<TargetCheckpoint> RunTargets::checkpoints() const {
+  std::vector<TargetCheckpoint> out;
+  for (const auto& t : targets_)
+    out.push_back({std::filesystem::absolute(t->files.dir()).string(), to_json(t->scenario).dump(), t->totals,
+                   steps_file_bytes(t->files.dir())});
+  return out;
+}
+
+std::vector<RunResult::Retimed> RunTargets::retimed() const {
+  std::vector<RunResult::Retimed> out;
+  for (size_t i = 1; i < targets_.size(); ++i)
+    out.push_back({targets_[i]->files.dir(), targets_[i]->totals.sim_total_seconds, targets_[i]->totals.summary_json()});
+  return out;
+}
+
+}  // namespace lowband::train
