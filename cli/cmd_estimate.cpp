@@ -5,6 +5,7 @@
 #include "common/atomic_file.h"
 #include "runtime/data_estimate.h"
 #include "runtime/estimate.h"
+#include "runtime/parallel/layout.h"
 #include "runtime/pipeline_estimate.h"
 
 namespace lowband::cli {
@@ -32,11 +33,12 @@ void add_estimate_command(CLI::App& app) {
     const Scenario scenario = load_scenario(args->source);
     nlohmann::json json;
     std::string table;
-    if (scenario.parallel.data > 1 || !scenario.parallel.replicas.empty()) {  // replicas, each of any layout
+    const parallel::LayoutKind kind = parallel::layout_kind(scenario.parallel);  // as make_trainer picks
+    if (kind == parallel::LayoutKind::data) {  // replicas, each of any layout
       const DataEstimate result = estimate_data(scenario);
       json = to_json(result);
       table = format_data_table(scenario, result);
-    } else if (scenario.parallel.pipeline > 1) {  // pipeline stages, with context ranks inside or not
+    } else if (kind == parallel::LayoutKind::pipeline) {  // stages, with context ranks inside or not
       const PipelineEstimate result = estimate_pipeline(scenario);
       json = to_json(result);
       table = format_pipeline_table(scenario, result);

@@ -6,6 +6,11 @@
 
 namespace lowband::parallel {
 
+LayoutKind layout_kind(const ParallelConfig& p) {
+  if (p.data > 1 || p.replicas.size() > 1) return LayoutKind::data;
+  return p.pipeline > 1 ? LayoutKind::pipeline : LayoutKind::context;
+}
+
 Layout::Layout(const ParallelConfig& p) {
   std::vector<ReplicaConfig> replicas = p.replicas;
   if (replicas.empty())  // `data` identical replicas

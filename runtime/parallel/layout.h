@@ -4,14 +4,20 @@
 // parallel dimension talks in. Rank order: replica-major, then stage, then
 // context rank (parallel.replicas lists each replica's nodes in that order).
 //
-// One replica trains today: context parallelism, pipeline stages, or stages of
-// context ranks (rank s·C + c); data parallelism will add replicas.
+// A replica is context ranks, pipeline stages, or stages of context ranks (rank
+// s·C + c); data parallelism runs several replicas, alike or not (parallel.replicas).
 #include <vector>
 
 #include "runtime/scenario/scenario.h"
 #include "sim/step_graph.h"
 
 namespace lowband::parallel {
+
+// Which trainer trains a scenario and which estimate times it, one rule for both:
+// data-parallel replicas (parallel.data > 1 or more than one parallel.replicas
+// entry), else pipeline stages (parallel.pipeline > 1), else context ranks.
+enum class LayoutKind { context, pipeline, data };
+LayoutKind layout_kind(const ParallelConfig& parallel);
 
 struct RankPlace {
   int replica = 0, stage = 0, context_rank = 0;

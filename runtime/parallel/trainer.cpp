@@ -10,6 +10,7 @@
 #include "runtime/parallel/context_schedule.h"
 #include "runtime/parallel/context_trainer.h"
 #include "runtime/parallel/data_trainer.h"
+#include "runtime/parallel/layout.h"
 #include "runtime/parallel/pipeline_trainer.h"
 
 namespace lowband::parallel {
@@ -63,9 +64,9 @@ CompressedTraffic compressed_traffic_of(const Scenario& s) {
 }
 
 std::unique_ptr<Trainer> make_trainer(const Scenario& scenario, ComputeTiming timing, comm::Communicator* comm) {
-  if (scenario.parallel.data > 1 || scenario.parallel.replicas.size() > 1)
-    return std::make_unique<DataTrainer>(scenario, timing, comm);
-  if (scenario.parallel.pipeline > 1) return std::make_unique<PipelineTrainer>(scenario, timing, comm);
+  const LayoutKind kind = layout_kind(scenario.parallel);
+  if (kind == LayoutKind::data) return std::make_unique<DataTrainer>(scenario, timing, comm);
+  if (kind == LayoutKind::pipeline) return std::make_unique<PipelineTrainer>(scenario, timing, comm);
   if (comm) return std::make_unique<ContextTrainer>(scenario, timing, *comm);
   return std::make_unique<ContextTrainer>(scenario, timing);
 }

@@ -85,3 +85,18 @@ TEST_F(Cli, BadRelayIsOneLineNamingTheKey) {
 }
 
 }  // namespace
+
+// One rule picks the layout for run and estimate (parallel::layout_kind): a single
+// parallel.replicas entry is one replica, trained by the pipeline trainer, so its
+// estimate is the pipeline estimate, not a data-parallel one of one replica.
+TEST_F(Cli, OneReplicaIsEstimatedAsTheLayoutThatTrainsIt) {
+  const std::string stages = " --set parallel.pipeline=2 --set parallel.stage_layers=[2,2]";
+  const auto plain = run("estimate --json " + kScenarios + "pp-small.json" + stages);
+  const auto one = run("estimate --json " + kScenarios + "pp-small.json" + stages +
+                       " --set 'parallel.replicas=[{\"pipeline\":2,\"nodes\":[0,1]}]'");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(one.out);
+  EXPECT_EQ(b.at("parallelism"), a.at("parallelism"));
+  EXPECT_EQ(b.at("step_seconds"), a.at("step_seconds"));
+}
