@@ -296,6 +296,7 @@ void check_across(const Scenario& s) {
                                    std::to_string(m.head_dim()) + " (expected 1.." + std::to_string(m.head_dim()) + ")",
          {"model.d_model", "model.heads"});
   check_pipeline(s);
+  check_layout_schema(s);
   const int min_vocab = s.training.tokenizer == "gpt2" ? 50257 : 256;
   if (m.vocab < min_vocab)
     fail("model.vocab", "tokenizer \"" + s.training.tokenizer + "\" needs vocab >= " + std::to_string(min_vocab) +

@@ -32,6 +32,8 @@ BoundaryConfig parse_boundary(const ObjectReader& r);
 // The pipeline's checks across sections: stages against model.layers, microbatches
 // against training.batch_size, the boundary codec against the model and the stages.
 void check_pipeline(const Scenario& s);
+// The layouts no trainer runs (layout_check.cpp; check_layout outside).
+void check_layout_schema(const Scenario& s);
 // The whole document, with the checks across sections.
 Scenario parse_document(const json& document);
 
