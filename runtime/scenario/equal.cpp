@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/load.h"
 
 namespace lowband {
@@ -14,25 +15,26 @@ namespace {
 
 using nlohmann::json;
 
-// Keys that decide which others exist come first (a method before its
-// parameters), then the sections in the order a scenario file lists them.
-int key_rank(const std::string& key) {
-  static const std::vector<std::string> first = {
-      "name", "description", "method", "topology", "model", "parallel", "compression", "network", "devices",
-      "training", "projection",
-      // model's keys in the order a file lists them (its first difference names layers before d_model)
-      "layers", "d_model", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "steps", "batch_size", "lr"};
-  const auto it = std::find(first.begin(), first.end(), key);
-  return it == first.end() ? int(first.size()) : int(it - first.begin());
-}
-
-std::vector<std::string> ordered_keys(const json& a, const json& b) {
+// A section's keys in its field table's order (a method before its parameters,
+// as a file lists them); keys of no section (list elements) alphabetically.
+std::vector<std::string> ordered_keys(const std::string& path, const json& a, const json& b) {
+  std::string section = path;  // a projected scenario's sections are the scenario's
+  const std::string inner = "projection.scenario";
+  if (section.rfind(inner, 0) == 0) section = section.size() == inner.size() ? "" : section.substr(inner.size() + 1);
+  const fields::Section* table = nullptr;
+  for (const fields::Section& s : fields::sections())
+    if (s.path == section) table = &s;
+  const auto rank = [&](const std::string& key) {
+    if (!table) return 0;
+    const std::vector<std::string> keys = table->keys();
+    return int(std::find(keys.begin(), keys.end(), key) - keys.begin());
+  };
   std::vector<std::string> keys;
   for (const auto& [key, value] : a.items()) keys.push_back(key);
   for (const auto& [key, value] : b.items())
     if (!a.contains(key)) keys.push_back(key);
-  std::stable_sort(keys.begin(), keys.end(), [](const std::string& x, const std::string& y) {
-    const int rx = key_rank(x), ry = key_rank(y);
+  std::stable_sort(keys.begin(), keys.end(), [&](const std::string& x, const std::string& y) {
+    const int rx = rank(x), ry = rank(y);
     return rx != ry ? rx < ry : x < y;
   });
   return keys;
@@ -52,7 +54,7 @@ std::string join(const std::string& path, const std::string& key) { return path.
 std::string first_difference(const std::string& path, const json* a, const json* b) {
   if (a && b && *a == *b) return "";
   if (a && b && a->is_object() && b->is_object()) {
-    for (const std::string& key : ordered_keys(*a, *b)) {
+    for (const std::string& key : ordered_keys(path, *a, *b)) {
       const auto ia = a->find(key), ib = b->find(key);
       const std::string d = first_difference(join(path, key), ia == a->end() ? nullptr : &*ia,
                                               ib == b->end() ? nullptr : &*ib);
@@ -72,7 +74,7 @@ std::string first_difference(const std::string& path, const json* a, const json*
   // An object on one side only: name its first key, so the line stays short.
   const json* present = a ? a : b;
   if (!(a && b) && present->is_object() && !present->empty()) {
-    const std::string key = ordered_keys(*present, json::object()).front();
+    const std::string key = ordered_keys(path, *present, json::object()).front();
     const json* inner = &present->at(key);
     return first_difference(join(path, key), a ? inner : nullptr, b ? inner : nullptr);
   }

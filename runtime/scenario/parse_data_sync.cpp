@@ -1,6 +1,7 @@
 // parallel.data_sync: how data-parallel replicas keep their weights together
 // (every-step gradient all-reduce, DiLoCo, SparseLoCo; runtime/sync/). A key of
 // another method is an error.
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
 
 namespace lowband::scenario_detail {
@@ -8,9 +9,7 @@ namespace lowband::scenario_detail {
 DataSyncConfig parse_data_sync(const ObjectReader& parallel) {
   DataSyncConfig d;
   if (!parallel.has("data_sync")) return d;
-  const ObjectReader r = parallel.object("data_sync", {"method", "inner_steps", "outer_lr", "outer_momentum",
-                                                       "topk_per_chunk", "chunk", "value_bits", "error_decay",
-                                                       "average", "exchange", "relay_node"});
+  const ObjectReader r = parallel.object("data_sync", fields::section("parallel.data_sync").keys());
   const std::string method = r.choice_or("method", "all_reduce", {"all_reduce", "diloco", "sparseloco"});
   d.method = method == "diloco"       ? DataSyncMethod::diloco
              : method == "sparseloco" ? DataSyncMethod::sparseloco

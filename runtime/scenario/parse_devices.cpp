@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
 
 namespace lowband::scenario_detail {
@@ -44,7 +45,7 @@ DeviceConfig parse_devices(const ObjectReader& root, int nodes) {
   DeviceConfig d;
   const json empty = json::object();
   const ObjectReader r(root.has("devices") ? root.need("devices") : empty, root.path_of("devices"),
-                       {"profile", "dtype", "overrides", "custom_profiles", "timing"});
+                       fields::section("devices").keys());
   std::vector<sim::DeviceProfile> custom;
   if (r.has("custom_profiles")) {
     const std::string path = r.path_of("custom_profiles");

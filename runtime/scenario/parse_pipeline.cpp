@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
 
 namespace lowband::scenario_detail {
@@ -21,15 +22,12 @@ void parse_stages(const ObjectReader& r, ParallelConfig& p) {
       p.stage_layers.push_back(int(layers));
     }
   }
-  p.microbatches = static_cast<int>(r.integer_or("microbatches", 1, 1, kMaxInt));
-  p.schedule = r.choice_or("schedule", "1f1b", {"1f1b", "gpipe"}) == "gpipe" ? PipelineSchedule::gpipe
-                                                                             : PipelineSchedule::one_f_one_b;
 }
 
 BoundaryConfig parse_boundary(const ObjectReader& compression) {
   BoundaryConfig b;
   if (!compression.has("boundary")) return b;
-  const ObjectReader r = compression.object("boundary", {"method", "rank", "topk_fraction", "bits", "block"});
+  const ObjectReader r = compression.object("boundary", fields::section("compression.boundary").keys());
   const std::string method = r.choice_or("method", "none", {"none", "subspace", "lowrank", "topk", "quantize"});
   b.method = method == "subspace"   ? BoundaryMethod::subspace
              : method == "lowrank"  ? BoundaryMethod::lowrank
