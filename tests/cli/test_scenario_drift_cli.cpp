@@ -67,4 +67,21 @@ TEST_F(ScenarioDriftCli, AlsoTimeOnRefusesOtherReplicas) {
   EXPECT_NE(r.err.find("parallel.replicas.1."), std::string::npos) << r.err;
 }
 
+// A sweep run again skips the points it finished, and only those: the run's own
+// sync_value_bits is the same point; a replica compressed now is another.
+TEST_F(ScenarioDriftCli, ASweepRunAgainSkipsExactlyTheSamePoints) {
+  const std::string out = " --out " + (dir_ / "sweep").string();
+  const auto first = run("sweep" + kTiny + " --set compression.sync_value_bits=5 --set training.seed=1,2" + out);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto again = run("sweep" + kTiny + " --set compression.sync_value_bits=5 --set training.seed=1,2" + out);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("(2 points already done)"), std::string::npos) << again.out;
+
+  const std::string replicas = " --out " + (dir_ / "replicas").string() + kReplicas;
+  const auto plain = run("sweep" + kTiny + replicas + " --set parallel.replicas.2.compress_boundaries=false");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto compressed = run("sweep" + kTiny + replicas + " --set parallel.replicas.2.compress_boundaries=true");
+  EXPECT_EQ(compressed.out.find("already done"), std::string::npos) << compressed.out << compressed.err;
+}
+
 }  // namespace
