@@ -102,7 +102,8 @@ void read_generic(const Section& section, const scenario_detail::ObjectReader& r
   for (const Field& f : section.fields) {
     if (!f.read) continue;
     if (!f.applies.key.empty()) {
-      scenario_detail::only_with(r, f.key, so_far.value(f.applies.key, std::string()), f.applies.values);
+      scenario_detail::only_with(r, f.key, so_far.value(f.applies.key, std::string()), f.applies.values,
+                                 f.applies.key);
       if (!applies(f, so_far)) continue;
     }
     f.read(r, s);
@@ -112,7 +113,7 @@ void read_generic(const Section& section, const scenario_detail::ObjectReader& r
 
 void write_generic(const Section& section, const Scenario& s, nlohmann::json& out) {
   for (const Field& f : section.fields)
-    if (f.write && applies(f, out)) out[f.key] = f.write(s);
+    if (f.write && applies(f, out) && (!f.written || f.written(s))) out[f.key] = f.write(s);
 }
 
 }  // namespace lowband::fields

@@ -47,6 +47,8 @@ struct Field {
   // Generic keys: read into / write from the Scenario (null: the section's own code does it).
   std::function<void(const scenario_detail::ObjectReader&, Scenario&)> read;
   std::function<nlohmann::json(const Scenario&)> write;
+  // Written only where this holds as well (k_ratio: no k_rank given); null: wherever it applies.
+  std::function<bool(const Scenario&)> written;
 
   bool required() const { return default_text == "**required**"; }
 };

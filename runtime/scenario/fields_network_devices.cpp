@@ -1,5 +1,6 @@
 // Field tables: network (which keys a topology allows comes from here; the
-// values are read by parse_network.cpp) and devices (parse_devices.cpp).
+// values are read by parse_network.cpp) and devices (dtype and timing read and
+// written from here; the profiles by parse_devices.cpp and to_json.cpp).
 #include "runtime/scenario/fields_build.h"
 
 namespace lowband::fields {
@@ -23,6 +24,9 @@ const std::string kExplicitNetwork =
     R"({"between": [2, 3], "bandwidth": "1Gbps", "latency": "1ms"}]})";
 
 Field on(Field f, std::vector<std::string> sets) { return tested_from(std::move(f), "", std::move(sets)); }
+
+DeviceConfig& devices_of(Scenario& s) { return s.devices; }
+const At<DeviceConfig> kDevices = devices_of;
 
 }  // namespace
 
@@ -112,9 +116,13 @@ Section devices_section() {
                  "built-in: `A100-40GB`, `A100-80GB`, `H100-SXM`, `RTX-4090`, `L4`, `cpu` (`sim/device_profile.cpp`), "
                  "or a custom one",
                  "\"A100-40GB\""}),
-       doc_choice("dtype", {"fp32", "tf32", "bf16", "fp16"},
-                {"`\"bf16\"`", "compute precision", "\"tf32\""}),
-       doc_choice("timing", {"auto", "measured", "profile"},
+       choice("dtype", kDevices, &DeviceConfig::dtype,
+              {{"fp32", sim::DType::fp32}, {"tf32", sim::DType::tf32}, {"bf16", sim::DType::bf16},
+               {"fp16", sim::DType::fp16}},
+              {"`\"bf16\"`", "compute precision", "\"tf32\""}),
+       choice("timing", kDevices, &DeviceConfig::timing,
+              {{"auto", DeviceTiming::automatic}, {"measured", DeviceTiming::measured},
+               {"profile", DeviceTiming::profile}},
                 {"`\"auto\"`",
                  "where `lowband run` takes compute seconds from: a steady clock around the kernels that ran here "
                  "(`measured`), or the device profile (`profile`); `auto` is `measured` when every rank's profile is "

@@ -86,8 +86,7 @@ Section parallel_section() {
 
 Section data_sync_section() {
   const At<DataSyncConfig> d = data_sync_of;
-  // Read by parse_data_sync (defaults and checks across its keys); written from here.
-  const auto h = [](Field f) { return hand_read(std::move(f)); };
+  const auto h = [](Field f) { return f; };  // parse_data_sync adds the checks across keys
   return {
       "parallel.data_sync",
       "`parallel.data_sync`",

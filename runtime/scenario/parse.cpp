@@ -16,11 +16,11 @@ void fail(const std::string& path, const std::string& what, std::vector<std::str
 }
 
 void only_with(const ObjectReader& r, const std::string& key, const std::string& method,
-               const std::vector<std::string>& methods) {
+               const std::vector<std::string>& methods, const std::string& method_key) {
   if (!r.has(key) || std::find(methods.begin(), methods.end(), method) != methods.end()) return;
   std::string wanted;
   for (const auto& m : methods) wanted += (wanted.empty() ? "\"" : " or \"") + m + "\"";
-  fail(r.path_of(key), "only used with method " + wanted + ", but method is \"" + method + "\"");
+  fail(r.path_of(key), "only used with " + method_key + " " + wanted + ", but " + method_key + " is \"" + method + "\"");
 }
 
 namespace {

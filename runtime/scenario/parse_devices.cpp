@@ -63,15 +63,10 @@ DeviceConfig parse_devices(const ObjectReader& root, int nodes) {
   }
   const json default_name = "cpu";
   d.default_profile = lookup(r.has("profile") ? r.need("profile") : default_name, r.path_of("profile"), custom);
-  const std::string dtype = r.choice_or("dtype", "bf16", {"fp32", "tf32", "bf16", "fp16"});
-  d.dtype = dtype == "fp32" ? sim::DType::fp32
-            : dtype == "tf32" ? sim::DType::tf32
-            : dtype == "bf16" ? sim::DType::bf16
-                              : sim::DType::fp16;
-  const std::string timing = r.choice_or("timing", "auto", {"auto", "measured", "profile"});
-  d.timing = timing == "measured"  ? DeviceTiming::measured
-             : timing == "profile" ? DeviceTiming::profile
-                                   : DeviceTiming::automatic;
+  Scenario read;  // dtype and timing: the field table's
+  fields::read_generic(fields::section("devices"), r, read);
+  d.dtype = read.devices.dtype;
+  d.timing = read.devices.timing;
   if (r.has("overrides")) {
     const std::string path = r.path_of("overrides");
     const json& array = as_array(r.need("overrides"), path);

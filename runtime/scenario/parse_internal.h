@@ -15,7 +15,7 @@ namespace lowband::scenario_detail {
 // Fails at r's `key` when the reader's `method` is none of `methods` (a key of
 // another method is an error, not ignored, so a typo'd method cannot hide it).
 void only_with(const ObjectReader& r, const std::string& key, const std::string& method,
-               const std::vector<std::string>& methods);
+               const std::vector<std::string>& methods, const std::string& method_key = "method");
 
 // The "network" section (required) of the document `root`.
 sim::NetworkSpec parse_network(const ObjectReader& root);

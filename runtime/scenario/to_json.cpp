@@ -90,17 +90,8 @@ json network_json(const sim::NetworkSpec& n) {
   return j;
 }
 
-const char* dtype_name(sim::DType d) {
-  switch (d) {
-    case sim::DType::fp32: return "fp32";
-    case sim::DType::tf32: return "tf32";
-    case sim::DType::bf16: return "bf16";
-    case sim::DType::fp16: return "fp16";
-  }
-  return "bf16";
-}
-
-json devices_json(const DeviceConfig& d) {
+json devices_json(const Scenario& s) {
+  const DeviceConfig& d = s.devices;
   json custom = json::array(), overrides = json::array();
   std::vector<std::string> listed;
   auto note = [&](const sim::DeviceProfile& p) {
@@ -120,11 +111,9 @@ json devices_json(const DeviceConfig& d) {
     note(profile);
     overrides.push_back({{"node", node}, {"profile", profile.name}});
   }
-  const char* timing = d.timing == DeviceTiming::measured  ? "measured"
-                       : d.timing == DeviceTiming::profile ? "profile"
-                                                           : "auto";
-  return {{"profile", d.default_profile.name}, {"dtype", dtype_name(d.dtype)}, {"overrides", overrides},
-          {"custom_profiles", custom}, {"timing", timing}};
+  json j = {{"profile", d.default_profile.name}, {"overrides", overrides}, {"custom_profiles", custom}};
+  fields::write_generic(fields::section("devices"), s, j);  // dtype, timing
+  return j;
 }
 
 // The keys of a section its field table writes (those that apply).
@@ -135,29 +124,7 @@ json generic_json(const std::string& section, const Scenario& s) {
 }
 
 json compression_json(const Scenario& s) {
-  const CompressionConfig& c = s.compression;
-  const char* method = c.method == CompressionMethod::mos        ? "mos"
-                       : c.method == CompressionMethod::topk     ? "topk"
-                       : c.method == CompressionMethod::quantize ? "quantize"
-                                                                 : "none";
-  json j = {{"method", method},
-            {"warmup_steps", c.warmup_steps},
-            {"weight_sync", weight_sync_name(c.weight_sync)},
-            {"sync_fraction", c.sync_fraction},
-            {"sync_every", c.sync_every}};
-  if (c.weight_sync == WeightSync::topk_grad) j["sync_value_bits"] = c.sync_value_bits;
-  if (c.method == CompressionMethod::mos) {
-    if (c.k_rank_set > 0) j["k_rank"] = c.k_rank_set; else j["k_ratio"] = c.k_ratio;
-    if (c.v_rank_set > 0) j["v_rank"] = c.v_rank_set; else j["v_ratio"] = c.v_ratio;
-    j["rotation"] = c.rotation == MosRotation::fixed ? "fixed" : c.rotation == MosRotation::random ? "random" : "learned";
-    j["warm_start"] = c.warm_start;
-    j["k_frame"] = c.k_frame == KFrame::post_rope ? "post_rope" : "pre_rope";
-  }
-  if (c.method == CompressionMethod::topk) j["topk_fraction"] = c.topk_fraction;
-  if (c.method == CompressionMethod::quantize) {
-    j["bits"] = c.quantize_bits;
-    j["block"] = c.quantize_block;
-  }
+  json j = generic_json("compression", s);
   j["boundary"] = generic_json("compression.boundary", s);
   return j;
 }
@@ -173,7 +140,7 @@ nlohmann::json to_json(const Scenario& s) {
       {"parallel", generic_json("parallel", s)},
       {"compression", compression_json(s)},
       {"network", network_json(s.network)},
-      {"devices", devices_json(s.devices)},
+      {"devices", devices_json(s)},
       {"training", generic_json("training", s)},
   };
   out["parallel"]["data_sync"] = generic_json("parallel.data_sync", s);
