@@ -36,5 +36,6 @@ void add_run_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+void add_scenario_docs_command(CLI::App& app);
 
 }  // namespace lowband::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   lowband::cli::add_sweep_command(app);
   lowband::cli::add_plot_command(app);
   lowband::cli::add_report_command(app);
+  lowband::cli::add_scenario_docs_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

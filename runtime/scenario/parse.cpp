@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/load.h"
 #include "runtime/scenario/parse_internal.h"
 
@@ -15,28 +16,22 @@ void fail(const std::string& path, const std::string& what, std::vector<std::str
 }
 
 void only_with(const ObjectReader& r, const std::string& key, const std::string& method,
-               const std::vector<std::string>& methods) {
+               const std::vector<std::string>& methods, const std::string& method_key) {
   if (!r.has(key) || std::find(methods.begin(), methods.end(), method) != methods.end()) return;
   std::string wanted;
   for (const auto& m : methods) wanted += (wanted.empty() ? "\"" : " or \"") + m + "\"";
-  fail(r.path_of(key), "only used with method " + wanted + ", but method is \"" + method + "\"");
+  fail(r.path_of(key), "only used with " + method_key + " " + wanted + ", but " + method_key + " is \"" + method + "\"");
 }
 
 namespace {
 
+// The generic keys come from the field table (fields_model_training.cpp).
 ModelConfig parse_model(const ObjectReader& root) {
-  const ObjectReader r = root.object("model", {"layers", "d_model", "heads", "kv_heads", "ffn_hidden", "vocab",
-                                               "seq_len", "bytes_per_element", "tie_embeddings"});
-  ModelConfig m;
-  m.layers = static_cast<int>(r.integer("layers", 1, kMaxInt));
-  m.d_model = static_cast<int>(r.integer("d_model", 1, kMaxInt));
-  m.heads = static_cast<int>(r.integer("heads", 1, kMaxInt));
-  m.kv_heads = static_cast<int>(r.integer_or("kv_heads", m.heads, 1, kMaxInt));
-  m.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1, kMaxInt));
-  m.vocab = static_cast<int>(r.integer("vocab", 1, kMaxInt));
-  m.seq_len = r.integer("seq_len", 1, int64_t{1} << 40);
-  m.bytes_per_element = static_cast<int>(r.integer_or("bytes_per_element", 2, 1, 8));
-  m.tie_embeddings = r.boolean_or("tie_embeddings", false);
+  const ObjectReader r = root.object("model", fields::section("model").keys());
+  Scenario read;
+  fields::read_generic(fields::section("model"), r, read);
+  ModelConfig m = read.model;
+  if (!r.has("kv_heads")) m.kv_heads = m.heads;
   if (m.d_model % m.heads != 0)
     fail(r.path_of("heads"), "d_model " + std::to_string(m.d_model) + " is not divisible by heads " +
                                  std::to_string(m.heads), {r.path_of("d_model")});
@@ -94,19 +89,11 @@ void parse_replicas(const ObjectReader& r, ParallelConfig& p) {
 }
 
 ParallelConfig parse_parallel(const ObjectReader& root) {
-  ParallelConfig p;
-  if (!root.has("parallel")) return p;
-  const ObjectReader r = root.object("parallel", {"context", "pipeline", "data", "split", "exchange", "overlap",
-                                                  "placement", "replicas", "stage_layers", "microbatches",
-                                                  "schedule", "data_sync"});
-  p.context = static_cast<int>(r.integer_or("context", 1, 1, kMaxNodes));
-  p.pipeline = static_cast<int>(r.integer_or("pipeline", 1, 1, kMaxNodes));
-  p.data = static_cast<int>(r.integer_or("data", 1, 1, kMaxNodes));
-  p.split = r.choice_or("split", "zigzag", {"zigzag", "contiguous"}) == "zigzag" ? CpSplit::zigzag
-                                                                                 : CpSplit::contiguous;
-  p.exchange = r.choice_or("exchange", "ring", {"ring", "all_gather"}) == "ring" ? CpExchange::ring
-                                                                                 : CpExchange::all_gather;
-  p.overlap = r.boolean_or("overlap", true);
+  if (!root.has("parallel")) return {};
+  const ObjectReader r = root.object("parallel", fields::section("parallel").keys());
+  Scenario read;
+  fields::read_generic(fields::section("parallel"), r, read);
+  ParallelConfig p = read.parallel;
   if (r.has("placement")) p.placement = node_list(r.need("placement"), r.path_of("placement"));
   if (r.has("replicas")) parse_replicas(r, p);
   parse_stages(r, p);
@@ -117,10 +104,7 @@ ParallelConfig parse_parallel(const ObjectReader& root) {
 CompressionConfig parse_compression(const ObjectReader& root) {
   CompressionConfig c;
   if (!root.has("compression")) return c;
-  const ObjectReader r = root.object("compression", {"method", "k_ratio", "v_ratio", "k_rank", "v_rank",
-                                                     "warmup_steps", "weight_sync", "sync_fraction", "sync_every",
-                                                     "sync_value_bits", "rotation", "warm_start", "k_frame", "topk_fraction", "bits",
-                                                     "block", "ratio", "boundary"});
+  const ObjectReader r = root.object("compression", fields::section("compression").keys());
   const std::string method = r.choice_or("method", "none", {"none", "mos", "topk", "quantize"});
   c.method = method == "mos"        ? CompressionMethod::mos
              : method == "topk"     ? CompressionMethod::topk
@@ -198,27 +182,11 @@ CompressionConfig parse_compression(const ObjectReader& root) {
 }
 
 TrainingConfig parse_training(const ObjectReader& root) {
-  TrainingConfig t;
-  if (!root.has("training")) return t;
-  const ObjectReader r =
-      root.object("training", {"steps", "batch_size", "lr", "lr_warmup_steps", "weight_decay", "grad_clip",
-                               "seed", "data", "tokenizer", "eval_every", "validation_fraction", "eval_batches",
-                               "checkpoint_every", "backend"});
-  t.steps = static_cast<int>(r.integer_or("steps", t.steps, 1, kMaxInt));
-  t.batch_size = static_cast<int>(r.integer_or("batch_size", t.batch_size, 1, kMaxInt));
-  t.lr = r.number_or("lr", t.lr, Bounds::above(0));
-  t.lr_warmup_steps = static_cast<int>(r.integer_or("lr_warmup_steps", t.lr_warmup_steps, 0, kMaxInt));
-  t.weight_decay = r.number_or("weight_decay", t.weight_decay, Bounds::at_least(0));
-  t.grad_clip = r.number_or("grad_clip", t.grad_clip, Bounds::at_least(0));
-  if (r.has("seed")) t.seed = as_uint64(r.need("seed"), r.path_of("seed"));
-  t.data = r.string_or("data", t.data);
-  t.tokenizer = r.choice_or("tokenizer", t.tokenizer, {"byte", "gpt2"});
-  t.eval_every = static_cast<int>(r.integer_or("eval_every", t.eval_every, 0, kMaxInt));
-  t.validation_fraction = r.number_or("validation_fraction", t.validation_fraction, Bounds::half_open(0, 1));
-  t.eval_batches = static_cast<int>(r.integer_or("eval_batches", t.eval_batches, 1, kMaxInt));
-  t.checkpoint_every = static_cast<int>(r.integer_or("checkpoint_every", t.checkpoint_every, 0, kMaxInt));
-  t.backend = r.choice_or("backend", t.backend, {"cpu", "cuda"});
-  return t;
+  if (!root.has("training")) return {};
+  const ObjectReader r = root.object("training", fields::section("training").keys());
+  Scenario read;
+  fields::read_generic(fields::section("training"), r, read);
+  return read.training;
 }
 
 void check_name(const ObjectReader& root, const std::string& name) {
@@ -296,6 +264,7 @@ void check_across(const Scenario& s) {
                                    std::to_string(m.head_dim()) + " (expected 1.." + std::to_string(m.head_dim()) + ")",
          {"model.d_model", "model.heads"});
   check_pipeline(s);
+  check_layout_schema(s);
   const int min_vocab = s.training.tokenizer == "gpt2" ? 50257 : 256;
   if (m.vocab < min_vocab)
     fail("model.vocab", "tokenizer \"" + s.training.tokenizer + "\" needs vocab >= " + std::to_string(min_vocab) +
@@ -308,8 +277,7 @@ Scenario parse_document(const json& document) {
   if (document.is_object() && document.contains("sweep"))
     fail("sweep", "a sweep section makes this file a grid of scenarios: run it with \"lowband sweep FILE\" "
                   "(check every point with \"lowband sweep FILE --dry-run\")");
-  const ObjectReader root(document, "", {"name", "description", "model", "parallel", "compression", "network",
-                                         "devices", "training", "projection"});
+  const ObjectReader root(document, "", fields::section("").keys());
   Scenario s;
   s.name = root.string("name");
   check_name(root, s.name);

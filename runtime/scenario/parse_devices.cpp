@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
 
 namespace lowband::scenario_detail {
@@ -44,7 +45,7 @@ DeviceConfig parse_devices(const ObjectReader& root, int nodes) {
   DeviceConfig d;
   const json empty = json::object();
   const ObjectReader r(root.has("devices") ? root.need("devices") : empty, root.path_of("devices"),
-                       {"profile", "dtype", "overrides", "custom_profiles", "timing"});
+                       fields::section("devices").keys());
   std::vector<sim::DeviceProfile> custom;
   if (r.has("custom_profiles")) {
     const std::string path = r.path_of("custom_profiles");
@@ -62,15 +63,10 @@ DeviceConfig parse_devices(const ObjectReader& root, int nodes) {
   }
   const json default_name = "cpu";
   d.default_profile = lookup(r.has("profile") ? r.need("profile") : default_name, r.path_of("profile"), custom);
-  const std::string dtype = r.choice_or("dtype", "bf16", {"fp32", "tf32", "bf16", "fp16"});
-  d.dtype = dtype == "fp32" ? sim::DType::fp32
-            : dtype == "tf32" ? sim::DType::tf32
-            : dtype == "bf16" ? sim::DType::bf16
-                              : sim::DType::fp16;
-  const std::string timing = r.choice_or("timing", "auto", {"auto", "measured", "profile"});
-  d.timing = timing == "measured"  ? DeviceTiming::measured
-             : timing == "profile" ? DeviceTiming::profile
-                                   : DeviceTiming::automatic;
+  Scenario read;  // dtype and timing: the field table's
+  fields::read_generic(fields::section("devices"), r, read);
+  d.dtype = read.devices.dtype;
+  d.timing = read.devices.timing;
   if (r.has("overrides")) {
     const std::string path = r.path_of("overrides");
     const json& array = as_array(r.need("overrides"), path);

@@ -15,7 +15,7 @@ namespace lowband::scenario_detail {
 // Fails at r's `key` when the reader's `method` is none of `methods` (a key of
 // another method is an error, not ignored, so a typo'd method cannot hide it).
 void only_with(const ObjectReader& r, const std::string& key, const std::string& method,
-               const std::vector<std::string>& methods);
+               const std::vector<std::string>& methods, const std::string& method_key = "method");
 
 // The "network" section (required) of the document `root`.
 sim::NetworkSpec parse_network(const ObjectReader& root);
@@ -32,6 +32,8 @@ BoundaryConfig parse_boundary(const ObjectReader& r);
 // The pipeline's checks across sections: stages against model.layers, microbatches
 // against training.batch_size, the boundary codec against the model and the stages.
 void check_pipeline(const Scenario& s);
+// The layouts no trainer runs (layout_check.cpp; check_layout outside).
+void check_layout_schema(const Scenario& s);
 // The whole document, with the checks across sections.
 Scenario parse_document(const json& document);
 

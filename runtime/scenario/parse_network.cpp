@@ -4,23 +4,20 @@
 #include <set>
 #include <utility>
 
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
 
 namespace lowband::scenario_detail {
 namespace {
 
-const std::vector<std::string> kAllNetworkKeys = {"model",    "topology", "nodes",   "bandwidth",
-                                                  "upload_bandwidth", "latency",  "overrides", "clusters", "wan",
-                                                  "wan_overrides", "links", "tcp", "simgrid"};
-
+// The keys a topology allows: the field table's, less those of other topologies.
 std::vector<std::string> keys_for(const std::string& topology) {
-  if (topology == "star")  // access links may upload slower than they download
-    return {"model", "topology", "nodes", "bandwidth", "upload_bandwidth", "latency", "overrides", "tcp", "simgrid"};
-  if (topology == "full_mesh")
-    return {"model", "topology", "nodes", "bandwidth", "latency", "overrides", "tcp", "simgrid"};
-  if (topology == "clusters")
-    return {"model", "topology", "nodes", "clusters", "wan", "wan_overrides", "overrides", "tcp", "simgrid"};
-  return {"model", "topology", "nodes", "links", "tcp", "simgrid"};  // explicit
+  std::vector<std::string> keys;
+  for (const fields::Field& f : fields::section("network").fields)
+    if (f.applies.key != "topology" ||
+        std::find(f.applies.values.begin(), f.applies.values.end(), topology) != f.applies.values.end())
+      keys.push_back(f.key);
+  return keys;
 }
 
 // network.tcp: the tcp model's send buffer, congestion control and connection state.
@@ -176,12 +173,13 @@ std::vector<std::pair<std::string, std::string>> simgrid_config(const ObjectRead
 }  // namespace
 
 sim::NetworkSpec parse_network(const ObjectReader& root) {
-  const ObjectReader all = root.object("network", kAllNetworkKeys);
+  const std::vector<std::string> all_keys = fields::section("network").keys();
+  const ObjectReader all = root.object("network", all_keys);
   sim::NetworkSpec net;
   net.model = all.choice("model", {"ideal", "tcp"}) == "ideal" ? sim::NetworkModel::ideal : sim::NetworkModel::tcp;
   const std::string topology = all.choice("topology", {"star", "full_mesh", "clusters", "explicit"});
   const std::vector<std::string> known = keys_for(topology);
-  for (const auto& key : kAllNetworkKeys)
+  for (const auto& key : all_keys)
     if (all.has(key) && std::find(known.begin(), known.end(), key) == known.end())
       throw SchemaError(all.path_of(key),
                         all.path_of(key) + ": key \"" + key + "\" is not used by topology \"" + topology + "\"",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
 
 namespace lowband::scenario_detail {
@@ -21,34 +22,20 @@ void parse_stages(const ObjectReader& r, ParallelConfig& p) {
       p.stage_layers.push_back(int(layers));
     }
   }
-  p.microbatches = static_cast<int>(r.integer_or("microbatches", 1, 1, kMaxInt));
-  p.schedule = r.choice_or("schedule", "1f1b", {"1f1b", "gpipe"}) == "gpipe" ? PipelineSchedule::gpipe
-                                                                             : PipelineSchedule::one_f_one_b;
 }
 
 BoundaryConfig parse_boundary(const ObjectReader& compression) {
-  BoundaryConfig b;
-  if (!compression.has("boundary")) return b;
-  const ObjectReader r = compression.object("boundary", {"method", "rank", "topk_fraction", "bits", "block"});
-  const std::string method = r.choice_or("method", "none", {"none", "subspace", "lowrank", "topk", "quantize"});
-  b.method = method == "subspace"   ? BoundaryMethod::subspace
-             : method == "lowrank"  ? BoundaryMethod::lowrank
-             : method == "topk"     ? BoundaryMethod::topk
-             : method == "quantize" ? BoundaryMethod::quantize
-                                    : BoundaryMethod::none;
-  only_with(r, "rank", method, {"subspace", "lowrank"});
-  only_with(r, "topk_fraction", method, {"topk"});
-  only_with(r, "bits", method, {"quantize"});
-  only_with(r, "block", method, {"quantize"});
-  if (b.method == BoundaryMethod::subspace || b.method == BoundaryMethod::lowrank) {
-    if (!r.has("rank")) fail(r.path(), "method \"" + method + "\" needs rank (the basis' columns, 1..model.d_model)");
-    b.rank = static_cast<int>(r.integer("rank", 1, kMaxInt));  // <= d_model: check_pipeline
-  }
-  b.topk_fraction = r.number_or("topk_fraction", b.topk_fraction, Bounds{0, 1, true, false});
-  b.quantize_bits = static_cast<int>(r.integer_or("bits", b.quantize_bits, 4, 8));
+  if (!compression.has("boundary")) return {};
+  const fields::Section& table = fields::section("compression.boundary");
+  const ObjectReader r = compression.object("boundary", table.keys());
+  Scenario read;
+  fields::read_generic(table, r, read);  // a key of another method is an error there
+  const BoundaryConfig b = read.compression.boundary;
+  if ((b.method == BoundaryMethod::subspace || b.method == BoundaryMethod::lowrank) && !r.has("rank"))
+    fail(r.path(), "method \"" + r.choice_or("method", "none", table.field("method").choices) +
+                       "\" needs rank (the basis' columns, 1..model.d_model)");  // <= d_model: check_pipeline
   if (b.quantize_bits != 4 && b.quantize_bits != 8)
     fail(r.path_of("bits"), "expected 4 or 8, got " + std::to_string(b.quantize_bits));
-  b.quantize_block = static_cast<int>(r.integer_or("block", b.quantize_block, 1, kMaxInt));
   return b;
 }
 

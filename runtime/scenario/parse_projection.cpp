@@ -3,6 +3,7 @@
 // as any other; it may not itself be projected.
 #include "common/error.h"
 #include "runtime/scenario/load.h"
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
 
 namespace lowband::scenario_detail {
@@ -10,7 +11,7 @@ namespace lowband::scenario_detail {
 ProjectionConfig parse_projection(const ObjectReader& root) {
   ProjectionConfig p;
   if (!root.has("projection")) return p;
-  const ObjectReader r = root.object("projection", {"scenario"});
+  const ObjectReader r = root.object("projection", fields::section("projection").keys());
   const std::string path = r.path_of("scenario");
   const json& value = r.need("scenario");
   json document;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/load.h"
 #include "runtime/scenario/units.h"
 
@@ -89,17 +90,8 @@ json network_json(const sim::NetworkSpec& n) {
   return j;
 }
 
-const char* dtype_name(sim::DType d) {
-  switch (d) {
-    case sim::DType::fp32: return "fp32";
-    case sim::DType::tf32: return "tf32";
-    case sim::DType::bf16: return "bf16";
-    case sim::DType::fp16: return "fp16";
-  }
-  return "bf16";
-}
-
-json devices_json(const DeviceConfig& d) {
+json devices_json(const Scenario& s) {
+  const DeviceConfig& d = s.devices;
   json custom = json::array(), overrides = json::array();
   std::vector<std::string> listed;
   auto note = [&](const sim::DeviceProfile& p) {
@@ -119,104 +111,39 @@ json devices_json(const DeviceConfig& d) {
     note(profile);
     overrides.push_back({{"node", node}, {"profile", profile.name}});
   }
-  const char* timing = d.timing == DeviceTiming::measured  ? "measured"
-                       : d.timing == DeviceTiming::profile ? "profile"
-                                                           : "auto";
-  return {{"profile", d.default_profile.name}, {"dtype", dtype_name(d.dtype)}, {"overrides", overrides},
-          {"custom_profiles", custom}, {"timing", timing}};
-}
-
-json boundary_json(const BoundaryConfig& b) {
-  const char* method = b.method == BoundaryMethod::subspace  ? "subspace"
-                       : b.method == BoundaryMethod::lowrank  ? "lowrank"
-                       : b.method == BoundaryMethod::topk     ? "topk"
-                       : b.method == BoundaryMethod::quantize ? "quantize"
-                                                              : "none";
-  json j = {{"method", method}};
-  if (b.method == BoundaryMethod::subspace || b.method == BoundaryMethod::lowrank) j["rank"] = b.rank;
-  if (b.method == BoundaryMethod::topk) j["topk_fraction"] = b.topk_fraction;
-  if (b.method == BoundaryMethod::quantize) {
-    j["bits"] = b.quantize_bits;
-    j["block"] = b.quantize_block;
-  }
+  json j = {{"profile", d.default_profile.name}, {"overrides", overrides}, {"custom_profiles", custom}};
+  fields::write_generic(fields::section("devices"), s, j);  // dtype, timing
   return j;
 }
 
-json data_sync_json(const DataSyncConfig& d) {
-  if (d.method == DataSyncMethod::all_reduce) return {{"method", "all_reduce"}};
-  json j = {{"method", data_sync_method_name(d.method)},
-            {"inner_steps", d.inner_steps},
-            {"outer_lr", d.outer_lr}};
-  if (d.method == DataSyncMethod::diloco) {
-    j["outer_momentum"] = d.outer_momentum;
-    return j;
-  }
-  j["topk_per_chunk"] = d.topk_per_chunk;
-  j["chunk"] = d.chunk;
-  j["value_bits"] = d.value_bits;
-  j["error_decay"] = d.error_decay;
-  j["average"] = d.average == SparseAverage::chosen ? "chosen" : "all";
-  j["exchange"] = d.exchange == DataSyncExchange::relay ? "relay" : "all_gather";
-  if (d.exchange == DataSyncExchange::relay) j["relay_node"] = d.relay_node;
+// The keys of a section its field table writes (those that apply).
+json generic_json(const std::string& section, const Scenario& s) {
+  json j = json::object();
+  fields::write_generic(fields::section(section), s, j);
   return j;
 }
 
-json compression_json(const CompressionConfig& c) {
-  const char* method = c.method == CompressionMethod::mos        ? "mos"
-                       : c.method == CompressionMethod::topk     ? "topk"
-                       : c.method == CompressionMethod::quantize ? "quantize"
-                                                                 : "none";
-  json j = {{"method", method},
-            {"warmup_steps", c.warmup_steps},
-            {"weight_sync", weight_sync_name(c.weight_sync)},
-            {"sync_fraction", c.sync_fraction},
-            {"sync_every", c.sync_every}};
-  if (c.weight_sync == WeightSync::topk_grad) j["sync_value_bits"] = c.sync_value_bits;
-  if (c.method == CompressionMethod::mos) {
-    if (c.k_rank_set > 0) j["k_rank"] = c.k_rank_set; else j["k_ratio"] = c.k_ratio;
-    if (c.v_rank_set > 0) j["v_rank"] = c.v_rank_set; else j["v_ratio"] = c.v_ratio;
-    j["rotation"] = c.rotation == MosRotation::fixed ? "fixed" : c.rotation == MosRotation::random ? "random" : "learned";
-    j["warm_start"] = c.warm_start;
-    j["k_frame"] = c.k_frame == KFrame::post_rope ? "post_rope" : "pre_rope";
-  }
-  if (c.method == CompressionMethod::topk) j["topk_fraction"] = c.topk_fraction;
-  if (c.method == CompressionMethod::quantize) {
-    j["bits"] = c.quantize_bits;
-    j["block"] = c.quantize_block;
-  }
-  j["boundary"] = boundary_json(c.boundary);
+json compression_json(const Scenario& s) {
+  json j = generic_json("compression", s);
+  j["boundary"] = generic_json("compression.boundary", s);
   return j;
 }
 
 }  // namespace
 
 nlohmann::json to_json(const Scenario& s) {
-  const auto& m = s.model;
   const auto& p = s.parallel;
-  const auto& t = s.training;
   nlohmann::json out = {
       {"name", s.name},
       {"description", s.description},
-      {"model",
-       {{"layers", m.layers}, {"d_model", m.d_model}, {"heads", m.heads}, {"kv_heads", m.kv_heads},
-        {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab}, {"seq_len", m.seq_len},
-        {"bytes_per_element", m.bytes_per_element}, {"tie_embeddings", m.tie_embeddings}}},
-      {"parallel",
-       {{"context", p.context}, {"pipeline", p.pipeline}, {"data", p.data}, {"microbatches", p.microbatches},
-        {"schedule", p.schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b"},
-        {"split", p.split == CpSplit::zigzag ? "zigzag" : "contiguous"},
-        {"exchange", p.exchange == CpExchange::ring ? "ring" : "all_gather"}, {"overlap", p.overlap},
-        {"data_sync", data_sync_json(p.data_sync)}}},
-      {"compression", compression_json(s.compression)},
+      {"model", generic_json("model", s)},
+      {"parallel", generic_json("parallel", s)},
+      {"compression", compression_json(s)},
       {"network", network_json(s.network)},
-      {"devices", devices_json(s.devices)},
-      {"training",
-       {{"steps", t.steps}, {"batch_size", t.batch_size}, {"lr", t.lr}, {"lr_warmup_steps", t.lr_warmup_steps},
-        {"weight_decay", t.weight_decay}, {"grad_clip", t.grad_clip}, {"seed", t.seed}, {"data", t.data},
-        {"tokenizer", t.tokenizer}, {"eval_every", t.eval_every},
-        {"validation_fraction", t.validation_fraction}, {"eval_batches", t.eval_batches},
-        {"checkpoint_every", t.checkpoint_every}, {"backend", t.backend}}},
+      {"devices", devices_json(s)},
+      {"training", generic_json("training", s)},
   };
+  out["parallel"]["data_sync"] = generic_json("parallel.data_sync", s);
   if (!p.replicas.empty()) {  // the replicas give the placement (parse refuses both)
     json replicas = json::array();
     for (const ReplicaConfig& r : p.replicas)

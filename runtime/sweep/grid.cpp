@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "runtime/scenario/equal.h"
@@ -92,13 +93,17 @@ void name_points(std::vector<SweepPoint>& points, const std::string& base_name) 
     if (count[points[i].name] > 1) points[i].name += "-p" + std::to_string(i + 1);
 }
 
-bool trains_alike(const Scenario& a, Scenario b) {
-  // What only times a run (train::RetimeTarget): name, network, projection.
-  b.name = a.name;
-  b.description = a.description;
-  b.network = a.network;
-  b.projection = a.projection;
-  return scenario_difference(a, b).empty();
+// Points that train alike (training_key: all but name, description, network and
+// projection), in order of their first point; linear in the points.
+std::vector<std::vector<size_t>> group_points(const std::vector<SweepPoint>& points) {
+  std::vector<std::vector<size_t>> groups;
+  std::unordered_map<std::string, size_t> group_of_key;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto [it, fresh] = group_of_key.emplace(training_key(points[i].scenario), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  return groups;
 }
 
 }  // namespace
@@ -218,13 +223,7 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
       throw InputError(place + at_point, reason_of(e));
     }
   }
-  for (size_t i = 0; i < plan.points.size(); ++i) {
-    auto group = std::find_if(plan.groups.begin(), plan.groups.end(), [&](const std::vector<size_t>& g) {
-      return trains_alike(plan.points[g.front()].scenario, plan.points[i].scenario);
-    });
-    if (group == plan.groups.end()) plan.groups.push_back({i});
-    else group->push_back(i);
-  }
+  plan.groups = group_points(plan.points);
   return plan;
 }
 

@@ -13,12 +13,7 @@ namespace {
 // A retime target must train exactly like the trained scenario: only what times
 // it (network, projection) and its name may differ.
 void check_retime_target(const Scenario& trained, const Scenario& target, size_t index) {
-  Scenario same = target;
-  same.name = trained.name;
-  same.description = trained.description;
-  same.network = trained.network;
-  same.projection = trained.projection;
-  const std::string diff = scenario_difference(trained, same);
+  const std::string diff = training_difference(trained, target);
   if (!diff.empty())
     throw InputError("retime target " + std::to_string(index) + " (" + target.name + ")",
                      "differs from the trained scenario in more than its network and projection: " + diff);

@@ -269,7 +269,7 @@ std::string place_of(const Scenario& s) {
 TEST(DataEstimate, RefusesWhatTheTrainerRefusesNamingTheKey) {
   Scenario s = replicas(2, 1, 1, DataSyncMethod::all_reduce, 1);
   s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{2, 1, {1, 2}, false}};
-  EXPECT_EQ(place_of(s), "parallel.replicas[1]");
+  EXPECT_EQ(place_of(s), "parallel.replicas.1");
   Scenario odd = replicas(2, 1, 1, DataSyncMethod::sparseloco, 2);
   odd.training.batch_size = 3;
   EXPECT_EQ(place_of(odd), "training.batch_size");

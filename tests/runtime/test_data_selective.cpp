@@ -148,18 +148,18 @@ std::string error_of(const Scenario& s) {
 
 TEST(SelectiveCompression, LayoutsItCannotTrainNameTheirKey) {
   Scenario s = mixed(DataSyncMethod::all_reduce);
-  EXPECT_NE(error_of(s).find("parallel.replicas[1]"), std::string::npos) << error_of(s);
+  EXPECT_NE(error_of(s).find("parallel.replicas.1"), std::string::npos) << error_of(s);
   s.parallel.replicas = {ReplicaConfig{2, 1, {0, 1}, false}, ReplicaConfig{2, 1, {2, 3}, true}};
   s.parallel.placement = {0, 1, 2, 3}, s.parallel.data = 2, s.training.batch_size = 4;
-  EXPECT_NE(error_of(s).find("parallel.replicas[1].compress_boundaries"), std::string::npos) << error_of(s);
+  EXPECT_NE(error_of(s).find("parallel.replicas.1.compress_boundaries"), std::string::npos) << error_of(s);
   s.parallel.data_sync.method = DataSyncMethod::diloco;
   EXPECT_EQ(error_of(s), "(no error)") << "selective compression with local steps";
   s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{1, 2, {1, 2}, false}};
   s.parallel.placement = {0, 1, 2};
-  EXPECT_NE(error_of(s).find("parallel.replicas[1].context"), std::string::npos) << error_of(s);
+  EXPECT_NE(error_of(s).find("parallel.replicas.1.context"), std::string::npos) << error_of(s);
   s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{5, 1, {1, 2, 3, 4, 5}, false}};
   s.parallel.placement = {0, 1, 2, 3, 4, 5};
-  EXPECT_NE(error_of(s).find("parallel.replicas[1].pipeline"), std::string::npos) << error_of(s);
+  EXPECT_NE(error_of(s).find("parallel.replicas.1.pipeline"), std::string::npos) << error_of(s);
 }
 
 }  // namespace

@@ -260,7 +260,7 @@ TEST(SyncData, BadLayoutsNameTheirKey) {
   s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{1, 2, {1, 2}, false}};
   s.parallel.placement = {0, 1, 2};
   s.parallel.data = 2;
-  EXPECT_NE(key_of(s).find("parallel.replicas[1]"), std::string::npos) << key_of(s);
+  EXPECT_NE(key_of(s).find("parallel.replicas.1"), std::string::npos) << key_of(s);
 }
 
 }  // namespace

@@ -308,8 +308,10 @@ TEST(ScenarioPipelineErrors, BoundaryChecksAcrossSections) {
   d["model"]["tie_embeddings"] = true;
   EXPECT_CONTAINS(error_of(d), "compression.boundary.method: \"subspace\" needs a frozen embedding table, but "
                                "model.tie_embeddings is true");
-  d["compression"]["boundary"]["method"] = "lowrank";  // no constraint, nothing frozen: fine tied
-  EXPECT_EQ(parse_scenario(d, "test.json").compression.boundary.method, BoundaryMethod::lowrank);
+  // No constraint, nothing frozen, but stages split a tied embedding from its LM
+  // head, which neither the trainer nor the estimate runs (check_layout).
+  d["compression"]["boundary"]["method"] = "lowrank";
+  EXPECT_CONTAINS(error_of(d), "model.tie_embeddings: a tied LM head is the embedding, but pipeline stages split them");
   d = base();  // one stage
   d["compression"]["boundary"] = {{"method", "topk"}};
   EXPECT_CONTAINS(error_of(d), "compression.boundary.method: no stage boundary to compress: parallel.pipeline is 1");

@@ -4,17 +4,21 @@
 // trainings run at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 
 #include "common/error.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sweep/grid.h"
 #include "runtime/sweep/runner.h"
+#include "tests/slurp.h"
 
 namespace lowband::sweep {
 namespace {
 
 using nlohmann::json;
+using test_support::slurp;
 
 const std::vector<std::string> kTiny = {"model.layers=2",     "model.d_model=32",   "model.heads=4",
                                         "model.kv_heads=2",   "model.ffn_hidden=64", "model.seq_len=64",
@@ -154,6 +158,52 @@ TEST(SweepGrid, SweepDocumentGivesBackThePlan) {
     EXPECT_EQ(scenario_difference(again.points[i].scenario, plan.points[i].scenario), "");
   }
   EXPECT_EQ(again.groups, plan.groups);
+}
+
+// Each replica's fields are numerics: an axis over one trains each value.
+TEST(SweepGrid, ReplicaFieldsAreTrainingsOfTheirOwn) {
+  const std::string hetero = slurp(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-selective.json");
+  EXPECT_EQ(plan_of({"parallel.replicas.2.compress_boundaries=true,false"}, hetero).groups.size(), 2u);
+  // The same nodes in replicas of other shapes: 1, 1, 2, 2 stages or 1, 2, 1, 2.
+  EXPECT_EQ(plan_of({R"(parallel.replicas=[{"nodes":[0]},{"nodes":[1]},{"pipeline":2,"nodes":[2,3]},{"pipeline":2,"nodes":[4,5]}],)"
+                     R"([{"nodes":[0]},{"pipeline":2,"nodes":[1,2]},{"nodes":[3]},{"pipeline":2,"nodes":[4,5]}])"},
+                    hetero)
+                .groups.size(),
+            2u);
+}
+
+// Grouping by a key gives the groups the pairwise rule gave: points whose
+// scenarios differ only in name, description, network and projection.
+TEST(SweepGrid, GroupsAsThePairwiseRule) {
+  const SweepPlan plan = plan_of(tiny({"compression.method=mos", "network.bandwidth=80Mbps,1Gbps",
+                                       "compression.ratio=0,0.5,0.9", "training.seed=1,2", "network.latency=1ms,5ms",
+                                       "parallel.split=zigzag,contiguous"}));
+  const auto alike = [](const Scenario& a, Scenario b) {
+    b.name = a.name, b.description = a.description, b.network = a.network, b.projection = a.projection;
+    return scenario_difference(a, b).empty();
+  };
+  std::vector<std::vector<size_t>> pairwise;
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    auto g = std::find_if(pairwise.begin(), pairwise.end(), [&](const std::vector<size_t>& group) {
+      return alike(plan.points[group.front()].scenario, plan.points[i].scenario);
+    });
+    if (g == pairwise.end()) pairwise.push_back({i});
+    else g->push_back(i);
+  }
+  EXPECT_EQ(plan.groups, pairwise);
+  EXPECT_EQ(plan.groups.size(), 12u);  // 3 ratios x 2 seeds x 2 splits
+}
+
+// Planning is linear in the points: 5,000 trainings of their own (a seed each)
+// plan in seconds (pairwise grouping took minutes).
+TEST(SweepGrid, PlanningIsLinearInThePoints) {
+  std::string seeds;
+  for (int i = 1; i <= 5000; ++i) seeds += (i > 1 ? "," : "") + std::to_string(i);
+  const auto start = std::chrono::steady_clock::now();
+  const SweepPlan plan = plan_of(tiny({"training.seed=" + seeds}));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(plan.groups.size(), 5000u);
+  EXPECT_LT(seconds, 10.0);
 }
 
 TEST(SweepParallelism, JobsTimesThreadsFitTheCores) {

@@ -1,0 +1,80 @@
+// `lowband scenario-docs [--write] [--root DIR]`: the key tables of
+// scenarios/README.md and scenarios/scenario.schema.json, generated from the
+// field tables (runtime/scenario/fields_*.cpp). Without --write it checks
+// them: exit status 1 naming each stale file (CI runs that check as a test).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <tuple>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "runtime/scenario/field_docs.h"
+
+namespace lowband::cli {
+namespace {
+
+struct DocsArgs {
+  bool write = false;
+  std::string root = LOWBAND_SOURCE_DIR;
+};
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string(), "cannot read it");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  std::ofstream(tmp, std::ios::binary) << text;
+  std::filesystem::rename(tmp, path);
+}
+
+void run_docs(const DocsArgs& a) {
+  const std::filesystem::path readme = std::filesystem::path(a.root) / "scenarios" / "README.md";
+  const std::filesystem::path schema = std::filesystem::path(a.root) / "scenarios" / "scenario.schema.json";
+  const std::string readme_now = read_file(readme);
+  std::string readme_new;
+  try {
+    readme_new = fields::with_generated_tables(readme_now);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(readme.string(), e.what());
+  }
+  const std::string schema_new = fields::json_schema_text();
+  std::string stale;
+  for (const auto& [path, now, fresh] : {std::tuple{readme, readme_now, readme_new},
+                                         std::tuple{schema, std::filesystem::exists(schema) ? read_file(schema) : "",
+                                                    schema_new}}) {
+    if (now == fresh) continue;
+    if (a.write) {
+      write_file(path, fresh);
+      std::cout << "wrote " << path.string() << "\n";
+    } else {
+      stale += (stale.empty() ? "" : ", ") + path.string();
+    }
+  }
+  if (!stale.empty())
+    throw CommandFailed("stale (the field tables in runtime/scenario/fields_*.cpp say otherwise): " + stale +
+                            "; regenerate with lowband scenario-docs --write",
+                        1);
+  if (!a.write) std::cout << "scenario docs up to date\n";
+}
+
+}  // namespace
+
+void add_scenario_docs_command(CLI::App& app) {
+  auto args = std::make_shared<DocsArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "scenario-docs", "check (or --write) the key tables of scenarios/README.md and scenarios/scenario.schema.json, "
+                       "generated from the scenario's field tables");
+  cmd->add_flag("--write", args->write, "rewrite the stale files instead of failing");
+  cmd->add_option("--root", args->root, "the repository root (default: the source tree lowband was built from)");
+  cmd->callback([args] { run_docs(*args); });
+}
+
+}  // namespace lowband::cli

@@ -1,0 +1,189 @@
+// Field tables: compression and compression.boundary. Both are written from
+// here; parse_compression and parse_boundary read them (`ratio`, the either-or
+// of ratios and ranks, a required rank: checks across keys).
+#include "runtime/scenario/fields_build.h"
+
+namespace lowband::fields {
+
+using namespace build;
+using scenario_detail::kMaxInt;
+
+namespace {
+
+BoundaryConfig& boundary_of(Scenario& s) { return s.compression.boundary; }
+CompressionConfig& compression_of(Scenario& s) { return s.compression; }
+const At<CompressionConfig> kAt = compression_of;
+
+const Applies kMos = {"method", {"mos"}};
+const std::vector<std::string> kBothRatios = {"compression.k_ratio=0.5", "compression.v_ratio=0.5"};
+
+// A mos key, tested from `from` with `sets` (mos needs a ratio or rank for K and for V).
+Field mos(Field f, std::vector<std::string> sets, std::string from = "") {
+  f.applies = kMos;
+  return tested_from(hand_read(std::move(f)), std::move(from), std::move(sets));
+}
+
+// k_ratio and k_rank (v_*: the same): the resolved scenario holds the one given.
+Field written_if(Field f, bool rank, int CompressionConfig::*rank_set) {
+  f.written = [rank, rank_set](const Scenario& s) { return (s.compression.*rank_set > 0) == rank; };
+  return f;
+}
+
+Field typed(Field f, std::string type) {
+  f.type = std::move(type);
+  return f;
+}
+
+}  // namespace
+
+// How context-parallel ranks keep their weights together (compression.weight_sync and its keys).
+std::vector<Field> weight_sync_fields() {
+  return {
+       hand_read(choice("weight_sync", kAt, &CompressionConfig::weight_sync,
+                        {{"all_reduce", WeightSync::all_reduce}, {"sparse", WeightSync::sparse},
+                         {"sparse_grad", WeightSync::sparse_grad}, {"topk_grad", WeightSync::topk_grad},
+                         {"sparse_update", WeightSync::sparse_update}, {"lowrank_grad", WeightSync::lowrank_grad}},
+                {"`\"all_reduce\"`",
+                 "how weights stay equal across context-parallel ranks: `all_reduce` sums the gradients every step; "
+                 "`sparse` (SPARTA-style) lets each rank step on its own gradient and averages a random slice of the "
+                 "weights; the error-feedback variants keep every rank's weights bit-identical: each rank adds its "
+                 "gradient share (`sparse_grad`, `topk_grad`) or its own AdamW update (`sparse_update`) to an error "
+                 "buffer, the ranks exchange a sparse part of it (`sparse_grad`, `sparse_update`: a seeded random slice "
+                 "shared by all ranks, all-reduced, values only; `topk_grad`: SparseLoCo's per-chunk top-k, 2-bit "
+                 "values and 12-bit indices, all-gathered; `lowrank_grad`: PowerSGD's rank-r factors of each matrix, "
+                 "two all-reduces, every coordinate served every step) and all apply the same aggregate. "
+                 "Context-parallel ranks only (docs/design.md §3)",
+                 "\"sparse\""})),
+       hand_read(number("sync_fraction", kAt, &CompressionConfig::sync_fraction, Bounds{0, 1, true, false},
+                {"`0.05`",
+                 "`sparse`, `sparse_grad`, `sparse_update`: fraction of each tensor sent per sync (`parameters · "
+                 "fraction · model.bytes_per_element` bytes all-reduced); `topk_grad`: entries kept per 4096-element "
+                 "chunk, `k = max(1, round(fraction · 4096))`; `lowrank_grad`: rank `round(fraction · n·m / (n + m))` "
+                 "of each n × m matrix (its factors hold about `fraction` of it; vectors sent whole)",
+                 "0.1"})),
+       hand_read(integer("sync_every", kAt, &CompressionConfig::sync_every, 1, kMaxInt,
+                {"`1`", "`sparse`: steps between syncs; the error-feedback variants exchange every step (only 1)", "2",
+                 {}, "steps"})),
+       typed(hand_read(integer("sync_value_bits", kAt, &CompressionConfig::sync_value_bits, 1, 32,
+                {"`2`",
+                 "bits per sent value (2^bits bins over ±3σ with a per-tensor table, as SparseLoCo), or 32 for float32 "
+                 "values; read with other weight syncs but not used (nor recorded)",
+                 "4", {"weight_sync", {"topk_grad"}}})), "1..8 or 32")};
+}
+
+Section compression_section() {
+  const std::string ratio_doc =
+      "fraction of each head's dimension removed; rank = round(head_dim × (1 − ratio)), at least 1";
+  const std::string rank_doc =
+      "the kept rank instead of a ratio (a ratio and a rank for the same tensor is an error; mos needs one "
+      "of each)";
+  Section c = {
+      "compression",
+      "`compression`",
+      {},
+      {hand_read(choice("method", kAt, &CompressionConfig::method,
+                        {{"none", CompressionMethod::none}, {"mos", CompressionMethod::mos},
+                         {"topk", CompressionMethod::topk}, {"quantize", CompressionMethod::quantize}},
+                {"`\"none\"`",
+                 "K/V codec: mixtures of subspaces, or the baselines top-k sparsification and absmax block "
+                 "quantisation (runtime/compress/)",
+                 "\"topk\""})),
+       doc_only("ratio", Kind::number, "number in [0, 1)",
+                {"—",
+                 "one compression knob for every method (what `lowband sweep` varies): the nominal fraction of K/V "
+                 "removed. mos: `k_ratio` = `v_ratio` = ratio (an error together with `k_ratio`, `v_ratio`, `k_rank`, "
+                 "`v_rank`); topk: `topk_fraction` = 1 − ratio (an error together with `topk_fraction`; each kept "
+                 "entry also carries 4 index bytes); quantize and none: only 0 is allowed. **Ratio 0 means "
+                 "uncompressed whatever the method: the codec is the identity (method `none`)** and the method's own "
+                 "keys are dropped. Resolved when loading: the resolved `scenario.json` holds the method's own keys, "
+                 "never `ratio`. The bytes really sent are in `summary.json` (`kv_bytes_saved_fraction`)",
+                 ""}),
+       mos(written_if(number("k_ratio", kAt, &CompressionConfig::k_ratio, Bounds::half_open(0, 1), {"—", ratio_doc, "0.9"}),
+                      false, &CompressionConfig::k_rank_set),
+           {"compression.v_ratio=0.5"}, "0.5"),
+       mos(written_if(number("v_ratio", kAt, &CompressionConfig::v_ratio, Bounds::half_open(0, 1), {"—", ratio_doc, "0.9"}),
+                      false, &CompressionConfig::v_rank_set),
+           {"compression.k_ratio=0.5"}, "0.5"),
+       mos(typed(written_if(integer("k_rank", kAt, &CompressionConfig::k_rank_set, 1, kMaxInt, {"—", rank_doc, "8"}),
+                            true, &CompressionConfig::k_rank_set),
+                 "integer 1..head_dim"),
+           {"compression.v_ratio=0.5"}, "4"),
+       mos(typed(written_if(integer("v_rank", kAt, &CompressionConfig::v_rank_set, 1, kMaxInt, {"—", rank_doc, "8"}),
+                            true, &CompressionConfig::v_rank_set),
+                 "integer 1..head_dim"),
+           {"compression.k_ratio=0.5"}, "4"),
+       hand_read(integer("warmup_steps", kAt, &CompressionConfig::warmup_steps, 0, kMaxInt,
+                         {"`500`", "uncompressed steps before U₀ is taken (0 when `warm_start` is false)", "10", {},
+                          "steps"})),
+       mos(choice("rotation", kAt, &CompressionConfig::rotation,
+                  {{"learned", MosRotation::learned}, {"fixed", MosRotation::fixed}, {"random", MosRotation::random}},
+           {"`\"learned\"`",
+            "θ = ψ·mean(chunk) + b learned; θ = 0 (fixed U₀); or θ drawn per chunk, uniform in [−0.5, 0.5] (ablations)",
+            "\"fixed\""}),
+           kBothRatios),
+       mos(boolean("warm_start", kAt, &CompressionConfig::warm_start,
+           {"`true`",
+            "U₀ from the principal directions of the last warm-up step's K/V; false: random orthonormal U₀ and no "
+            "warm-up",
+            "false"}),
+           {"compression.k_ratio=0.5", "compression.v_ratio=0.5", "compression.warmup_steps=0"}),
+       mos(choice("k_frame", kAt, &CompressionConfig::k_frame, {{"pre_rope", KFrame::pre_rope}, {"post_rope", KFrame::post_rope}},
+           {"`\"pre_rope\"`",
+            "K's subspace is taken before RoPE (the K projection's output, as the paper factorises it; receivers "
+            "re-apply RoPE at the sender's positions) or after it. Measured on tinyshakespeare (4 layers, head_dim 64, "
+            "100 steps): the best rank-5 subspace leaves 23–57 % relative error pre-RoPE but 87–89 % post-RoPE",
+            "\"post_rope\""}),
+           kBothRatios),
+       hand_read(number("topk_fraction", kAt, &CompressionConfig::topk_fraction, Bounds{0, 1, true, false},
+                {"`0.1`",
+                 "fraction of each K/V block's entries kept (largest \\|z\\|); message k × (bytes_per_element + 4 "
+                 "index bytes)",
+                 "0.2", {"method", {"topk"}}})),
+       typed(hand_read(integer("bits", kAt, &CompressionConfig::quantize_bits, 4, 8,
+                               {"`4`", "bits per value", "8", {"method", {"quantize"}}})),
+             "`4` \\| `8`"),
+       hand_read(integer("block", kAt, &CompressionConfig::quantize_block, 1, kMaxInt,
+                         {"`64`", "consecutive values sharing one absmax float32 scale", "32", {"method", {"quantize"}}}))}};
+  for (Field& f : weight_sync_fields()) c.fields.push_back(std::move(f));
+  c.fields.push_back(doc_only("boundary", Kind::object, "object",
+                              {"`{\"method\": \"none\"}`",
+                               "what crosses a pipeline stage boundary (below); independent of `method`, which "
+                               "compresses K/V",
+                               ""}));
+  return c;
+}
+
+Section boundary_section() {
+  const At<BoundaryConfig> b = boundary_of;
+  const auto h = [](Field f) { return f; };  // read generically; parse_boundary adds the checks across keys
+  return {
+      "compression.boundary",
+      "`compression.boundary`",
+      {"parallel.context=1", "parallel.pipeline=2", "training.batch_size=2"},
+      {h(choice("method", b, &BoundaryConfig::method,
+                {{"none", BoundaryMethod::none}, {"subspace", BoundaryMethod::subspace},
+                 {"lowrank", BoundaryMethod::lowrank}, {"topk", BoundaryMethod::topk},
+                 {"quantize", BoundaryMethod::quantize}},
+                {"`\"none\"`",
+                 "none: x itself, both ways. subspace: Uᵀ(x − E_fixed[token]) and the token id, rank + 1 values per "
+                 "token forward, Uᵀ·∂L/∂x (rank values) back; exact, because every layer before the last boundary "
+                 "keeps wo and w_down in span(U), the learnable embedding's rows too, and the first stage adds a frozen "
+                 "full-rank table E_fixed (refused with `model.tie_embeddings` true: a tied LM head would be the "
+                 "embedding on two stages). lowrank: Uᵀx and Uᵀ·∂L/∂x, rank values each way, without that constraint "
+                 "(lossy). topk: per token the `topk_fraction` largest \\|x\\| (values + int32 indices); the gradient "
+                 "goes back at those indices only (values, no indices). quantize: per-token blocks of absmax "
+                 "`bits`-bit codes with a float32 scale each; the gradient goes back uncompressed (straight-through)",
+                 "\"topk\""})),
+       tested_from(h(integer("rank", b, &BoundaryConfig::rank, 1, kMaxInt,
+                             {"— (required)", "columns of the basis U, at most `model.d_model`", "9",
+                              {"method", {"subspace", "lowrank"}}})),
+                   "8"),
+       h(number("topk_fraction", b, &BoundaryConfig::topk_fraction, Bounds{0, 1, true, false},
+                {"`0.1`", "fraction of each token's values kept", "0.2", {"method", {"topk"}}})),
+       h(integer("bits", b, &BoundaryConfig::quantize_bits, 4, 8,
+                 {"`8`", "bits per value: 4 or 8", "4", {"method", {"quantize"}}})),
+       h(integer("block", b, &BoundaryConfig::quantize_block, 1, kMaxInt,
+                 {"`64`", "consecutive values sharing one absmax float32 scale", "32", {"method", {"quantize"}}}))}};
+}
+
+}  // namespace lowband::fields

@@ -1,0 +1,141 @@
+// Field tables: network (which keys a topology allows comes from here; the
+// values are read by parse_network.cpp) and devices (dtype and timing read and
+// written from here; the profiles by parse_devices.cpp and to_json.cpp).
+#include "runtime/scenario/fields_build.h"
+
+namespace lowband::fields {
+
+using namespace build;
+
+namespace {
+
+const Applies kStarMesh = {"topology", {"star", "full_mesh"}};
+const Applies kClusters = {"topology", {"clusters"}};
+
+// The default scenario's network turned into clusters (or explicit links), for the tests.
+const std::string kClustersNetwork =
+    R"(network={"model": "ideal", "topology": "clusters", "clusters": [{"nodes": 2, "bandwidth": "1Gbps", )"
+    R"("latency": "1ms"}, {"nodes": 2, "bandwidth": "1Gbps", "latency": "1ms"}], )"
+    R"("wan": {"bandwidth": "100Mbps", "latency": "10ms"}})";
+const std::string kExplicitNetwork =
+    R"(network={"model": "ideal", "topology": "explicit", "nodes": 4, "links": [)"
+    R"({"between": [0, 1], "bandwidth": "1Gbps", "latency": "1ms"}, )"
+    R"({"between": [1, 2], "bandwidth": "1Gbps", "latency": "1ms"}, )"
+    R"({"between": [2, 3], "bandwidth": "1Gbps", "latency": "1ms"}]})";
+
+Field on(Field f, std::vector<std::string> sets) { return tested_from(std::move(f), "", std::move(sets)); }
+
+DeviceConfig& devices_of(Scenario& s) { return s.devices; }
+const At<DeviceConfig> kDevices = devices_of;
+
+}  // namespace
+
+Section network_section() {
+  return {
+      "network",
+      "`network`",
+      {},
+      {doc_choice("model", {"ideal", "tcp"},
+                {"**required**",
+                 "ideal: SimGrid CM02, no cross-traffic, no TCP window (α-β times exactly); tcp: lowband's TCP model "
+                 "fitted to real Linux TCP (`sim/tcp_model.h`, `analysis/network-fidelity/`): payload 1448/1514 of the "
+                 "line rate, a window cap from `tcp.send_buffer`, handshake and slow start on fresh connections. "
+                 "Echoed in every output",
+                 "\"tcp\""}),
+       doc_choice("topology", {"star", "full_mesh", "clusters", "explicit"},
+                {"**required**", "decides which keys below are allowed", "\"full_mesh\""}),
+       doc_only("nodes", Kind::integer, "integer ≥ 1",
+                {"**required** (clusters: the sum of the cluster sizes)",
+                 "nodes of the network; with clusters optional, and if given it must equal the sum", "8"}),
+       doc_only("bandwidth", Kind::bandwidth, "bandwidth",
+                {"**required**",
+                 "star: every access link (its download when `upload_bandwidth` is given); full_mesh: every pair link",
+                 "\"1Gbps\"", kStarMesh}),
+       doc_only("upload_bandwidth", Kind::bandwidth, "bandwidth",
+                {"`bandwidth`",
+                 "every access link's upload (asymmetric access, e.g. 500 Mbps down / 110 Mbps up: a node's messages "
+                 "out share it, its messages in share `bandwidth`; the two directions never share)",
+                 "\"100Mbps\"", {"topology", {"star"}}}),
+       doc_only("latency", Kind::duration, "duration",
+                {"**required**", "star: every access link, one way (a path crosses two); full_mesh: every pair link",
+                 "\"5ms\"", kStarMesh}),
+       doc_only("overrides", Kind::array,
+                "array of `{\"node\", \"bandwidth\"?, \"upload_bandwidth\"?, \"latency\"?}` (full_mesh: "
+                "`{\"between\": [a, b], \"bandwidth\"?, \"latency\"?}`)",
+                {"`[]`",
+                 "star and clusters: per-node access link (global node index; unset fields keep the node's values, "
+                 "except that a `bandwidth` without `upload_bandwidth` is the node's both ways; each node at most "
+                 "once); full_mesh: per-pair link, a ≠ b, each pair at most once",
+                 R"([{"node": 1, "bandwidth": "1Gbps"}])", {"topology", {"star", "full_mesh", "clusters"}}}),
+       on(doc_only("clusters", Kind::array,
+                   "array (≥ 2) of `{\"nodes\", \"bandwidth\", \"upload_bandwidth\"?, \"latency\"}`",
+                   {"**required**",
+                    "each cluster's size and access links (`upload_bandwidth` as for star); nodes are numbered "
+                    "cluster by cluster",
+                    R"([{"nodes": 2, "bandwidth": "10Gbps", "latency": "1ms"}, )"
+                    R"({"nodes": 2, "bandwidth": "1Gbps", "latency": "1ms"}])",
+                    kClusters}),
+          {kClustersNetwork}),
+       on(doc_only("wan", Kind::object, "`{\"bandwidth\", \"latency\"}`",
+                   {"**required**", "the link between each pair of clusters",
+                    R"({"bandwidth": "1Gbps", "latency": "10ms"})", kClusters}),
+          {kClustersNetwork}),
+       on(doc_only("wan_overrides", Kind::array, "array of `{\"between\": [ci, cj], \"bandwidth\"?, \"latency\"?}`",
+                   {"`[]`", "per cluster pair", R"([{"between": [0, 1], "bandwidth": "1Gbps"}])", kClusters}),
+          {kClustersNetwork}),
+       on(doc_only("links", Kind::array, "array of `{\"between\": [a, b], \"bandwidth\", \"latency\"}`",
+                   {"**required**", "every node must be reachable from node 0; routes take the fewest hops",
+                    R"([{"between": [0, 1], "bandwidth": "1Gbps", "latency": "1ms"}, )"
+                    R"({"between": [1, 2], "bandwidth": "1Gbps", "latency": "1ms"}, )"
+                    R"({"between": [0, 3], "bandwidth": "1Gbps", "latency": "1ms"}])",
+                    {"topology", {"explicit"}}}),
+          {kExplicitNetwork}),
+       doc_only("tcp", Kind::object, "`{\"send_buffer\"?, \"congestion_control\"?, \"connections\"?}`",
+                {"see below", "the tcp model's settings", R"({"send_buffer": "1MiB"})", {"model", {"tcp"}}}),
+       doc_only("simgrid", Kind::object, "object of SimGrid setting → string, number or boolean",
+                {"`{}`",
+                 "for experts: passed to SimGrid (`Engine::set_config`) after the model's own settings, so it can "
+                 "override them; SimGrid checks them (a refused one is an error naming `network.simgrid.KEY`); echoed "
+                 "wherever the network is printed",
+                 R"({"network/crosstraffic": "0"})"})}};
+}
+
+Section devices_section() {
+  const std::string custom =
+      R"([{"name": "mine", "peak_tflops_fp32": %, "memory_bandwidth": "1TBps", "memory": "16GiB", "efficiency": 0.5}])";
+  const auto custom_with = [&](const std::string& tflops) {
+    std::string s = custom;
+    return s.replace(s.find('%'), 1, tflops);
+  };
+  return {
+      "devices",
+      "`devices`",
+      {},
+      {doc_only("profile", Kind::string, "profile name",
+                {"`\"cpu\"`",
+                 "built-in: `A100-40GB`, `A100-80GB`, `H100-SXM`, `RTX-4090`, `L4`, `cpu` (`sim/device_profile.cpp`), "
+                 "or a custom one",
+                 "\"A100-40GB\""}),
+       choice("dtype", kDevices, &DeviceConfig::dtype,
+              {{"fp32", sim::DType::fp32}, {"tf32", sim::DType::tf32}, {"bf16", sim::DType::bf16},
+               {"fp16", sim::DType::fp16}},
+              {"`\"bf16\"`", "compute precision", "\"tf32\""}),
+       choice("timing", kDevices, &DeviceConfig::timing,
+              {{"auto", DeviceTiming::automatic}, {"measured", DeviceTiming::measured},
+               {"profile", DeviceTiming::profile}},
+                {"`\"auto\"`",
+                 "where `lowband run` takes compute seconds from: a steady clock around the kernels that ran here "
+                 "(`measured`), or the device profile (`profile`); `auto` is `measured` when every rank's profile is "
+                 "`cpu` and `training.backend` is `cpu`, else `profile`",
+                 "\"profile\""}),
+       doc_only("overrides", Kind::array, "array of `{\"node\", \"profile\"}`",
+                {"`[]`", "per-node profile", R"([{"node": 1, "profile": "L4"}])"}),
+       // An unused custom profile is not recorded: the example is one in use.
+       tested_from(doc_only("custom_profiles", Kind::array, "array (below)",
+                            {"`[]`", "names must differ from the built-ins and each other; only those in use are "
+                                     "recorded in the resolved scenario",
+                             custom_with("20")}),
+                   custom_with("10"), {"devices.profile=mine"})}};
+}
+
+}  // namespace lowband::fields

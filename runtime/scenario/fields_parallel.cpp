@@ -1,0 +1,147 @@
+// Field tables: parallel and parallel.data_sync.
+#include "runtime/scenario/fields_build.h"
+
+namespace lowband::fields {
+
+using namespace build;
+using scenario_detail::kMaxInt;
+using scenario_detail::kMaxNodes;
+
+namespace {
+
+ParallelConfig& parallel_of(Scenario& s) { return s.parallel; }
+DataSyncConfig& data_sync_of(Scenario& s) { return s.parallel.data_sync; }
+
+const Applies kLocal = {"method", {"diloco", "sparseloco"}};
+const Applies kDiloco = {"method", {"diloco"}};
+const Applies kSparse = {"method", {"sparseloco"}};
+
+}  // namespace
+
+Section parallel_section() {
+  const At<ParallelConfig> p = parallel_of;
+  return {
+      "parallel",
+      "`parallel`",
+      {"network.nodes=16", "training.batch_size=4", "parallel.pipeline=2"},
+      {integer("context", p, &ParallelConfig::context, 1, kMaxNodes,
+               {"`1`", "context-parallel degree P; ranks = context × pipeline × data ≤ network nodes (rank i runs on "
+                       "node i unless `placement` says otherwise)", "2"}),
+       integer("pipeline", p, &ParallelConfig::pipeline, 1, kMaxNodes,
+               {"`1`",
+                "pipeline stages (at most `model.layers`); stage s runs its layers on its own ranks and sends the "
+                "residual stream of each microbatch to stage s + 1 (compressed by `compression.boundary`). With "
+                "`context` > 1 each stage is `context` ranks (rank = stage × context + context rank), each holding its "
+                "share of every microbatch; `run` and `estimate` take both",
+                "4"}),
+       doc_only("stage_layers", Kind::array, "array of integers ≥ 1, one per stage",
+                {"model.layers / pipeline each",
+                 "layers of each stage, first to last; they must sum to `model.layers`. Without it `model.layers` must "
+                 "divide by `pipeline`",
+                 "[3, 1]"}),
+       integer("microbatches", p, &ParallelConfig::microbatches, 1, kMaxInt,
+               {"`1`", "microbatches per step, each `training.batch_size` / microbatches sequences (must divide it)", "2"}),
+       choice("schedule", p, &ParallelConfig::schedule,
+              {{"1f1b", PipelineSchedule::one_f_one_b}, {"gpipe", PipelineSchedule::gpipe}},
+              {"`\"1f1b\"`",
+               "order of each stage's microbatch forwards (F) and backwards (B): gpipe runs every F then every B; 1f1b "
+               "alternates after a warm-up, holding at most `pipeline` microbatches' activations",
+               "\"gpipe\""}),
+       integer("data", p, &ParallelConfig::data, 1, kMaxNodes,
+               {"`1`",
+                "data-parallel replicas, each `pipeline` × `context` ranks training on its block of "
+                "`training.batch_size / data` sequences (which must divide); how their weights meet: `data_sync`; "
+                "`run` and `estimate` take it (`estimate`: every replica's step and the sync as the trainer records "
+                "it, averaged over the sync period)",
+                "2"}),
+       doc_only("placement", Kind::array, "array of node indices",
+                {"rank i on node i",
+                 "the network node of each rank, in rank order (replica, then stage, then context rank); one rank per "
+                 "node. Moves ranks onto the nodes of a heterogeneous network (e.g. a cluster of a `clusters` topology)",
+                 "[15, 14, 13, 12, 11, 10, 9, 8]"}),
+       doc_only("replicas", Kind::array, "array of objects",
+                {"`data` identical replicas",
+                 "per data-parallel replica: `pipeline`, `context` (integers, default 1), `nodes` (its ranks' nodes, "
+                 "pipeline × context of them), `compress_boundaries` (bool). Gives `data`, `pipeline`, `context` and "
+                 "the placement (the keys, where also given, must agree). Replicas of different pipelines train under "
+                 "`data_sync` diloco or sparseloco (their weights meet part by part, the common refinement of their "
+                 "stages; every replica needs the same `context`); synchronous all_reduce needs one shape. "
+                 "`compress_boundaries` true: `compression.boundary` applies to that replica, the others send dense "
+                 "boundaries (selective compression; under all_reduce every replica alike); with `parallel.data` every "
+                 "replica follows `compression.boundary`",
+                 R"([{"pipeline": 2, "context": 4, "nodes": [8, 9, 10, 11, 12, 13, 14, 15]}])"}),
+       choice("split", p, &ParallelConfig::split, {{"zigzag", CpSplit::zigzag}, {"contiguous", CpSplit::contiguous}},
+              {"`\"zigzag\"`", "zigzag: each rank holds one chunk from each end (balances causal attention)",
+               "\"contiguous\""}),
+       choice("exchange", p, &ParallelConfig::exchange, {{"ring", CpExchange::ring}, {"all_gather", CpExchange::all_gather}},
+              {"`\"ring\"`", "how K/V travel between ranks", "\"all_gather\""}),
+       boolean("overlap", p, &ParallelConfig::overlap,
+               {"`true`", "K/V transfers overlap attention on blocks already received", "false"}),
+       doc_only("data_sync", Kind::object, "object",
+                {"`{\"method\": \"all_reduce\"}`",
+                 "how data-parallel replicas keep their weights together (below); read by the data-parallel trainer "
+                 "(`runtime/parallel/data_trainer.h`)",
+                 ""})}};
+}
+
+Section data_sync_section() {
+  const At<DataSyncConfig> d = data_sync_of;
+  const auto h = [](Field f) { return f; };  // parse_data_sync adds the checks across keys
+  return {
+      "parallel.data_sync",
+      "`parallel.data_sync`",
+      {"parallel.context=1", "parallel.data=2", "network.nodes=4", "training.batch_size=2"},
+      {h(choice("method", d, &DataSyncConfig::method,
+                {{"all_reduce", DataSyncMethod::all_reduce}, {"diloco", DataSyncMethod::diloco},
+                 {"sparseloco", DataSyncMethod::sparseloco}},
+                {"`\"all_reduce\"`",
+                 "all_reduce: gradients summed over replicas every step. diloco: Δ all-reduced (float32, 4 bytes per "
+                 "parameter), outer Nesterov SGD. sparseloco: e ← β·e + Δ, the top-k entries of each chunk with 2-bit "
+                 "values and 12-bit indices all-gathered, e keeps what was not sent, outer plain SGD",
+                 "\"diloco\""})),
+       h(integer("inner_steps", d, &DataSyncConfig::inner_steps, 1, kMaxInt,
+                 {"`30`", "H, inner steps between outer steps", "10", kLocal, "steps"})),
+       h(number("outer_lr", d, &DataSyncConfig::outer_lr, Bounds::above(0),
+                {"`0.7` (diloco), `1.0` (sparseloco)", "the outer learning rate (public runs: 0.6–1.0)", "0.5", kLocal})),
+       h(number("outer_momentum", d, &DataSyncConfig::outer_momentum, Bounds::half_open(0, 1),
+                {"`0.9`", "Nesterov momentum μ (m ← μm + g, θ ← θ_start − lr(g + μm))", "0.5", kDiloco})),
+       h(integer("topk_per_chunk", d, &DataSyncConfig::topk_per_chunk, 1, kMaxInt,
+                 {"`64`", "entries kept per chunk, at most `chunk` (64 of 4096 = 1.56 %)", "32", kSparse})),
+       h(integer("chunk", d, &DataSyncConfig::chunk, 1, 4096,
+                 {"`4096`",
+                  "a square s²: 2-D tensors in s × s tiles (edge tiles smaller), 1-D tensors in runs of `chunk`; "
+                  "indices within a chunk are 12 bits",
+                  "1024", kSparse})),
+       h(integer("value_bits", d, &DataSyncConfig::value_bits, 1, 32,
+                 {"`2`",
+                  "1..8 or 32: 2^bits bins over mean ± 3σ of a tensor's kept values, each sent as its bin's code with "
+                  "a float32 table of the bin means per tensor; 32: float32 values, no quantisation",
+                  "4", kSparse})),
+       h(number("error_decay", d, &DataSyncConfig::error_decay, Bounds::closed(0, 1),
+                {"`0.95`", "β of the error feedback", "0.5", kSparse})),
+       h(choice("average", d, &DataSyncConfig::average, {{"all", SparseAverage::all}, {"chosen", SparseAverage::chosen}},
+                {"`\"all\"`",
+                 "each coordinate's sum of decoded values divided by the replica count (all) or by the number of "
+                 "replicas that sent it (chosen; the DeMo/CCLoco reference code's scatter-mean)",
+                 "\"chosen\"", kSparse})),
+       h(choice("exchange", d, &DataSyncConfig::exchange,
+                {{"all_gather", DataSyncExchange::all_gather}, {"relay", DataSyncExchange::relay}},
+                {"`\"all_gather\"`",
+                 "how the replicas' messages meet (diloco's and all_reduce's are summed on the way, an all-reduce: "
+                 "refused). all_gather: a ring all-gather between the ranks holding a part, each sending R − 1 "
+                 "messages up its link. relay: through a relay (an object store): each rank uploads its message once "
+                 "to the relay's node, which sends it on to the R − 1 other holders as soon as it has arrived (every "
+                 "part's group through the one relay). Only the modelled traffic differs: the training's numbers are "
+                 "bit for bit the all_gather's",
+                 "\"relay\"", kSparse})),
+       tested_from(h(integer("relay_node", d, &DataSyncConfig::relay_node, 0, kMaxInt,
+                             {"`network.nodes` − 1",
+                              "the relay's network node; no rank may run on it (so the network needs a node more than "
+                              "the ranks). Its link is the topology's for that node: on a star give it a fat one with "
+                              "an `overrides` entry (e.g. `{\"node\": 160, \"bandwidth\": \"100Gbps\"}`), on clusters a "
+                              "cluster of its own",
+                              "2", {"exchange", {"relay"}}})),
+                   "", {"parallel.data_sync.method=sparseloco"})}};
+}
+
+}  // namespace lowband::fields

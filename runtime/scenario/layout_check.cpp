@@ -1,0 +1,94 @@
+// check_layout: what the trainers (runtime/parallel/) and estimates can run,
+// said once. Errors are SchemaErrors inside parse_document (a --set of a
+// blamed key names its flag), InputErrors for callers outside.
+#include "runtime/scenario/layout_check.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/scenario/parse_internal.h"
+
+namespace lowband::scenario_detail {
+namespace {
+
+std::string replica_path(size_t q) { return "parallel.replicas." + std::to_string(q); }
+
+// Each replica's shape: parallel.replicas, or `data` copies of pipeline x context.
+std::vector<ReplicaConfig> shapes_of(const ParallelConfig& p) {
+  if (!p.replicas.empty()) return p.replicas;
+  return std::vector<ReplicaConfig>(size_t(p.data), ReplicaConfig{p.pipeline, p.context, {}, true});
+}
+
+void check_pipeline_layout(const Scenario& s) {
+  int deepest = s.parallel.pipeline;
+  for (const ReplicaConfig& r : s.parallel.replicas) deepest = std::max(deepest, r.pipeline);
+  // A stage holds the embedding or the LM head, not both (model/param_layout.h).
+  if (deepest > 1 && s.model.tie_embeddings)
+    fail("model.tie_embeddings", "a tied LM head is the embedding, but pipeline stages split them: set it false "
+                                 "for pipeline parallelism", {"parallel.pipeline", "parallel.replicas"});
+  // A stage's gradients are all-reduced over its context ranks every step.
+  if (s.parallel.pipeline > 1 && s.parallel.context > 1 && s.compression.weight_sync != WeightSync::all_reduce)
+    fail("compression.weight_sync", "pipeline stages with context ranks all-reduce their gradients every step "
+                                    "(expected \"all_reduce\")", {"parallel.pipeline", "parallel.context"});
+}
+
+void check_each_replica(const Scenario& s, const std::vector<ReplicaConfig>& shapes) {
+  const bool synchronous = s.parallel.data_sync.method == DataSyncMethod::all_reduce;
+  const ReplicaConfig& first = shapes.front();
+  for (size_t q = 0; q < shapes.size(); ++q) {
+    const ReplicaConfig& r = shapes[q];
+    const std::string path = replica_path(q);
+    if (r.pipeline > s.model.layers)
+      fail(path + ".pipeline", std::to_string(r.pipeline) + " stages but model.layers is " +
+                                   std::to_string(s.model.layers) + ": every stage needs a layer", {"model.layers"});
+    if (synchronous && (r.pipeline != first.pipeline || r.context != first.context))
+      fail(path, "synchronous all_reduce sums every step's gradients stage by stage: replicas of different shapes "
+                 "need parallel.data_sync.method diloco or sparseloco (every replica " +
+                     std::to_string(first.pipeline) + " stages x " + std::to_string(first.context) +
+                     " context ranks, like the first, otherwise)", {"parallel.data_sync.method"});
+    if (synchronous && r.compress_boundaries != first.compress_boundaries)
+      fail(path + ".compress_boundaries", "selective boundary compression needs parallel.data_sync.method diloco or "
+                                          "sparseloco (under all_reduce every replica alike)",
+           {"parallel.data_sync.method"});
+    if (r.context != first.context)
+      fail(path + ".context", "replicas of different context degrees are not trained (each context rank syncs with "
+                              "the same context rank of the others): " + std::to_string(first.context) +
+                                  ", like the first");
+  }
+}
+
+}  // namespace
+
+void check_layout_schema(const Scenario& s) {
+  check_pipeline_layout(s);
+  const ParallelConfig& p = s.parallel;
+  if (p.data <= 1 && p.replicas.empty()) return;
+  const std::vector<ReplicaConfig> shapes = shapes_of(p);
+  check_each_replica(s, shapes);
+  // The weight syncs other than all_reduce exchange between a replica's context
+  // ranks only; across replicas nothing would keep the weights together.
+  if (s.compression.weight_sync != WeightSync::all_reduce)
+    fail("compression.weight_sync", std::string(weight_sync_name(s.compression.weight_sync)) +
+                                        " syncs context-parallel ranks only; data-parallel replicas sum their "
+                                        "gradients (all_reduce)", {"parallel.data", "parallel.replicas"});
+  if (s.training.batch_size % int(shapes.size()) != 0)
+    fail("training.batch_size", std::to_string(s.training.batch_size) + " sequences do not split over " +
+                                    std::to_string(shapes.size()) + " replicas", {"parallel.data", "parallel.replicas"});
+}
+
+}  // namespace lowband::scenario_detail
+
+namespace lowband {
+
+void check_layout(const Scenario& scenario) {
+  try {
+    scenario_detail::check_layout_schema(scenario);
+  } catch (const scenario_detail::SchemaError& e) {
+    const std::string what = e.what(), prefix = e.path() + ": ";
+    throw InputError(e.path(), what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+  }
+}
+
+}  // namespace lowband

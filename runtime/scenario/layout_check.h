@@ -1,0 +1,18 @@
+#pragma once
+// The layout checks: parallel layouts that no rank program trains and no
+// estimate models, refused in one place. Loading a scenario runs them (so
+// validate, sweep --dry-run, run and estimate refuse alike, naming the JSON
+// path); the trainers and estimates run them again for scenarios built in code.
+#include "runtime/scenario/scenario.h"
+
+namespace lowband {
+
+// InputError at the JSON path to blame: pipeline stages with a tied embedding;
+// pipeline stages with context ranks under a weight sync other than all_reduce;
+// data-parallel replicas (parallel.data > 1 or parallel.replicas) with more
+// stages than layers, of different shapes or boundary compression under
+// all_reduce, of different context degrees, under a context-only weight sync,
+// or a batch they cannot share.
+void check_layout(const Scenario& scenario);
+
+}  // namespace lowband
