@@ -21,8 +21,8 @@ using TaskId = int32_t;
 enum class TaskKind : uint8_t { compute, transfer };
 
 // A read-only run of task ids: a task's dependencies, or the dependencies given to
-// StepGraph::add_*. It does not own the ids: build it from a vector or a braced
-// list in the call itself, never keep one beyond the graph or the vector it views.
+// StepGraph::add_*. It does not own the ids: never keep one beyond the graph or
+// the vector it views.
 class DepSpan {
  public:
   using value_type = TaskId;
@@ -32,7 +32,6 @@ class DepSpan {
   DepSpan() = default;
   DepSpan(const TaskId* data, size_t size) : data_(data), size_(size) {}
   DepSpan(const std::vector<TaskId>& ids) : data_(ids.data()), size_(ids.size()) {}  // NOLINT: implicit by design
-  DepSpan(std::initializer_list<TaskId> ids) : data_(ids.begin()), size_(ids.size()) {}
 
   const TaskId* begin() const { return data_; }
   const TaskId* end() const { return data_ + size_; }
@@ -102,6 +101,13 @@ class StepGraph {
 
   TaskId add_compute(int rank, double seconds, DepSpan deps, std::string_view kind_tag);
   TaskId add_transfer(int src, int dst, double bytes, DepSpan deps, std::string_view kind_tag);
+  // A braced list of dependencies ({}, {a}, {a, b}), alive for the call.
+  TaskId add_compute(int rank, double seconds, std::initializer_list<TaskId> deps, std::string_view kind_tag) {
+    return add_compute(rank, seconds, DepSpan(deps.begin(), deps.size()), kind_tag);
+  }
+  TaskId add_transfer(int src, int dst, double bytes, std::initializer_list<TaskId> deps, std::string_view kind_tag) {
+    return add_transfer(src, dst, bytes, DepSpan(deps.begin(), deps.size()), kind_tag);
+  }
 
   int ranks() const { return ranks_; }
   size_t size() const { return records_.size(); }
