@@ -11,9 +11,11 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "sim/deferred_latency.h"
 #include "sim/platform.h"
 
 namespace lowband::sim::detail {
@@ -95,8 +97,10 @@ class RankCpu {
 // what is in flight, not the size of the graph.
 class GraphRun {
  public:
-  GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, TaskTimes& out)
-      : graph_(graph), hosts_(hosts), out_(out) {
+  // latencies: non-null when each transfer waits its route latency here, not in
+  // SimGrid (sim/deferred_latency.h).
+  GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, RouteLatencies* latencies, TaskTimes& out)
+      : graph_(graph), hosts_(hosts), latencies_(latencies), out_(out) {
     const size_t n = graph.size();
     out_.start_seconds.assign(n, -1);
     out_.finish_seconds.assign(n, -1);
@@ -167,14 +171,24 @@ class GraphRun {
       cpus_[static_cast<size_t>(task.rank)].add(id, task.amount);
     } else {
       if (task.rank == task.peer) return finished(id);
-      sg4::CommPtr comm = sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)],
-                                                 hosts_[static_cast<size_t>(task.peer)]);
-      comm->set_payload_size(static_cast<uint64_t>(std::llround(task.amount)));
-      const size_t slot = take_slot();
-      comm->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot)));
-      comm->start();
-      slots_[slot] = {std::move(comm), id};
+      const double latency = latencies_ ? latencies_->seconds(task.rank, task.peer) : 0;
+      if (latency > 0)
+        simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() { send(id); });
+      else
+        send(id);
     }
+  }
+
+  // Starts the transfer's SimGrid Comm.
+  void send(TaskId id) {
+    const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
+    sg4::CommPtr comm =
+        sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)], hosts_[static_cast<size_t>(task.peer)]);
+    comm->set_payload_size(static_cast<uint64_t>(std::llround(task.amount)));
+    const size_t slot = take_slot();
+    comm->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot)));
+    comm->start();
+    slots_[slot] = {std::move(comm), id};
   }
 
   // In-flight transfers live in a few reused slots, not in a per-task array: what
@@ -196,6 +210,7 @@ class GraphRun {
 
   const StepGraph& graph_;
   const std::vector<sg4::Host*>& hosts_;
+  RouteLatencies* latencies_;
   TaskTimes& out_;
   double t0_ = 0;
   std::vector<int32_t> pending_;
@@ -221,6 +236,11 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   // down a large platform costs more than the replay itself.
   auto* engine = new sg4::Engine(&argc, argv);
   const std::vector<sg4::Host*> hosts = build_platform(network);
+  std::unique_ptr<RouteLatencies> latencies;
+  if (can_defer_latency(network)) {
+    install_deferred_latency();
+    latencies = std::make_unique<RouteLatencies>(hosts);
+  }
 
   std::vector<TaskTimes> times(graphs.size());
   GraphRun* current = nullptr;
@@ -230,7 +250,7 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   });
   for (size_t g = 0; g < graphs.size(); ++g) {
     reset_tcp_connections();  // each graph starts on an idle network
-    GraphRun run(*graphs[g], hosts, times[g]);
+    GraphRun run(*graphs[g], hosts, latencies.get(), times[g]);
     current = &run;
     run.start();
     engine->run();
