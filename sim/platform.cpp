@@ -301,7 +301,8 @@ void configure_network_model(const NetworkSpec& net) {
       sg4::Engine::set_config("network/model:CM02");
       sg4::Engine::set_config("network/crosstraffic:0");
       sg4::Engine::set_config("network/TCP-gamma:0");
-      sg4::Engine::set_config("network/latency-factor:1");
+      // The latency factor stays at CM02's default, 1: set, it would forbid the
+      // latency callback with which replay defers latency (sim/deferred_latency.h).
       sg4::Engine::set_config("network/bandwidth-factor:1");
       break;
     case NetworkModel::tcp:

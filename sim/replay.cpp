@@ -111,9 +111,9 @@ ReplayResult summarize(const StepGraph& graph, std::vector<double> start, std::v
   r.rank_finish_seconds.assign(ranks, 0);
   r.rank_compute_busy_seconds.assign(ranks, 0);
   std::vector<std::vector<std::pair<double, double>>> busy(ranks);
-  const auto& tasks = graph.tasks();
+  const std::vector<StepGraph::Record>& tasks = graph.records();
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const Task& t = tasks[i];
+    const StepGraph::Record& t = tasks[i];
     auto& f = r.rank_finish_seconds;
     f[static_cast<size_t>(t.rank)] = std::max(f[static_cast<size_t>(t.rank)], finish[i]);
     if (t.kind == TaskKind::transfer)

@@ -14,10 +14,15 @@
 // singleton whose configuration and clock cannot be reset), so calls are
 // independent and can use different networks and models in one process.
 //
-// Cost (bench/bench_replay.cpp): about 2 us of CPU per transfer at 64 ranks and 6 us
-// at 512, plus a fork and the platform build (0.7 s for a 512-node full mesh). The
-// growth with ranks is SimGrid 3.32's: it keeps every in-flight host-to-host
-// transfer in one std::list and searches it linearly when one completes.
+// Under `ideal` a transfer waits its route latency on a replay timer and only then
+// becomes a SimGrid Comm, sharing at once as CM02 would have it share at that date
+// (sim/deferred_latency.h): the same times, fewer Comms in flight.
+//
+// Cost: the MoS paper step at 256 context ranks (1.6 million transfers) replays in
+// about 4 s on a 2-core AMD EPYC, at 512 (6.3 million) in about 40 s
+// (scripts/experiments/estimate-scaling.sh). The growth with ranks is SimGrid
+// 3.32's: it keeps every in-flight host-to-host Comm in one std::list and scans all
+// of it whenever one completes (a std::set from SimGrid 3.33 on).
 #include <vector>
 
 #include "sim/network.h"

@@ -11,9 +11,11 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "sim/deferred_latency.h"
 #include "sim/platform.h"
 
 namespace lowband::sim::detail {
@@ -91,17 +93,18 @@ class RankCpu {
 };
 
 // Starts each task of one graph when its last dependency finishes. Only started,
-// unfinished transfers hold a SimGrid activity, so memory follows what is in
-// flight, not the size of the graph.
+// unfinished transfers hold a SimGrid activity (in a slot), so memory follows
+// what is in flight, not the size of the graph.
 class GraphRun {
  public:
-  GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, TaskTimes& out)
-      : graph_(graph), hosts_(hosts), out_(out) {
-    const size_t n = graph.tasks().size();
+  // latencies: non-null when each transfer waits its route latency here, not in
+  // SimGrid (sim/deferred_latency.h).
+  GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, RouteLatencies* latencies, TaskTimes& out)
+      : graph_(graph), hosts_(hosts), latencies_(latencies), out_(out) {
+    const size_t n = graph.size();
     out_.start_seconds.assign(n, -1);
     out_.finish_seconds.assign(n, -1);
     pending_.assign(n, 0);
-    live_.resize(n);
     // Built once and never resized: each RankCpu's timers point at it.
     cpus_.assign(hosts.size(), RankCpu([this](TaskId id) {
       finished(id);
@@ -109,13 +112,13 @@ class GraphRun {
     }));
     // Successor lists in compressed form: first_succ_[i]..first_succ_[i+1] index succ_.
     first_succ_.assign(n + 1, 0);
-    for (const Task& task : graph.tasks())
-      for (TaskId dep : task.deps) ++first_succ_[static_cast<size_t>(dep) + 1];
+    for (size_t i = 0; i < n; ++i)
+      for (TaskId dep : graph.deps(static_cast<TaskId>(i))) ++first_succ_[static_cast<size_t>(dep) + 1];
     for (size_t i = 0; i < n; ++i) first_succ_[i + 1] += first_succ_[i];
     succ_.resize(first_succ_[n]);
     std::vector<size_t> fill(first_succ_.begin(), first_succ_.end() - 1);
     for (size_t i = 0; i < n; ++i)
-      for (TaskId dep : graph.tasks()[i].deps) {
+      for (TaskId dep : graph.deps(static_cast<TaskId>(i))) {
         succ_[fill[static_cast<size_t>(dep)]++] = static_cast<TaskId>(i);
         ++pending_[i];
       }
@@ -128,13 +131,14 @@ class GraphRun {
     drain();
   }
 
-  // A transfer's SimGrid activity completed.
-  void on_completion(TaskId id) {
+  // A transfer's SimGrid activity completed; `slot` is the one launch() gave it.
+  void on_completion(size_t slot) {
     // The activity is still in use by SimGrid until this callback returns: keep
     // a reference one more round instead of dropping it here.
     if (retired_.size() >= 256) retired_.clear();
-    retired_.push_back(std::move(live_[static_cast<size_t>(id)]));
-    finished(id);
+    retired_.push_back(std::move(slots_[slot].comm));
+    free_slots_.push_back(slot);
+    finished(slots_[slot].task);
     drain();
   }
 
@@ -160,32 +164,61 @@ class GraphRun {
   }
 
   void launch(TaskId id) {
-    const Task& task = graph_.task(id);
+    const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
     out_.start_seconds[static_cast<size_t>(id)] = sg4::Engine::get_clock() - t0_;
-    void* tag = reinterpret_cast<void*>(static_cast<intptr_t>(id));
     if (task.kind == TaskKind::compute) {
-      if (task.seconds == 0) return finished(id);
-      cpus_[static_cast<size_t>(task.rank)].add(id, task.seconds);
+      if (task.amount == 0) return finished(id);
+      cpus_[static_cast<size_t>(task.rank)].add(id, task.amount);
     } else {
       if (task.rank == task.peer) return finished(id);
-      sg4::CommPtr comm = sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)],
-                                                 hosts_[static_cast<size_t>(task.peer)]);
-      comm->set_payload_size(static_cast<uint64_t>(std::llround(task.bytes)));
-      comm->set_data(tag);
-      comm->start();
-      live_[static_cast<size_t>(id)] = comm;
+      const double latency = latencies_ ? latencies_->seconds(task.rank, task.peer) : 0;
+      if (latency > 0)
+        simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() { send(id); });
+      else
+        send(id);
     }
   }
 
+  // Starts the transfer's SimGrid Comm.
+  void send(TaskId id) {
+    const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
+    sg4::CommPtr comm =
+        sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)], hosts_[static_cast<size_t>(task.peer)]);
+    comm->set_payload_size(static_cast<uint64_t>(std::llround(task.amount)));
+    const size_t slot = take_slot();
+    comm->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot)));
+    comm->start();
+    slots_[slot] = {std::move(comm), id};
+  }
+
+  // In-flight transfers live in a few reused slots, not in a per-task array: what
+  // a completion touches stays in cache however large the graph.
+  size_t take_slot() {
+    if (free_slots_.empty()) {
+      slots_.emplace_back();
+      return slots_.size() - 1;
+    }
+    const size_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+
+  struct Slot {
+    sg4::ActivityPtr comm;
+    TaskId task = -1;
+  };
+
   const StepGraph& graph_;
   const std::vector<sg4::Host*>& hosts_;
+  RouteLatencies* latencies_;
   TaskTimes& out_;
   double t0_ = 0;
   std::vector<int32_t> pending_;
   std::vector<size_t> first_succ_;
   std::vector<TaskId> succ_;
   std::vector<TaskId> ready_;
-  std::vector<sg4::ActivityPtr> live_;
+  std::vector<Slot> slots_;
+  std::vector<size_t> free_slots_;
   std::vector<sg4::ActivityPtr> retired_;
   std::vector<RankCpu> cpus_;
   size_t finished_ = 0;
@@ -203,24 +236,29 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   // down a large platform costs more than the replay itself.
   auto* engine = new sg4::Engine(&argc, argv);
   const std::vector<sg4::Host*> hosts = build_platform(network);
+  std::unique_ptr<RouteLatencies> latencies;
+  if (can_defer_latency(network)) {
+    install_deferred_latency();
+    latencies = std::make_unique<RouteLatencies>(hosts);
+  }
 
   std::vector<TaskTimes> times(graphs.size());
   GraphRun* current = nullptr;
   sg4::Activity::on_completion_cb([&current](const sg4::Activity& activity) {
     if (current)
-      current->on_completion(static_cast<TaskId>(reinterpret_cast<intptr_t>(activity.get_data<void>())));
+      current->on_completion(static_cast<size_t>(reinterpret_cast<intptr_t>(activity.get_data<void>())));
   });
   for (size_t g = 0; g < graphs.size(); ++g) {
     reset_tcp_connections();  // each graph starts on an idle network
-    GraphRun run(*graphs[g], hosts, times[g]);
+    GraphRun run(*graphs[g], hosts, latencies.get(), times[g]);
     current = &run;
     run.start();
     engine->run();
     run.release();
     current = nullptr;
-    if (run.finished_count() != graphs[g]->tasks().size())
+    if (run.finished_count() != graphs[g]->size())
       throw std::runtime_error("sim::replay: " +
-                               std::to_string(graphs[g]->tasks().size() - run.finished_count()) +
+                               std::to_string(graphs[g]->size() - run.finished_count()) +
                                " tasks never finished");
   }
   return times;

@@ -1,6 +1,8 @@
 #include "sim/step_graph.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -15,7 +17,7 @@ void check_rank(int rank, int ranks, const char* what) {
                                 " is outside 0.." + std::to_string(ranks - 1));
 }
 
-void check_deps(const std::vector<TaskId>& deps, size_t next_id) {
+void check_deps(DepSpan deps, size_t next_id) {
   for (TaskId dep : deps)
     if (dep < 0 || static_cast<size_t>(dep) >= next_id)
       throw std::invalid_argument("StepGraph: task " + std::to_string(next_id) + " depends on task " +
@@ -24,52 +26,82 @@ void check_deps(const std::vector<TaskId>& deps, size_t next_id) {
 
 }  // namespace
 
-TaskId StepGraph::add_compute(int rank, double seconds, std::vector<TaskId> deps, std::string kind_tag) {
+bool operator==(DepSpan a, DepSpan b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+
+StepGraph::StepGraph(int ranks) : ranks_(ranks), dep_begin_{0} {}
+
+uint16_t StepGraph::intern(std::string_view kind_tag) {
+  // A handful of distinct tags per graph: a scan beats hashing.
+  for (size_t i = 0; i < tag_names_.size(); ++i)
+    if (tag_names_[i] == kind_tag) return static_cast<uint16_t>(i);
+  if (tag_names_.size() > std::numeric_limits<uint16_t>::max())
+    throw std::invalid_argument("StepGraph: more than 65536 distinct kind tags");
+  tag_names_.emplace_back(kind_tag);
+  return static_cast<uint16_t>(tag_names_.size() - 1);
+}
+
+TaskId StepGraph::add(Record record, DepSpan deps, std::string_view kind_tag) {
+  check_deps(deps, records_.size());
+  if (records_.size() >= static_cast<size_t>(std::numeric_limits<TaskId>::max()))
+    throw std::invalid_argument("StepGraph: more tasks than a TaskId can number");
+  record.tag = intern(kind_tag);
+  // deps may view this graph's own storage (a task's deps passed on): copy first.
+  const bool aliased = !deps.empty() && deps.begin() >= deps_.data() && deps.begin() < deps_.data() + deps_.size();
+  if (aliased) {
+    const std::vector<TaskId> copy = deps.to_vector();
+    deps_.insert(deps_.end(), copy.begin(), copy.end());
+  } else {
+    deps_.insert(deps_.end(), deps.begin(), deps.end());
+  }
+  dep_begin_.push_back(deps_.size());
+  records_.push_back(record);
+  return static_cast<TaskId>(records_.size() - 1);
+}
+
+TaskId StepGraph::add_compute(int rank, double seconds, DepSpan deps, std::string_view kind_tag) {
   check_rank(rank, ranks_, "rank");
   if (!(seconds >= 0) || !std::isfinite(seconds))
     throw std::invalid_argument("StepGraph: compute seconds must be finite and >= 0, got " +
                                 std::to_string(seconds));
-  check_deps(deps, tasks_.size());
-  Task task;
-  task.kind = TaskKind::compute;
-  task.rank = rank;
-  task.seconds = seconds;
-  task.kind_tag = std::move(kind_tag);
-  task.deps = std::move(deps);
-  tasks_.push_back(std::move(task));
-  return static_cast<TaskId>(tasks_.size() - 1);
+  Record r;
+  r.kind = TaskKind::compute;
+  r.rank = rank;
+  r.amount = seconds;
+  return add(r, deps, kind_tag);
 }
 
-TaskId StepGraph::add_transfer(int src, int dst, double bytes, std::vector<TaskId> deps, std::string kind_tag) {
+TaskId StepGraph::add_transfer(int src, int dst, double bytes, DepSpan deps, std::string_view kind_tag) {
   check_rank(src, ranks_, "source rank");
   check_rank(dst, ranks_, "destination rank");
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw std::invalid_argument("StepGraph: transfer bytes must be finite and >= 0, got " + std::to_string(bytes));
-  check_deps(deps, tasks_.size());
-  Task task;
-  task.kind = TaskKind::transfer;
-  task.rank = src;
-  task.peer = dst;
-  task.bytes = bytes;
-  task.kind_tag = std::move(kind_tag);
-  task.deps = std::move(deps);
-  tasks_.push_back(std::move(task));
-  return static_cast<TaskId>(tasks_.size() - 1);
+  Record r;
+  r.kind = TaskKind::transfer;
+  r.rank = src;
+  r.peer = dst;
+  r.amount = bytes;
+  return add(r, deps, kind_tag);
+}
+
+Task StepGraph::task(TaskId id) const {
+  const Record& r = records_[static_cast<size_t>(id)];
+  const bool compute = r.kind == TaskKind::compute;
+  return Task{r.kind, r.rank, r.peer, compute ? r.amount : 0.0, compute ? 0.0 : r.amount, tag_names_[r.tag], deps(id)};
 }
 
 double StepGraph::bytes_sent(int rank, const std::string& kind_tag) const {
   double total = 0;
-  for (const Task& task : tasks_)
-    if (task.kind == TaskKind::transfer && task.rank == rank && task.peer != rank &&
-        (kind_tag.empty() || task.kind_tag == kind_tag))
-      total += task.bytes;
+  for (const Record& r : records_)
+    if (r.kind == TaskKind::transfer && r.rank == rank && r.peer != rank &&
+        (kind_tag.empty() || tag_names_[r.tag] == kind_tag))
+      total += r.amount;
   return total;
 }
 
 double StepGraph::compute_seconds(int rank) const {
   double total = 0;
-  for (const Task& task : tasks_)
-    if (task.kind == TaskKind::compute && task.rank == rank) total += task.seconds;
+  for (const Record& r : records_)
+    if (r.kind == TaskKind::compute && r.rank == rank) total += r.amount;
   return total;
 }
 

@@ -3,8 +3,15 @@
 // transfers (source, destination, bytes) with dependencies. The trainer records
 // one from a real run, `estimate` builds one from a model's shapes, and
 // sim::replay times it on a network. Tasks with no path between them may overlap.
+//
+// Stored compactly (a graph of 512 context ranks holds ~12 million tasks): one
+// 24-byte record per task, every task's dependencies in one shared array, kind
+// tags interned. tasks() and task() hand out Task views over that storage.
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lowband::sim {
@@ -13,34 +20,121 @@ using TaskId = int32_t;
 
 enum class TaskKind : uint8_t { compute, transfer };
 
+// A read-only run of task ids: a task's dependencies, or the dependencies given to
+// StepGraph::add_*. It does not own the ids: never keep one beyond the graph or
+// the vector it views.
+class DepSpan {
+ public:
+  using value_type = TaskId;
+  using iterator = const TaskId*;
+  using const_iterator = const TaskId*;
+
+  DepSpan() = default;
+  DepSpan(const TaskId* data, size_t size) : data_(data), size_(size) {}
+  DepSpan(const std::vector<TaskId>& ids) : data_(ids.data()), size_(ids.size()) {}  // NOLINT: implicit by design
+
+  const TaskId* begin() const { return data_; }
+  const TaskId* end() const { return data_ + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  TaskId operator[](size_t i) const { return data_[i]; }
+  std::vector<TaskId> to_vector() const { return {begin(), end()}; }
+  operator std::vector<TaskId>() const { return to_vector(); }  // NOLINT: callers that keep a copy
+
+  friend bool operator==(DepSpan a, DepSpan b);
+  friend bool operator!=(DepSpan a, DepSpan b) { return !(a == b); }
+
+ private:
+  const TaskId* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// One task, as a view into its graph: valid until the graph changes.
 struct Task {
-  TaskKind kind = TaskKind::compute;
-  int rank = 0;         // compute: the rank that runs it; transfer: the source
-  int peer = -1;        // transfer: the destination; -1 for compute
-  double seconds = 0;   // compute only
-  double bytes = 0;     // transfer only
-  std::string kind_tag; // what it is, for accounting: "kv", "dkv", "grad_sync", "attention", ...
-  std::vector<TaskId> deps;
+  TaskKind kind;
+  int rank;                     // compute: the rank that runs it; transfer: the source
+  int peer;                     // transfer: the destination; -1 for compute
+  double seconds;               // compute only (0 for a transfer)
+  double bytes;                 // transfer only (0 for a compute)
+  const std::string& kind_tag;  // for accounting: "kv", "dkv", "grad_sync", "attention", ...
+  DepSpan deps;
 };
 
 class StepGraph {
  public:
-  explicit StepGraph(int ranks = 0) : ranks_(ranks) {}
+  // The stored form of a task: `amount` is seconds (compute) or bytes (transfer).
+  struct Record {
+    double amount = 0;
+    int32_t rank = 0;
+    int32_t peer = -1;
+    TaskKind kind = TaskKind::compute;
+    uint16_t tag = 0;  // index into tag_names()
+  };
 
-  TaskId add_compute(int rank, double seconds, std::vector<TaskId> deps, std::string kind_tag);
-  TaskId add_transfer(int src, int dst, double bytes, std::vector<TaskId> deps, std::string kind_tag);
+  // A random-access range of Task views (for (const Task& t : g.tasks()) ...).
+  class TaskRange {
+   public:
+    class iterator {
+     public:
+      iterator(const StepGraph* g, TaskId id) : g_(g), id_(id) {}
+      Task operator*() const { return g_->task(id_); }
+      iterator& operator++() { ++id_; return *this; }
+      bool operator!=(const iterator& o) const { return id_ != o.id_; }
+      bool operator==(const iterator& o) const { return id_ == o.id_; }
+
+     private:
+      const StepGraph* g_;
+      TaskId id_;
+    };
+    explicit TaskRange(const StepGraph* g) : g_(g) {}
+    size_t size() const { return g_->size(); }
+    bool empty() const { return g_->size() == 0; }
+    Task operator[](size_t i) const { return g_->task(static_cast<TaskId>(i)); }
+    iterator begin() const { return {g_, 0}; }
+    iterator end() const { return {g_, static_cast<TaskId>(g_->size())}; }
+
+   private:
+    const StepGraph* g_;
+  };
+
+  explicit StepGraph(int ranks = 0);
+
+  TaskId add_compute(int rank, double seconds, DepSpan deps, std::string_view kind_tag);
+  TaskId add_transfer(int src, int dst, double bytes, DepSpan deps, std::string_view kind_tag);
+  // A braced list of dependencies ({}, {a}, {a, b}), alive for the call.
+  TaskId add_compute(int rank, double seconds, std::initializer_list<TaskId> deps, std::string_view kind_tag) {
+    return add_compute(rank, seconds, DepSpan(deps.begin(), deps.size()), kind_tag);
+  }
+  TaskId add_transfer(int src, int dst, double bytes, std::initializer_list<TaskId> deps, std::string_view kind_tag) {
+    return add_transfer(src, dst, bytes, DepSpan(deps.begin(), deps.size()), kind_tag);
+  }
 
   int ranks() const { return ranks_; }
-  const std::vector<Task>& tasks() const { return tasks_; }
-  const Task& task(TaskId id) const { return tasks_[static_cast<size_t>(id)]; }
+  size_t size() const { return records_.size(); }
+  TaskRange tasks() const { return TaskRange(this); }
+  Task task(TaskId id) const;
+
+  // The compact form, for the replay's hot loops.
+  const std::vector<Record>& records() const { return records_; }
+  DepSpan deps(TaskId id) const {
+    const size_t i = static_cast<size_t>(id);
+    return {deps_.data() + dep_begin_[i], static_cast<size_t>(dep_begin_[i + 1] - dep_begin_[i])};
+  }
+  const std::vector<std::string>& tag_names() const { return tag_names_; }
 
   // Bytes each rank sends, per kind tag; and compute seconds per rank.
   double bytes_sent(int rank, const std::string& kind_tag = "") const;
   double compute_seconds(int rank) const;
 
  private:
+  TaskId add(Record record, DepSpan deps, std::string_view kind_tag);
+  uint16_t intern(std::string_view kind_tag);
+
   int ranks_;
-  std::vector<Task> tasks_;
+  std::vector<Record> records_;
+  std::vector<uint64_t> dep_begin_;  // task i's deps are deps_[dep_begin_[i] .. dep_begin_[i + 1])
+  std::vector<TaskId> deps_;
+  std::vector<std::string> tag_names_;
 };
 
 }  // namespace lowband::sim
