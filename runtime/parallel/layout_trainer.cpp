@@ -52,6 +52,7 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, comm::Comm
     start_constrained();
     build_outer_syncs();
   }
+  codecs_ = compressed_traffic().codec;
 }
 
 LayoutTrainer::~LayoutTrainer() = default;
@@ -181,7 +182,7 @@ float LayoutTrainer::evaluate(const int32_t* inputs, const int32_t* targets, int
 }
 
 void LayoutTrainer::save_state(std::ostream& out) const {
-  save_rank_states(out, world_, compressed_traffic().codec,
+  save_rank_states(out, world_, codecs_,
                    [&](int r) -> const RankProgram& { return *ranks_[size_t(world_.local_index(r))]; },
                    [&](int r, std::ostream& one) {
                      for (const Holding& h : holdings_[size_t(world_.local_index(r))]) h.sync->save_state(one);
@@ -189,7 +190,7 @@ void LayoutTrainer::save_state(std::ostream& out) const {
 }
 
 void LayoutTrainer::load_state(std::istream& in) {
-  load_rank_states(in, world_, compressed_traffic().codec, *k_, scenario_,
+  load_rank_states(in, world_, codecs_, *k_, scenario_,
                    [&](int r) -> RankProgram& { return rank(r); },
                    [&](int r, std::istream& one) {
                      for (Holding& h : holdings_[size_t(world_.local_index(r))]) h.sync->load_state(one);

@@ -43,6 +43,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/parallel/data_parts.h"
@@ -134,6 +135,7 @@ class LayoutTrainer final : public Trainer {
   std::vector<std::vector<Holding>> holdings_;         // per local rank, in part order
   std::vector<std::unique_ptr<Constrained>> constrained_;  // per local rank; null unless it compresses (subspace)
   std::vector<double> eval_per_replica_;  // of the last evaluate(); empty for one replica
+  std::string codecs_;  // compressed_traffic().codec, which a checkpoint must match
 };
 
 }  // namespace lowband::parallel

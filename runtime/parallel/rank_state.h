@@ -18,6 +18,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "runtime/parallel/rank_program.h"

@@ -4,11 +4,21 @@
 # gradient norm, learning rate, simulated step seconds, bytes and validation
 # losses, and the summary's final losses (written with Python's repr: bit for bit).
 #
-#   scripts/experiments/trainer-bit-identity.sh BINARY OUT_FILE      # record
-#   diff OLD_FILE NEW_FILE                                         # compare
+#   scripts/experiments/trainer-bit-identity.sh BINARY OUT_FILE          # record one
+#   scripts/experiments/trainer-bit-identity.sh --compare OLD_BIN NEW_BIN  # record both, diff
 #
-# Run from the repository root (the scenarios name data/ relatively).
+# Run from the repository root (the scenarios name data/ relatively). --compare
+# exits 1, printing the differing lines, unless the two record the same numbers.
 set -euo pipefail
+if [[ ${1:-} == --compare ]]; then
+  records=$(mktemp -d)
+  trap 'rm -rf "$records"' EXIT
+  "$0" "$2" "$records/old"
+  "$0" "$3" "$records/new"
+  diff "$records/old" "$records/new"
+  echo "bit for bit the same: $(wc -l < "$records/new") lines"
+  exit 0
+fi
 bin=$(realpath "$1")
 out=$2
 work=$(mktemp -d)
