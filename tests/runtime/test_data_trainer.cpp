@@ -67,15 +67,15 @@ TEST_P(SyncDataEqualsOneReplica, LossesAndParameters) {
   const Scenario one = one_replica(c.P, c.C, c.M);
   // One replica is the layout itself (its numbers are the separate trainers' of
   // before, bit for bit: scripts/experiments/trainer-bit-identity.sh).
-  const Trained reference = train(one, 3), &single = reference;
+  const Trained reference = train(one, 3);
   const Trained data = train(replicated(one, c.R), 3);
   for (int k = 0; k < 3; ++k)
     EXPECT_NEAR(data.losses[size_t(k)], reference.losses[size_t(k)], 1e-5 * std::abs(reference.losses[size_t(k)]))
         << "step " << k;
-  const size_t per_replica = single.params.size();
+  const size_t per_replica = reference.params.size();
   ASSERT_EQ(data.params.size(), per_replica * size_t(c.R));
   for (size_t r = 0; r < data.params.size(); ++r) {
-    const std::vector<float>& want = single.params[r % per_replica];
+    const std::vector<float>& want = reference.params[r % per_replica];
     ASSERT_EQ(data.params[r].size(), want.size());
     EXPECT_LT(rel_diff(data.params[r].data(), want.data(), int64_t(want.size())), 1e-5) << "rank " << r;
   }
