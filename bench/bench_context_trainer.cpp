@@ -1,7 +1,7 @@
 // One training step of the built-in quickstart model (4 layers, d_model 256,
 // seq 1024, byte vocabulary) on 2 OpenMP threads: the single-device model
 // (Model + LocalAttention + AdamW) against context parallelism over P in-process
-// ranks (ContextTrainer), with and without recording the step graph, and the
+// ranks (LayoutTrainer), with and without recording the step graph, and the
 // SimGrid replay of one recorded graph on the quickstart network. The ratio of
 // (record + replay) to the step is the harness overhead.
 //   ./bench_context_trainer --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -14,7 +14,7 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/model/model.h"
 #include "runtime/optim/optimizer.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"
 
@@ -53,7 +53,7 @@ void BM_single_device_step(benchmark::State& state) {
 void BM_context_trainer_step(benchmark::State& state) {
   omp_set_num_threads(2);
   const Scenario s = quickstart(int(state.range(0)));
-  parallel::ContextTrainer cp(s);
+  parallel::LayoutTrainer cp(s);
   const auto in = tokens(s, 0), tg = tokens(s, 1);
   int step = 0;
   double record_seconds = 0;
@@ -69,7 +69,7 @@ void BM_context_trainer_step(benchmark::State& state) {
 // The replay of one recorded quickstart step (a forked SimGrid child per call).
 void BM_replay_recorded_step(benchmark::State& state) {
   const Scenario s = quickstart(4);
-  parallel::ContextTrainer cp(s);
+  parallel::LayoutTrainer cp(s);
   const auto in = tokens(s, 0), tg = tokens(s, 1);
   const sim::StepGraph graph = cp.train_step(0, in.data(), tg.data(), s.training.batch_size).graph;
   for (auto _ : state) benchmark::DoNotOptimize(sim::replay(s.network, graph).step_seconds);
@@ -78,7 +78,7 @@ void BM_replay_recorded_step(benchmark::State& state) {
 // Twenty recorded steps replayed in one child (what `lowband run` does).
 void BM_replay_batch_of_20(benchmark::State& state) {
   const Scenario s = quickstart(4);
-  parallel::ContextTrainer cp(s);
+  parallel::LayoutTrainer cp(s);
   const auto in = tokens(s, 0), tg = tokens(s, 1);
   const std::vector<sim::StepGraph> graphs(20, cp.train_step(0, in.data(), tg.data(), s.training.batch_size).graph);
   for (auto _ : state) benchmark::DoNotOptimize(sim::replay_batch(s.network, graphs).size());

@@ -3,8 +3,8 @@
 // parallel.replicas), built from the model's shapes alone: every replica's step
 // as its own ranks' programs (context_step_program.h for context replicas,
 // pipeline_graph.h's for pipelines and pipeline x context), on its ranks and
-// nodes (replica_scenario), plus the data synchronisation as DataTrainer records
-// it (data_trainer.h):
+// nodes (replica_scenario), plus the data synchronisation as LayoutTrainer records
+// it (layout_trainer.h):
 //  - all_reduce: each gradient bucket summed over the data group (the ranks at
 //    the same index of every replica), "grad_sync", deferred where the replica's
 //    own bucket sums are (the backward overlaps them), before the optimiser;
@@ -16,7 +16,7 @@
 //    message (sync::packed_bytes), both "pseudo_grad"; with data_sync.exchange
 //    relay the all-gather goes through the relay node (sim::relay_all_gather).
 // The logs are assembled once (comm::assemble_step_graph), so the graph compares
-// with a recorded DataTrainer step transfer for transfer.
+// with a recorded LayoutTrainer step transfer for transfer.
 #include <vector>
 
 #include "runtime/parallel/data_parts.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The parts of the model that data-parallel replicas of different shapes
-// synchronise (heterogeneous replicas, data_trainer.h). A pipeline stage holds
+// synchronise (heterogeneous replicas, layout_trainer.h). A pipeline stage holds
 // a contiguous range of layers, and its flat parameter buffer (model::StageSpan)
 // is the whole model's buffer cut at the same places: embedding, layers in
 // order, final norm, LM head. So the replicas' stage boundaries, merged, cut the

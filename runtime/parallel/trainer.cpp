@@ -8,10 +8,7 @@
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/parallel/context_schedule.h"
-#include "runtime/parallel/context_trainer.h"
-#include "runtime/parallel/data_trainer.h"
-#include "runtime/parallel/layout.h"
-#include "runtime/parallel/pipeline_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 
 namespace lowband::parallel {
 
@@ -64,11 +61,7 @@ CompressedTraffic compressed_traffic_of(const Scenario& s) {
 }
 
 std::unique_ptr<Trainer> make_trainer(const Scenario& scenario, ComputeTiming timing, comm::Communicator* comm) {
-  const LayoutKind kind = layout_kind(scenario.parallel);
-  if (kind == LayoutKind::data) return std::make_unique<DataTrainer>(scenario, timing, comm);
-  if (kind == LayoutKind::pipeline) return std::make_unique<PipelineTrainer>(scenario, timing, comm);
-  if (comm) return std::make_unique<ContextTrainer>(scenario, timing, *comm);
-  return std::make_unique<ContextTrainer>(scenario, timing);
+  return std::make_unique<LayoutTrainer>(scenario, timing, comm);
 }
 
 }  // namespace lowband::parallel

@@ -1,8 +1,7 @@
 #pragma once
-// What the run loop (runtime/train/run.cpp) needs of a parallel layout's
-// trainer, whichever dimension it parallelises: context parallelism
-// (context_trainer.h) or pipeline parallelism (pipeline_trainer.h). make_trainer
-// picks by the scenario's layout.
+// What the run loop (runtime/train/run.cpp) needs of the trainer, whichever
+// dimensions the layout parallelises (context ranks, pipeline stages, data
+// replicas): make_trainer's LayoutTrainer (layout_trainer.h) trains them all.
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -84,11 +83,10 @@ CompressedTraffic compressed_traffic_of(const Scenario& scenario);
 // training.backend's kernels; InputError("training.backend") where they cannot run.
 const kernels::Backend& training_backend(const TrainingConfig& training);
 
-// The scenario's trainer: data parallelism over replicas when there are several
-// (data_trainer.h), else pipeline parallelism (with context ranks inside when
-// parallel.context > 1) when parallel.pipeline > 1, else context parallelism.
-// comm null: every rank in-process; else this process is
-// comm's rank (MPI). Throws InputError for a layout it cannot train.
+// The scenario's trainer (layout_trainer.h): its replicas of context ranks or
+// pipeline stages (with context ranks inside), one replica or several. comm
+// null: every rank in-process; else this process is comm's rank (MPI). Throws
+// InputError for a layout it cannot train.
 std::unique_ptr<Trainer> make_trainer(const Scenario& scenario, ComputeTiming timing, comm::Communicator* comm);
 
 }  // namespace lowband::parallel

@@ -79,8 +79,8 @@ Section parallel_section() {
                {"`true`", "K/V transfers overlap attention on blocks already received", "false"}),
        doc_only("data_sync", Kind::object, "object",
                 {"`{\"method\": \"all_reduce\"}`",
-                 "how data-parallel replicas keep their weights together (below); read by the data-parallel trainer "
-                 "(`runtime/parallel/data_trainer.h`)",
+                 "how data-parallel replicas keep their weights together (below); read by the trainer "
+                 "(`runtime/parallel/layout_trainer.h`)",
                  ""})}};
 }
 

@@ -85,7 +85,7 @@ struct ParallelConfig {
   std::vector<int> stage_layers;
   int microbatches = 1;  // per step, each batch_size / microbatches sequences
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-  int data = 1;      // data-parallel replicas (data_trainer.h)
+  int data = 1;      // data-parallel replicas (layout_trainer.h)
   CpSplit split = CpSplit::zigzag;
   CpExchange exchange = CpExchange::ring;
   bool overlap = true;  // overlap K/V transfers with attention on blocks already received

@@ -10,7 +10,7 @@
 
 #include "runtime/compress/make_codec.h"
 #include "runtime/parallel/context_layer_program.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"
 
@@ -47,7 +47,7 @@ TEST_P(LayerProgram, IsWhatContextRankRecords) {
                                    "training.batch_size=2"};
   sets.insert(sets.end(), GetParam().begin(), GetParam().end());
   const Scenario s = builtin_scenario("default", sets);
-  ContextTrainer cp(s, ComputeTiming::profile);
+  LayoutTrainer cp(s, ComputeTiming::profile);
   std::vector<int32_t> in(size_t(s.training.batch_size * s.model.seq_len));
   for (size_t i = 0; i < in.size(); ++i) in[i] = int32_t((i * 37 + 11) % 256);
   const sim::StepGraph recorded = cp.train_step(0, in.data(), in.data(), s.training.batch_size).graph;

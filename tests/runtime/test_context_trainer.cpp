@@ -14,7 +14,9 @@
 #include "runtime/model/model.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/context_rank.h"
+#include "runtime/parallel/layout_trainer.h"
+#include "runtime/parallel/weight_sync.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_numeric_support.h"
 
@@ -53,6 +55,28 @@ TestBatch make_batch(const Scenario& s, int k) {
   return b;
 }
 
+// Forward and backward over the context ranks, without the optimiser: afterwards
+// every rank's grads() hold its own share, so their sum is the gradient of the
+// global mean loss. Returns rank 0's loss (every rank has the mean).
+float forward_backward(LayoutTrainer& t, const int32_t* inputs, const int32_t* targets, int sequences) {
+  std::vector<float> loss(static_cast<size_t>(t.ranks()));
+  t.on_ranks([&](int r, RankProgram& p, comm::Communicator& comm) {
+    loss[size_t(r)] =
+        dynamic_cast<ContextRank&>(p).forward_backward(comm, inputs, targets, sequences, /*sync_gradients=*/false);
+  });
+  return loss[0];
+}
+
+// Sums the ranks' gradients (the all-reduce's order) and gives every rank the sum.
+void all_reduce_gradients(LayoutTrainer& t) {
+  if (t.ranks() < 2) return;
+  t.on_ranks([&](int, RankProgram& p, comm::Communicator& comm) {
+    auto& rank = dynamic_cast<ContextRank&>(p);
+    model::Model& m = rank.model();
+    for (const GradBucket& b : gradient_buckets(m.layout())) rank.sync().all_reduce_bucket(comm, m, b);
+  });
+}
+
 struct Case {
   int P;
   const char* split;
@@ -64,7 +88,7 @@ class EqualsSingleDevice : public ::testing::TestWithParam<Case> {};
 TEST_P(EqualsSingleDevice, LossGradientsAndParametersOverSteps) {
   const Case c = GetParam();
   const Scenario s = tiny(c.P, c.split, c.exchange);
-  ContextTrainer cp(s);
+  LayoutTrainer cp(s);
   model::Model ref(s.model, s.training.seed);
   model::LocalAttention local;
   optim::AdamW ref_opt(ref.layout(), optim::optimizer_config_from(s.training));
@@ -79,11 +103,11 @@ TEST_P(EqualsSingleDevice, LossGradientsAndParametersOverSteps) {
 
     // Expected: the same mean loss and, after the all-reduce, the same gradient
     // on every replica, to fp32 rounding (relative 1e-5).
-    const float loss = cp.forward_backward(b.inputs.data(), b.targets.data(), s.training.batch_size);
+    const float loss = forward_backward(cp, b.inputs.data(), b.targets.data(), s.training.batch_size);
     EXPECT_NEAR(loss, ref_loss, 1e-5 * std::fabs(ref_loss)) << "step " << step;
-    cp.all_reduce_gradients();
+    all_reduce_gradients(cp);
     for (int r = 0; r < c.P; ++r)
-      EXPECT_LT(rel_diff(cp.replica(r).grads(), ref.grads(), count), 1e-5) << "rank " << r << " step " << step;
+      EXPECT_LT(rel_diff(cp.model(r).grads(), ref.grads(), count), 1e-5) << "rank " << r << " step " << step;
 
     // A whole training step recomputes the same loss, then every replica takes
     // the same AdamW step as the single-device model.
@@ -92,8 +116,8 @@ TEST_P(EqualsSingleDevice, LossGradientsAndParametersOverSteps) {
     EXPECT_NEAR(rec.loss, ref_loss, 1e-5 * std::fabs(ref_loss));
     EXPECT_TRUE(rec.weight_sync);
     for (int r = 0; r < c.P; ++r) {
-      EXPECT_LT(rel_diff(cp.replica(r).params(), ref.params(), count), 1e-5) << "rank " << r;
-      EXPECT_EQ(std::memcmp(cp.replica(r).params(), cp.replica(0).params(), size_t(count) * sizeof(float)), 0)
+      EXPECT_LT(rel_diff(cp.model(r).params(), ref.params(), count), 1e-5) << "rank " << r;
+      EXPECT_EQ(std::memcmp(cp.model(r).params(), cp.model(0).params(), size_t(count) * sizeof(float)), 0)
           << "replica " << r << " differs from replica 0 after the all-reduce";
     }
   }

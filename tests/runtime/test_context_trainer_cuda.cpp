@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "kernels/device.h"
 #include "runtime/compress/make_codec.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
 #include "tests/kernels/reference.h"
@@ -59,7 +59,7 @@ TEST_P(TrainerCudaVsCpu, StepsAgree) {
   if (!kernels::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const Case& c = GetParam();
   const Scenario sc = small("cpu", c.sets), sg = small("cuda", c.sets);
-  ContextTrainer cpu(sc), gpu(sg);
+  LayoutTrainer cpu(sc), gpu(sg);
   ASSERT_EQ(gpu.backend().device, kernels::Device::cuda);
   for (int step = 0; step < sc.training.steps; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
@@ -79,7 +79,7 @@ TEST_P(TrainerCudaVsCpu, StepsAgree) {
   EXPECT_NEAR(eval_g, eval_c, 1e-4 * std::fabs(eval_c));
   // Every replica moved the same way on both backends.
   for (int r = 0; r < cpu.ranks(); ++r) {
-    const std::vector<float> pc = cpu.replica(r).params_to_host(), pg = gpu.replica(r).params_to_host();
+    const std::vector<float> pc = cpu.model(r).params_to_host(), pg = gpu.model(r).params_to_host();
     EXPECT_LT(kernels::test::rel_error(pg, pc), 1e-4) << "rank " << r;
   }
 }
@@ -110,21 +110,21 @@ TEST(TrainerCudaResume, RestoredGpuTrainerContinuesTheRun) {
                                     "compression.k_ratio=0.75", "compression.v_ratio=0.5",
                                     "compression.warmup_steps=1", "compression.weight_sync=sparse",
                                     "compression.sync_fraction=0.2", "compression.sync_every=2"});
-  auto run = [&](ContextTrainer& t, int from, int to, std::vector<double>* losses) {
+  auto run = [&](LayoutTrainer& t, int from, int to, std::vector<double>* losses) {
     for (int step = from; step < to; ++step) {
       const auto in = tokens(s, step, 0), tg = tokens(s, step, 1);
       const double loss = t.train_step(step, in.data(), tg.data(), s.training.batch_size, false).loss;
       if (losses) losses->push_back(loss);
     }
   };
-  ContextTrainer straight(s);
+  LayoutTrainer straight(s);
   std::vector<double> expected;
   run(straight, 0, 6, &expected);
-  ContextTrainer first(s);
+  LayoutTrainer first(s);
   run(first, 0, 3, nullptr);
   std::stringstream state;
   first.save_state(state);
-  ContextTrainer resumed(s);
+  LayoutTrainer resumed(s);
   resumed.load_state(state);
   EXPECT_EQ(state.peek(), std::char_traits<char>::eof()) << "load_state left bytes unread";
   std::vector<double> got;
@@ -132,8 +132,8 @@ TEST(TrainerCudaResume, RestoredGpuTrainerContinuesTheRun) {
   for (size_t k = 0; k < got.size(); ++k)
     EXPECT_NEAR(got[k], expected[k + 3], 1e-5 * std::fabs(expected[k + 3])) << "step " << k + 3;
   for (int r = 0; r < 2; ++r)
-    EXPECT_LT(kernels::test::rel_error(resumed.replica(r).params_to_host(),
-                                       straight.replica(r).params_to_host()),
+    EXPECT_LT(kernels::test::rel_error(resumed.model(r).params_to_host(),
+                                       straight.model(r).params_to_host()),
               1e-5)
         << "rank " << r;
 }
@@ -143,7 +143,7 @@ TEST(TrainerBackend, CudaWithoutAGpuNamesTheKey) {
   if (kernels::cuda_available(&why)) GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
   const Scenario s = small("cuda", {"parallel.context=2"});
   try {
-    ContextTrainer t(s);
+    LayoutTrainer t(s);
     FAIL() << "a cuda trainer was built without a GPU";
   } catch (const InputError& e) {
     EXPECT_EQ(e.place(), "training.backend") << e.what();

@@ -19,7 +19,7 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/estimate.h"
 #include "runtime/parallel/context_schedule.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"
 #include "tests/runtime/test_graph_support.h"
@@ -48,7 +48,7 @@ class RecordedGraph : public ::testing::TestWithParam<std::vector<std::string>> 
 
 TEST_P(RecordedGraph, MatchesTheScheduleTransferForTransfer) {
   const Scenario s = small(GetParam());
-  ContextTrainer cp(s);
+  LayoutTrainer cp(s);
   const std::vector<int32_t> in = tokens(s);
   for (int step = 0; step < 2; ++step) {  // with a sparse sync every 2 steps: one without, one with
     const StepRecord rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size);
@@ -91,7 +91,7 @@ class ProfileTimedGraph : public ::testing::TestWithParam<std::vector<std::strin
 // recorded steps replay to.
 TEST_P(ProfileTimedGraph, IsTheEstimatesGraphTaskForTask) {
   const Scenario s = small(GetParam());
-  ContextTrainer cp(s, ComputeTiming::profile);
+  LayoutTrainer cp(s, ComputeTiming::profile);
   const std::vector<int32_t> in = tokens(s);
   const int period = s.compression.weight_sync == WeightSync::sparse ? s.compression.sync_every : 1;
   double replayed = 0;
@@ -129,7 +129,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(RecordedGraph, ProfileTimingTakesTheDeviceProfilesSeconds) {
   const Scenario s = small({"parallel.context=4"});
-  ContextTrainer cp(s, ComputeTiming::profile);
+  LayoutTrainer cp(s, ComputeTiming::profile);
   const std::vector<int32_t> in = tokens(s);
   const StepRecord rec = cp.train_step(0, in.data(), in.data(), s.training.batch_size);
   const sim::StepGraph expected = build_context_parallel_step(s, true);
@@ -145,13 +145,13 @@ TEST(RecordedGraph, ProfileTimingTakesTheDeviceProfilesSeconds) {
 TEST(SparseSync, FullFractionMakesReplicasEqualOnSyncSteps) {
   const Scenario s = small({"parallel.context=4", "compression.weight_sync=sparse", "compression.sync_every=2",
                             "compression.sync_fraction=1"});
-  ContextTrainer cp(s);
+  LayoutTrainer cp(s);
   const std::vector<int32_t> in = tokens(s);
-  const size_t bytes = size_t(cp.replica(0).param_count()) * sizeof(float);
+  const size_t bytes = size_t(cp.model(0).param_count()) * sizeof(float);
   cp.train_step(0, in.data(), in.data(), s.training.batch_size, false);
-  EXPECT_NE(std::memcmp(cp.replica(1).params(), cp.replica(0).params(), bytes), 0);
+  EXPECT_NE(std::memcmp(cp.model(1).params(), cp.model(0).params(), bytes), 0);
   cp.train_step(1, in.data(), in.data(), s.training.batch_size, false);
-  for (int r = 1; r < 4; ++r) EXPECT_EQ(std::memcmp(cp.replica(r).params(), cp.replica(0).params(), bytes), 0);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(std::memcmp(cp.model(r).params(), cp.model(0).params(), bytes), 0);
 }
 
 }  // namespace

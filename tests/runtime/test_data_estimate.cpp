@@ -1,5 +1,5 @@
 // `estimate` for data parallelism: the graph it builds from the shapes
-// (build_data_parallel) against the graph a real DataTrainer step records,
+// (build_data_parallel) against the graph a real LayoutTrainer step records,
 // transfer for transfer and task for task, for synchronous all-reduce replicas,
 // SparseLoCo and DiLoCo at a sync step and between, and the heterogeneous
 // layout of scenarios/hetero-sparseloco-small.json; the outer sync's time on an
@@ -14,7 +14,7 @@
 #include "runtime/data_estimate.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/parallel/data_graph.h"
-#include "runtime/parallel/data_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/chunks.h"
 #include "runtime/sync/pack.h"
@@ -49,7 +49,7 @@ Scenario replicas(int R, int P, int C, DataSyncMethod method, int H, std::vector
 // Steps 0 .. steps-1 of a real trainer on fixed batches; each step's recorded
 // graph against the estimate's for a step with (or without) the outer sync.
 void expect_recorded_is_estimated(const Scenario& s, int steps) {
-  DataTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   const int64_t n = s.training.batch_size * s.model.seq_len;
   std::vector<int32_t> inputs, targets;
   for (int64_t i = 0; i < n; ++i) inputs.push_back(int32_t(i * 7 % s.model.vocab)), targets.push_back(int32_t(i % s.model.vocab));

@@ -16,7 +16,7 @@
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/subspace_constraint.h"
 #include "runtime/parallel/data_parts.h"
-#include "runtime/parallel/data_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"
 
@@ -50,9 +50,9 @@ Scenario hetero(std::vector<ReplicaConfig> replicas, DataSyncMethod method, int 
 
 ReplicaConfig shape(int P, int C = 1, bool compress = false) { return ReplicaConfig{P, C, {}, compress}; }
 
-std::vector<float> params_of(DataTrainer& t, int rank) { return t.rank(rank).model().params_to_host(); }
+std::vector<float> params_of(LayoutTrainer& t, int rank) { return t.rank(rank).model().params_to_host(); }
 
-StepRecord step(DataTrainer& t, const Scenario& s, int k, bool record = false) {
+StepRecord step(LayoutTrainer& t, const Scenario& s, int k, bool record = false) {
   const TestBatch b = make_batch(s, k);
   return t.train_step(k, b.inputs.data(), b.targets.data(), s.training.batch_size, record);
 }
@@ -120,11 +120,11 @@ TEST(DataParts, APartIsAContiguousRunOfEveryHoldersBuffer) {
 // of each shape, stepped alone and averaged by hand.
 TEST(HeteroReplicas, DilocoWithOneInnerStepAveragesEveryPart) {
   const Scenario s = hetero({shape(1), shape(2)}, DataSyncMethod::diloco, 1);
-  DataTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   ASSERT_EQ(t.ranks(), 3);
   ASSERT_EQ(t.parts().size(), 2u);
-  DataTrainer whole(t.replica_scenario(0), ComputeTiming::profile);
-  DataTrainer staged(t.replica_scenario(1), ComputeTiming::profile);
+  LayoutTrainer whole(t.replica_scenario(0), ComputeTiming::profile);
+  LayoutTrainer staged(t.replica_scenario(1), ComputeTiming::profile);
   const int per = s.training.batch_size / 2;
   const int64_t rows = int64_t(per) * s.model.seq_len;
   for (int k = 0; k < 3; ++k) {
@@ -154,7 +154,7 @@ struct Holder {
   int rank;
   int64_t offset;
 };
-std::vector<Holder> holders(DataTrainer& t, const ModelPart& part) {
+std::vector<Holder> holders(LayoutTrainer& t, const ModelPart& part) {
   std::vector<Holder> out;
   for (int r = 0; r < t.ranks(); ++r) {
     const model::ParamLayout& L = t.rank(r).model().layout();
@@ -168,7 +168,7 @@ std::vector<Holder> holders(DataTrainer& t, const ModelPart& part) {
 // pseudo-gradients travel only between holders of the same part.
 TEST(HeteroReplicas, SparselocoHoldersOfAPartMeetBitIdentically) {
   const Scenario s = hetero({shape(1), shape(2), shape(4)}, DataSyncMethod::sparseloco, 2);
-  DataTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   ASSERT_EQ(t.parts().size(), 4u);
   for (int k = 0; k < 4; ++k) {
     const StepRecord rec = step(t, s, k, /*record=*/true);
@@ -206,7 +206,7 @@ TEST(HeteroReplicas, SparselocoHoldersOfAPartMeetBitIdentically) {
 // with context rank c of the others, and every copy of a part meets.
 TEST(HeteroReplicas, ContextRanksSyncWithTheirPeers) {
   const Scenario s = hetero({shape(1, 2), shape(2, 2)}, DataSyncMethod::sparseloco, 1);
-  DataTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   step(t, s, 0);
   for (const ModelPart& part : t.parts()) {
     const std::vector<Holder> hs = holders(t, part);
@@ -225,7 +225,7 @@ TEST(HeteroReplicas, ContextRanksSyncWithTheirPeers) {
 TEST(HeteroReplicas, ResumesBitIdenticallyBetweenOuterSteps) {
   Scenario s = hetero({shape(1), shape(2, 1, true)}, DataSyncMethod::sparseloco, 2);
   s = with_boundary(s, BoundaryMethod::subspace, 8);
-  expect_resumes_bit_identically<DataTrainer>(s, 3, 5);
+  expect_resumes_bit_identically<LayoutTrainer>(s, 3, 5);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/subspace_constraint.h"
-#include "runtime/parallel/data_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/parallel/pipeline_rank.h"
 #include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"
@@ -42,8 +42,8 @@ Scenario mixed(DataSyncMethod method) {
   return s;
 }
 
-std::vector<float> params_of(DataTrainer& t, int rank) { return t.rank(rank).model().params_to_host(); }
-const float* tensor(const std::vector<float>& p, DataTrainer& t, int rank, const std::string& name) {
+std::vector<float> params_of(LayoutTrainer& t, int rank) { return t.rank(rank).model().params_to_host(); }
+const float* tensor(const std::vector<float>& p, LayoutTrainer& t, int rank, const std::string& name) {
   return p.data() + t.rank(rank).model().layout().find(name).offset;
 }
 
@@ -63,7 +63,7 @@ std::vector<double> projected(const std::vector<float>& U, int d, int k, const f
 // E + E_fixed is the others' learnable embedding, bit for bit.
 TEST(SelectiveCompression, EveryReplicaStartsAsOneFunction) {
   const Scenario s = mixed(DataSyncMethod::sparseloco);
-  DataTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   const Scenario one = t.replica_scenario(1);
   const std::vector<float> fixed = compress::fixed_embedding(s.model.vocab, s.model.d_model, compress::boundary_seed(one));
   const std::vector<float> p0 = params_of(t, 0), p1 = params_of(t, 1), p3 = params_of(t, 3);
@@ -83,7 +83,7 @@ TEST(SelectiveCompression, EveryReplicaStartsAsOneFunction) {
 TEST(SelectiveCompression, CodecLineGroupsTheReplicas) {
   Scenario s = mixed(DataSyncMethod::sparseloco);
   s.parallel.replicas[2].compress_boundaries = true;
-  EXPECT_EQ(DataTrainer(s, ComputeTiming::profile).compressed_traffic().codec,
+  EXPECT_EQ(LayoutTrainer(s, ComputeTiming::profile).compressed_traffic().codec,
             "replica 0: none (uncompressed K/V); replicas 1, 2: subspace (rank 8 of 32, exact under the subspace "
             "constraint)");
 }
@@ -91,7 +91,7 @@ TEST(SelectiveCompression, CodecLineGroupsTheReplicas) {
 TEST(SelectiveCompression, OuterStepKeepsTheCompressingReplicaInsideItsSubspace) {
   for (DataSyncMethod method : {DataSyncMethod::diloco, DataSyncMethod::sparseloco}) {
     const Scenario s = mixed(method);
-    DataTrainer t(s, ComputeTiming::profile);
+    LayoutTrainer t(s, ComputeTiming::profile);
     const int per = s.training.batch_size / 3;
     const double rows = double(per) * double(s.model.seq_len), el = s.model.bytes_per_element;
     for (int k = 0; k < 2; ++k) {
@@ -139,7 +139,7 @@ TEST(SelectiveCompression, OuterStepKeepsTheCompressingReplicaInsideItsSubspace)
 
 std::string error_of(const Scenario& s) {
   try {
-    DataTrainer t(s, ComputeTiming::profile);
+    LayoutTrainer t(s, ComputeTiming::profile);
   } catch (const InputError& e) {
     return e.what();
   }

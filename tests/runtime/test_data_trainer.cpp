@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/parallel/data_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "sim/collectives.h"
 #include "sim/replay.h"
 #include "tests/runtime/test_numeric_support.h"
@@ -44,17 +44,15 @@ struct Trained {
   std::vector<double> losses;
   std::vector<std::vector<float>> params;  // per rank
 };
-// data: through DataTrainer (any replica count, one included), else the layout's own trainer.
-Trained train(const Scenario& s, int steps, bool data) {
-  std::unique_ptr<Trainer> t = data ? std::make_unique<DataTrainer>(s, ComputeTiming::profile)
-                                    : make_trainer(s, ComputeTiming::profile, nullptr);
+// Through the trainer of every layout (any replica count, one included).
+Trained train(const Scenario& s, int steps) {
+  LayoutTrainer t(s, ComputeTiming::profile);
   Trained out;
   for (int k = 0; k < steps; ++k) {
     const TestBatch b = make_batch(s, k);
-    out.losses.push_back(t->train_step(k, b.inputs.data(), b.targets.data(), s.training.batch_size, false).loss);
+    out.losses.push_back(t.train_step(k, b.inputs.data(), b.targets.data(), s.training.batch_size, false).loss);
   }
-  if (auto* d = dynamic_cast<DataTrainer*>(t.get()))
-    for (int r = 0; r < d->ranks(); ++r) out.params.push_back(d->rank(r).model().params_to_host());
+  for (int r = 0; r < t.ranks(); ++r) out.params.push_back(t.rank(r).model().params_to_host());
   return out;
 }
 
@@ -67,18 +65,17 @@ class SyncDataEqualsOneReplica : public ::testing::TestWithParam<Case> {};
 TEST_P(SyncDataEqualsOneReplica, LossesAndParameters) {
   const Case& c = GetParam();
   const Scenario one = one_replica(c.P, c.C, c.M);
-  const Trained reference = train(one, 3, false);
-  // The reference's parameters: a one-replica DataTrainer is the same layout, bit for bit.
-  const Trained single = train(one, 3, true);
-  ASSERT_EQ(single.losses, reference.losses) << "one replica is the layout itself";
-  const Trained data = train(replicated(one, c.R), 3, true);
+  // One replica is the layout itself (its numbers are the separate trainers' of
+  // before, bit for bit: scripts/experiments/trainer-bit-identity.sh).
+  const Trained reference = train(one, 3);
+  const Trained data = train(replicated(one, c.R), 3);
   for (int k = 0; k < 3; ++k)
     EXPECT_NEAR(data.losses[size_t(k)], reference.losses[size_t(k)], 1e-5 * std::abs(reference.losses[size_t(k)]))
         << "step " << k;
-  const size_t per_replica = single.params.size();
+  const size_t per_replica = reference.params.size();
   ASSERT_EQ(data.params.size(), per_replica * size_t(c.R));
   for (size_t r = 0; r < data.params.size(); ++r) {
-    const std::vector<float>& want = single.params[r % per_replica];
+    const std::vector<float>& want = reference.params[r % per_replica];
     ASSERT_EQ(data.params[r].size(), want.size());
     EXPECT_LT(rel_diff(data.params[r].data(), want.data(), int64_t(want.size())), 1e-5) << "rank " << r;
   }
@@ -97,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, SyncDataEqualsOneReplica,
 // holding the same part (replica-major ranks: r and r ± ranks per replica).
 TEST(SyncData, GradientSumsGoBetweenTheSamePartsOfReplicas) {
   const Scenario s = replicated(one_replica(2, 1, 2), 2);
-  DataTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   const TestBatch b = make_batch(s, 0);
   const StepRecord rec = t.train_step(0, b.inputs.data(), b.targets.data(), s.training.batch_size);
   int syncs = 0;
@@ -114,7 +111,7 @@ TEST(SyncData, GradientSumsGoBetweenTheSamePartsOfReplicas) {
 
 TEST(SyncData, ResumesBitIdentically) {
   const Scenario s = replicated(one_replica(1, 2), 2);
-  expect_resumes_bit_identically<DataTrainer>(s, 2, 4);
+  expect_resumes_bit_identically<LayoutTrainer>(s, 2, 4);
 }
 
 Scenario local(Scenario s, DataSyncMethod method, int H) {
@@ -125,7 +122,7 @@ Scenario local(Scenario s, DataSyncMethod method, int H) {
   return s;
 }
 
-std::vector<float> params_of(DataTrainer& t, int rank) { return t.rank(rank).model().params_to_host(); }
+std::vector<float> params_of(LayoutTrainer& t, int rank) { return t.rank(rank).model().params_to_host(); }
 
 // DiLoCo with H = 1, outer lr 1 and no momentum: θ_{t+1} = θ_t − mean_r(θ_t − θ_r)
 // = mean_r(θ_r), where θ_r is replica r's parameters after its own AdamW step on
@@ -138,11 +135,11 @@ TEST(LocalSteps, DilocoWithOneInnerStepAveragesTheReplicasParameters) {
   const int R = 2, steps = 3;
   const Scenario base = one_replica(1, 2);
   const Scenario s = local(replicated(base, R), DataSyncMethod::diloco, 1);
-  DataTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   Scenario alone = base;
   alone.training.batch_size /= R;
-  std::vector<std::unique_ptr<DataTrainer>> refs;
-  for (int q = 0; q < R; ++q) refs.push_back(std::make_unique<DataTrainer>(alone, ComputeTiming::profile));
+  std::vector<std::unique_ptr<LayoutTrainer>> refs;
+  for (int q = 0; q < R; ++q) refs.push_back(std::make_unique<LayoutTrainer>(alone, ComputeTiming::profile));
   const int64_t per = int64_t(alone.training.batch_size) * s.model.seq_len;
   for (int k = 0; k < steps; ++k) {
     const TestBatch b = make_batch(s, k);
@@ -172,7 +169,7 @@ TEST(LocalSteps, DilocoWithOneInnerStepAveragesTheReplicasParameters) {
 TEST(LocalSteps, SparselocoReplicasMeetAfterEachOuterStep) {
   const int R = 2;
   const Scenario s = local(replicated(one_replica(2, 1, 2), R), DataSyncMethod::sparseloco, 2);
-  DataTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   const int per_replica = t.ranks() / R;
   for (int k = 0; k < 4; ++k) {
     const TestBatch b = make_batch(s, k);
@@ -204,7 +201,7 @@ TEST(LocalSteps, RelayExchangeTrainsBitForBitAsTheAllGather) {
   relay.parallel.data_sync.exchange = DataSyncExchange::relay;
   relay.parallel.data_sync.relay_node = 7;
   relay.network.node_links.push_back(sim::NodeLink{7, sim::Link{10e9 / 8, 1e-3}});
-  DataTrainer a(ring, ComputeTiming::profile), b(relay, ComputeTiming::profile);
+  LayoutTrainer a(ring, ComputeTiming::profile), b(relay, ComputeTiming::profile);
   for (int k = 0; k < 4; ++k) {
     SCOPED_TRACE("step " + std::to_string(k));
     const TestBatch batch = make_batch(ring, k);
@@ -236,13 +233,13 @@ TEST(LocalSteps, RelayExchangeTrainsBitForBitAsTheAllGather) {
 
 TEST(LocalSteps, ResumesBitIdenticallyBetweenOuterSteps) {
   const Scenario s = local(replicated(one_replica(1, 1), 2), DataSyncMethod::sparseloco, 2);
-  expect_resumes_bit_identically<DataTrainer>(s, 3, 5);
+  expect_resumes_bit_identically<LayoutTrainer>(s, 3, 5);
 }
 
 TEST(SyncData, BadLayoutsNameTheirKey) {
   auto key_of = [](const Scenario& s) {
     try {
-      DataTrainer t(s, ComputeTiming::profile);
+      LayoutTrainer t(s, ComputeTiming::profile);
     } catch (const InputError& e) {
       return std::string(e.what());
     }

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "runtime/parallel/context_schedule.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"
@@ -91,7 +91,7 @@ using test_support::transfers;
 TEST(Layout, ATrainedStepRunsOnThePlacedNodes) {
   const Scenario placed =
       small({"parallel.context=3", "parallel.placement=[4,0,2]", "parallel.split=contiguous", "model.seq_len=48"});
-  ContextTrainer cp(placed, ComputeTiming::profile);
+  LayoutTrainer cp(placed, ComputeTiming::profile);
   std::vector<int32_t> tokens(size_t(placed.model.seq_len));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i * 7 % 256);
   const StepRecord rec = cp.train_step(0, tokens.data(), tokens.data(), 1);

@@ -1,4 +1,4 @@
-// MoS inside the context-parallel trainer (runtime/parallel/context_trainer.h):
+// MoS inside the context-parallel trainer (runtime/parallel/layout_trainer.h):
 // with r = head_dim the compressed run equals the uncompressed one, and at a low
 // rank the recorded K/V bytes are the codec's closed form.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "runtime/compress/make_codec.h"
 #include "runtime/compress/mos_codec.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 
 namespace lowband::compress {
@@ -33,7 +33,7 @@ std::vector<int32_t> tokens(const Scenario& s, int step) {
 }
 
 std::vector<float> losses(const Scenario& s, int steps) {
-  parallel::ContextTrainer cp(s);
+  parallel::LayoutTrainer cp(s);
   std::vector<float> out;
   for (int step = 0; step < steps; ++step) {
     const auto in = tokens(s, step);

@@ -17,7 +17,7 @@
 
 #include "common/error.h"
 #include "runtime/compress/boundary_codec.h"
-#include "runtime/parallel/pipeline_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"
 
@@ -49,7 +49,7 @@ TEST_P(PipelineContextEqualsSingleDevice, LossAndGradients) {
   s.parallel.split = c.split;
   const TestBatch b = make_batch(s, 0);
   const Reference ref = reference(s, b);
-  PipelineTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   ASSERT_EQ(t.ranks(), c.P * c.C);
   const StepRecord rec = t.train_step(0, b.inputs.data(), b.targets.data(), s.training.batch_size);
   EXPECT_NEAR(rec.loss, ref.loss, 1e-5 * std::abs(ref.loss));
@@ -78,7 +78,7 @@ TEST(PipelineContext, TrainsLikeThePipelineAlone) {
   double evaluated[2];
   for (int i = 0; i < 2; ++i) {
     const Scenario s = tiny_pipeline_context(2, i == 0 ? 1 : 2, 2, PipelineSchedule::one_f_one_b);
-    PipelineTrainer t(s, ComputeTiming::profile);
+    LayoutTrainer t(s, ComputeTiming::profile);
     const TestBatch b = make_batch(s, 0);
     for (int k = 0; k < 3; ++k)
       losses[i].push_back(t.train_step(k, b.inputs.data(), b.targets.data(), s.training.batch_size, false).loss);
@@ -97,7 +97,7 @@ TEST(PipelineContext, RecordedGraphKeepsEachExchangeInItsGroup) {
   const int P = 2, C = 2, M = 2;
   Scenario s = tiny_pipeline_context(P, C, M, PipelineSchedule::one_f_one_b);
   s = with_boundary(s, BoundaryMethod::subspace, 8);
-  PipelineTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   const TestBatch b = make_batch(s, 0);
   const StepRecord rec = t.train_step(0, b.inputs.data(), b.targets.data(), s.training.batch_size);
   const double rows = double(s.training.batch_size / M) * double(s.model.seq_len / C);
@@ -139,7 +139,7 @@ TEST(PipelineContext, CompressedTrainsAndResumesBitIdentically) {
   s.compression.method = CompressionMethod::mos;
   s.compression.k_rank_set = 2, s.compression.v_rank_set = 4;
   s.compression.warmup_steps = 1;
-  PipelineTrainer straight(s, ComputeTiming::profile);
+  LayoutTrainer straight(s, ComputeTiming::profile);
   for (double l : step_losses(straight, s, 0, 4)) EXPECT_TRUE(std::isfinite(l));
   ASSERT_NE(straight.rank(0).context(), nullptr);
   compress::KvCodec& codec0 = straight.rank(0).context()->codec();
@@ -151,14 +151,14 @@ TEST(PipelineContext, CompressedTrainsAndResumesBitIdentically) {
               std::vector<float>(codec0.params(), codec0.params() + codec0.param_count()))
         << "rank " << r;
   }
-  expect_resumes_bit_identically<PipelineTrainer>(s, 2, 4);
+  expect_resumes_bit_identically<LayoutTrainer>(s, 2, 4);
 }
 
 TEST(PipelineContext, RefusesSparseWeightSync) {
   Scenario s = tiny_pipeline_context(2, 2, 2, PipelineSchedule::one_f_one_b);
   s.compression.weight_sync = WeightSync::sparse;
   try {
-    PipelineTrainer t(s, ComputeTiming::profile);
+    LayoutTrainer t(s, ComputeTiming::profile);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("compression.weight_sync"), std::string::npos) << e.what();

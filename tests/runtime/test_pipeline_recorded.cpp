@@ -1,12 +1,12 @@
 // The estimate's pipeline graph (built from shapes) against the graph a real
-// in-process pipeline step records (PipelineTrainer, compute seconds from the
+// in-process pipeline step records (LayoutTrainer, compute seconds from the
 // device profile): the same tasks, task for task — ranks, peers, bytes, seconds,
 // kinds and dependencies — for both schedules, 2 and 4 stages, 1 and 4
 // microbatches, dense and subspace boundaries.
 #include <gtest/gtest.h>
 
 #include "runtime/parallel/pipeline_graph.h"
-#include "runtime/parallel/pipeline_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"
 
@@ -14,7 +14,7 @@ namespace lowband {
 namespace {
 
 // The graph a real step records on a fixed batch (every target valid).
-sim::StepGraph recorded_step(parallel::PipelineTrainer& trainer, const Scenario& s) {
+sim::StepGraph recorded_step(parallel::LayoutTrainer& trainer, const Scenario& s) {
   const int64_t n = s.training.batch_size * s.model.seq_len;
   std::vector<int32_t> inputs, targets;
   for (int64_t i = 0; i < n; ++i) {
@@ -46,7 +46,7 @@ TEST(PipelineRecorded, EstimateGraphIsTheRecordedGraph) {
                        (schedule == PipelineSchedule::gpipe ? " gpipe" : " 1f1b") +
                        (boundary == BoundaryMethod::none ? " dense" : " subspace"));
           const Scenario s = tiny_pipeline(P, M, schedule, boundary);
-          parallel::PipelineTrainer trainer(s, parallel::ComputeTiming::profile);
+          parallel::LayoutTrainer trainer(s, parallel::ComputeTiming::profile);
           const sim::StepGraph recorded = recorded_step(trainer, s);
           const sim::StepGraph built = parallel::build_pipeline_parallel(s).graph;
           ASSERT_EQ(built.tasks().size(), recorded.tasks().size());
@@ -64,7 +64,7 @@ TEST(PipelineRecorded, EstimateGraphIsTheRecordedGraph) {
 }
 
 // Stages of C context ranks: the estimate's graph (pipeline_context_program.h)
-// against a recorded PipelineTrainer step, task for task, with the K/V exchange,
+// against a recorded LayoutTrainer step, task for task, with the K/V exchange,
 // the stage's gradient buckets and (MoS) the codec's collectives.
 TEST(PipelineRecorded, ContextRanksEstimateGraphIsTheRecordedGraph) {
   struct Case {
@@ -92,7 +92,7 @@ TEST(PipelineRecorded, ContextRanksEstimateGraphIsTheRecordedGraph) {
     s.parallel.schedule = c.schedule;
     SCOPED_TRACE(std::to_string(c.P) + "x" + std::to_string(c.C) + " M=" + std::to_string(c.M) +
                  (c.sets.empty() ? "" : " " + c.sets.front()));
-    parallel::PipelineTrainer trainer(s, parallel::ComputeTiming::profile);
+    parallel::LayoutTrainer trainer(s, parallel::ComputeTiming::profile);
     const sim::StepGraph recorded = recorded_step(trainer, s);
     test_support::expect_same_tasks(parallel::build_pipeline_parallel(s).graph, recorded);
   }

@@ -10,7 +10,7 @@
 
 #include "kernels/backend.h"
 #include "runtime/model/model.h"
-#include "runtime/parallel/pipeline_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_numeric_support.h"
 
@@ -75,7 +75,7 @@ inline Reference reference(const Scenario& s, const TestBatch& b) {
 
 // Every rank's gradients (with context ranks: after the step's context
 // all-reduce, the whole stage's) against the reference's tensors of the same names.
-inline void expect_gradients_match(PipelineTrainer& t, const Reference& ref, double tol) {
+inline void expect_gradients_match(LayoutTrainer& t, const Reference& ref, double tol) {
   for (int r = 0; r < t.ranks(); ++r) {
     model::Model& m = t.rank(r).model();
     for (const model::TensorInfo& ti : m.layout().tensors()) {

@@ -14,7 +14,7 @@
 
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/model/model.h"
-#include "runtime/parallel/pipeline_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"
@@ -38,13 +38,13 @@ TEST_P(PipelineEqualsSingleDevice, LossAndGradients) {
   const Scenario s = tiny_pipeline(c.P, c.M, c.schedule, c.stage_layers);
   const TestBatch b = make_batch(s, 0);
   const Reference ref = reference(s, b);
-  PipelineTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   const StepRecord rec = t.train_step(0, b.inputs.data(), b.targets.data(), s.training.batch_size);
   EXPECT_NEAR(rec.loss, ref.loss, 1e-5 * std::abs(ref.loss));
   expect_gradients_match(t, ref, 1e-5);
   // The stages' parameters together are the whole model's.
   int64_t total = 0;
-  for (int st = 0; st < c.P; ++st) total += t.stage(st).model().param_count();
+  for (int st = 0; st < c.P; ++st) total += t.rank(st).model().param_count();
   EXPECT_EQ(total, ref.model->param_count());
 }
 
@@ -68,13 +68,13 @@ TEST(Pipeline, SchedulesTrainIdentically) {
   std::vector<float> params[2];
   for (int i = 0; i < 2; ++i) {
     const Scenario s = tiny_pipeline(4, 4, i == 0 ? PipelineSchedule::gpipe : PipelineSchedule::one_f_one_b);
-    PipelineTrainer t(s, ComputeTiming::profile);
+    LayoutTrainer t(s, ComputeTiming::profile);
     for (int k = 0; k < 2; ++k) {
       const TestBatch b = make_batch(s, k);
       t.train_step(k, b.inputs.data(), b.targets.data(), s.training.batch_size, false);
     }
     for (int st = 0; st < 4; ++st) {
-      const std::vector<float> p = t.stage(st).model().params_to_host();
+      const std::vector<float> p = t.rank(st).model().params_to_host();
       params[i].insert(params[i].end(), p.begin(), p.end());
     }
   }
@@ -86,7 +86,7 @@ TEST(PipelineSubspace, EqualsTheConstrainedSingleDeviceModel) {
     const Scenario s = with_boundary(tiny_pipeline(2, 2, PipelineSchedule::one_f_one_b), BoundaryMethod::subspace, rank);
     const TestBatch b = make_batch(s, 0);
     const Reference ref = reference(s, b);
-    PipelineTrainer t(s, ComputeTiming::profile);
+    LayoutTrainer t(s, ComputeTiming::profile);
     const StepRecord rec = t.train_step(0, b.inputs.data(), b.targets.data(), s.training.batch_size);
     EXPECT_NEAR(rec.loss, ref.loss, 1e-5 * std::abs(ref.loss)) << "k = " << rank;
     expect_gradients_match(t, ref, 1e-4);
@@ -95,12 +95,12 @@ TEST(PipelineSubspace, EqualsTheConstrainedSingleDeviceModel) {
 
 TEST(PipelineSubspace, BoundaryIsRebuiltExactly) {
   const Scenario s = with_boundary(tiny_pipeline(2, 1, PipelineSchedule::gpipe), BoundaryMethod::subspace, 4);
-  PipelineTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   for (int k = 0; k < 3; ++k) {  // also after optimiser steps: the weights stay in span(U)
     const TestBatch b = make_batch(s, k);
     t.train_step(k, b.inputs.data(), b.targets.data(), s.training.batch_size, false);
     const int64_t n = s.training.batch_size * s.model.seq_len * s.model.d_model;
-    EXPECT_LT(rel_diff(t.stage(1).model().input_residual(), t.stage(0).model().output_residual(), n), 1e-6)
+    EXPECT_LT(rel_diff(t.rank(1).model().input_residual(), t.rank(0).model().output_residual(), n), 1e-6)
         << "step " << k;
   }
 }
@@ -108,11 +108,11 @@ TEST(PipelineSubspace, BoundaryIsRebuiltExactly) {
 // A lossy low-rank boundary without the constraint loses what lies outside span(U).
 TEST(PipelineLowrank, LosesTheResidualOutsideTheSubspace) {
   const Scenario s = with_boundary(tiny_pipeline(2, 1, PipelineSchedule::gpipe), BoundaryMethod::lowrank, 4);
-  PipelineTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   const TestBatch b = make_batch(s, 0);
   t.train_step(0, b.inputs.data(), b.targets.data(), s.training.batch_size, false);
   const int64_t n = s.training.batch_size * s.model.seq_len * s.model.d_model;
-  EXPECT_GT(rel_diff(t.stage(1).model().input_residual(), t.stage(0).model().output_residual(), n), 0.5);
+  EXPECT_GT(rel_diff(t.rank(1).model().input_residual(), t.rank(0).model().output_residual(), n), 0.5);
 }
 
 // dL/dθ for a parameter of the first stage (wq of layer 0, unconstrained) reaches
@@ -123,9 +123,9 @@ TEST(PipelineSubspace, GradientThroughTheBoundaryMatchesFiniteDifferences) {
   s.training.lr = 0;  // the step leaves the parameters where they are
   s.training.weight_decay = 0;
   const TestBatch b = make_batch(s, 0);
-  PipelineTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   t.train_step(0, b.inputs.data(), b.targets.data(), s.training.batch_size, false);
-  model::Model& m0 = t.stage(0).model();
+  model::Model& m0 = t.rank(0).model();
   const int64_t wq = m0.layout().find("layers.0.wq").offset;
   const double eps = 1e-2;
   for (int64_t i : {int64_t(0), int64_t(37), int64_t(517)}) {
@@ -148,7 +148,7 @@ TEST(PipelineBytes, BoundaryMessagesHaveTheFormulasSizes) {
     const int M = 2, k = 8;
     const Scenario s = with_boundary(tiny_pipeline(4, M, PipelineSchedule::one_f_one_b), method,
                                      method == BoundaryMethod::none ? 0 : k);
-    PipelineTrainer t(s, ComputeTiming::profile);
+    LayoutTrainer t(s, ComputeTiming::profile);
     const TestBatch b = make_batch(s, 0);
     const StepRecord rec = t.train_step(0, b.inputs.data(), b.targets.data(), s.training.batch_size);
     const double rows = double(s.training.batch_size / M) * double(s.model.seq_len);
@@ -173,7 +173,7 @@ TEST(PipelineBytes, BoundaryMessagesHaveTheFormulasSizes) {
 
 TEST(PipelineState, ResumesBitIdentically) {
   const Scenario s = with_boundary(tiny_pipeline(2, 2, PipelineSchedule::one_f_one_b), BoundaryMethod::subspace, 8);
-  expect_resumes_bit_identically<PipelineTrainer>(s, 2, 4);
+  expect_resumes_bit_identically<LayoutTrainer>(s, 2, 4);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// ContextTrainer::save_state / load_state: a trainer rebuilt from the scenario and
+// LayoutTrainer::save_state / load_state: a trainer rebuilt from the scenario and
 // given the state saved after step c takes steps c.. exactly (bit for bit) like the
 // trainer that never stopped — uncompressed, MoS with the state taken before, at
 // and after the warm-up's end, learned and random rotation, top-k, and sparse
-// weight sync (replicas that differ). A state of another shape is refused.
+// weight sync (replicas that differ). Equal ranks are saved once; a state of
+// another shape is refused.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,7 +13,7 @@
 
 #include "common/binary_io.h"
 #include "runtime/compress/make_codec.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 
 namespace lowband::parallel::test {
@@ -41,13 +42,13 @@ struct StepFigures {
   double loss, grad_norm, lr;
 };
 
-StepFigures step(ContextTrainer& t, const Scenario& s, int k) {
+StepFigures step(LayoutTrainer& t, const Scenario& s, int k) {
   const auto in = tokens(s, k, 0), tg = tokens(s, k, 1);
   const StepRecord r = t.train_step(k, in.data(), tg.data(), s.training.batch_size, /*record=*/false);
   return {r.loss, r.grad_norm, r.lr};
 }
 
-std::string saved(const ContextTrainer& t) {
+std::string saved(const LayoutTrainer& t) {
   std::ostringstream out;
   t.save_state(out);
   return out.str();
@@ -66,14 +67,14 @@ TEST_P(TrainerState, RestoredTrainerContinuesBitForBit) {
   const Case c = GetParam();
   const Scenario s = tiny(c.sets);
   const int steps = 7;
-  ContextTrainer straight(s, ComputeTiming::profile);
+  LayoutTrainer straight(s, ComputeTiming::profile);
   std::vector<StepFigures> expected;
   for (int k = 0; k < steps; ++k) expected.push_back(step(straight, s, k));
 
-  ContextTrainer first(s, ComputeTiming::profile);
+  LayoutTrainer first(s, ComputeTiming::profile);
   for (int k = 0; k < c.checkpoint_after; ++k) step(first, s, k);
   std::istringstream state(saved(first));
-  ContextTrainer resumed(s, ComputeTiming::profile);
+  LayoutTrainer resumed(s, ComputeTiming::profile);
   resumed.load_state(state);
   EXPECT_EQ(state.peek(), std::char_traits<char>::eof()) << "load_state left bytes unread";
   for (int k = c.checkpoint_after; k < steps; ++k) {
@@ -84,9 +85,9 @@ TEST_P(TrainerState, RestoredTrainerContinuesBitForBit) {
     EXPECT_EQ(std::memcmp(&got.grad_norm, &expected[size_t(k)].grad_norm, sizeof(double)), 0) << "step " << k;
     EXPECT_EQ(got.lr, expected[size_t(k)].lr) << "step " << k;
   }
-  const size_t count = size_t(straight.replica(0).param_count());
+  const size_t count = size_t(straight.model(0).param_count());
   for (int r = 0; r < s.parallel.context; ++r)
-    EXPECT_EQ(std::memcmp(resumed.replica(r).params(), straight.replica(r).params(), count * sizeof(float)), 0)
+    EXPECT_EQ(std::memcmp(resumed.model(r).params(), straight.model(r).params(), count * sizeof(float)), 0)
         << "rank " << r;
   // The saved state itself is reproducible: the resumed trainer now saves what the
   // uninterrupted one does.
@@ -123,36 +124,50 @@ TEST(TrainerStateErrors, SparseReplicasAreSavedApartEqualOnesOnce) {
   // optimisers differ: the state carries each (4 x params, m, v). Under all-reduce
   // they are equal: rank 0's once, the others as references.
   const Scenario sparse = tiny({"parallel.context=4", "compression.weight_sync=sparse", "compression.sync_every=2"});
-  ContextTrainer t(sparse, ComputeTiming::profile);
+  LayoutTrainer t(sparse, ComputeTiming::profile);
   step(t, sparse, 0);
-  const size_t bytes = size_t(t.replica(0).param_count()) * sizeof(float);
-  ASSERT_NE(std::memcmp(t.replica(1).params(), t.replica(0).params(), bytes), 0);
+  const size_t bytes = size_t(t.model(0).param_count()) * sizeof(float);
+  ASSERT_NE(std::memcmp(t.model(1).params(), t.model(0).params(), bytes), 0);
   EXPECT_GT(saved(t).size(), 12 * bytes);
 
   const Scenario dense = tiny({"parallel.context=4"});
-  ContextTrainer all_reduce(dense, ComputeTiming::profile);
+  LayoutTrainer all_reduce(dense, ComputeTiming::profile);
   step(all_reduce, dense, 0);
   EXPECT_GT(saved(all_reduce).size(), 3 * bytes);
   EXPECT_LT(saved(all_reduce).size(), 4 * bytes);
 }
 
+TEST(TrainerStateErrors, EqualRanksOfOtherReplicasAreSavedOnce) {
+  // 2 synchronous replicas of 2 context ranks: all 4 ranks hold the same weights
+  // and moments (no codec state), so the state holds one rank's and 3 references,
+  // as one replica's does.
+  const Scenario one = tiny({"parallel.context=2"}), two = tiny({"parallel.data=2", "parallel.context=2"});
+  LayoutTrainer single(one, ComputeTiming::profile), replicas(two, ComputeTiming::profile);
+  step(single, one, 0);
+  step(replicas, two, 0);
+  const size_t bytes = size_t(replicas.model(0).param_count()) * sizeof(float);
+  EXPECT_GT(saved(replicas).size(), 3 * bytes);
+  EXPECT_LT(saved(replicas).size(), 4 * bytes);
+  EXPECT_LT(saved(replicas).size(), saved(single).size() + 64);
+}
+
 TEST(TrainerStateErrors, AnotherShapeOrATruncatedStateIsRefused) {
   const Scenario s = tiny({});
-  ContextTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   step(t, s, 0);
   const std::string state = saved(t);
 
   const Scenario wider = tiny({"model.ffn_hidden=96"});
-  ContextTrainer other(wider, ComputeTiming::profile);
+  LayoutTrainer other(wider, ComputeTiming::profile);
   std::istringstream in(state);
   EXPECT_THROW(other.load_state(in), binary::BinaryFormatError);
 
   const Scenario mos = tiny({"compression.method=mos", "compression.k_rank=2", "compression.v_rank=4"});
-  ContextTrainer with_mos(mos, ComputeTiming::profile);
+  LayoutTrainer with_mos(mos, ComputeTiming::profile);
   std::istringstream in_mos(state);
   EXPECT_THROW(with_mos.load_state(in_mos), binary::BinaryFormatError);  // another codec
 
-  ContextTrainer same(s, ComputeTiming::profile);
+  LayoutTrainer same(s, ComputeTiming::profile);
   std::istringstream cut(state.substr(0, state.size() / 2));
   EXPECT_THROW(same.load_state(cut), binary::BinaryFormatError);
 }

@@ -19,7 +19,7 @@
 #include "common/binary_io.h"
 #include "common/error.h"
 #include "runtime/parallel/context_schedule.h"
-#include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/parallel/weight_sync.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/pack.h"
@@ -47,13 +47,13 @@ std::vector<int32_t> tokens(const Scenario& s, int k) {
   return out;
 }
 
-StepRecord step(ContextTrainer& t, const Scenario& s, int k, bool record = false) {
+StepRecord step(LayoutTrainer& t, const Scenario& s, int k, bool record = false) {
   const auto in = tokens(s, k), tg = tokens(s, k + 1000);
   return t.train_step(k, in.data(), tg.data(), s.training.batch_size, record);
 }
 
-std::vector<float> params(ContextTrainer& t, int rank) {
-  const model::Model& m = t.replica(rank);
+std::vector<float> params(LayoutTrainer& t, int rank) {
+  const model::Model& m = t.model(rank);
   return std::vector<float>(m.params(), m.params() + m.param_count());
 }
 
@@ -204,7 +204,7 @@ TEST(SparseGradSync, LowrankRecoversALowRankSum) {
 
 // Steps `steps` times; returns every rank's parameters.
 std::vector<std::vector<float>> train(const Scenario& s, int steps) {
-  ContextTrainer t(s, ComputeTiming::profile);
+  LayoutTrainer t(s, ComputeTiming::profile);
   for (int k = 0; k < steps; ++k) step(t, s, k);
   std::vector<std::vector<float>> out;
   for (int r = 0; r < s.parallel.context; ++r) out.push_back(params(t, r));
@@ -293,7 +293,7 @@ TEST_P(SparseVariant, RecordedBytesAreTheFormulaAndTheEstimatesGraph) {
                  s.model.bytes_per_element;
   }
   EXPECT_EQ(weight_sync_wire_bytes(s, layout), formula);
-  ContextTrainer t(s);
+  LayoutTrainer t(s);
   const StepRecord rec = step(t, s, 0, /*record=*/true);
   const auto got = test_support::transfers(rec.graph);
   EXPECT_EQ(got, test_support::transfers(build_context_parallel_step(s, rec.weight_sync)));
@@ -310,12 +310,12 @@ TEST_P(SparseVariant, RecordedBytesAreTheFormulaAndTheEstimatesGraph) {
 TEST_P(SparseVariant, RestoredTrainerContinuesBitForBit) {
   const Scenario s = small(GetParam());
   const auto straight = train(s, 5);
-  ContextTrainer first(s, ComputeTiming::profile);
+  LayoutTrainer first(s, ComputeTiming::profile);
   for (int k = 0; k < 3; ++k) step(first, s, k);
   std::ostringstream saved;
   first.save_state(saved);
   std::istringstream in(saved.str());
-  ContextTrainer resumed(s, ComputeTiming::profile);
+  LayoutTrainer resumed(s, ComputeTiming::profile);
   resumed.load_state(in);
   EXPECT_EQ(in.peek(), std::char_traits<char>::eof()) << "load_state left bytes unread";
   for (int k = 3; k < 5; ++k) step(resumed, s, k);
@@ -325,12 +325,12 @@ TEST_P(SparseVariant, RestoredTrainerContinuesBitForBit) {
   }
   // A checkpoint without the error buffers (an all_reduce run's) is refused.
   const Scenario plain = small({});
-  ContextTrainer old(plain, ComputeTiming::profile);
+  LayoutTrainer old(plain, ComputeTiming::profile);
   step(old, plain, 0);
   std::ostringstream old_state;
   old.save_state(old_state);
   std::istringstream old_in(old_state.str());
-  ContextTrainer fresh(s, ComputeTiming::profile);
+  LayoutTrainer fresh(s, ComputeTiming::profile);
   EXPECT_THROW(fresh.load_state(old_in), binary::BinaryFormatError);
 }
 

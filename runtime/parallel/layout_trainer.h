@@ -1,12 +1,17 @@
 #pragma once
-// Data parallelism: R replicas (parallel.data, or parallel.replicas), each one a
-// whole layout of its own — context ranks, or pipeline stages with context ranks
-// inside — running its rank programs (rank_program.h) on its own ranks,
-// in-process or one rank per MPI process. World rank order: replica-major, then
-// stage, then context rank (layout.h).
+// The trainer of every layout (make_trainer, trainer.h): R replicas (R = 1, or
+// parallel.data, or parallel.replicas), each one a whole layout of its own —
+// context ranks (ContextRank), or pipeline stages with context ranks inside
+// (PipelineRank) — running its rank programs (rank_program.h) on its own ranks,
+// in-process (one thread per rank, one computing at a time) or one rank per MPI
+// process. World rank order: replica-major, then stage, then context rank
+// (layout.h). Every K/V block, boundary and reduction really moves between the
+// ranks as a message; a step's graph is assembled from what the ranks did.
 //
-// Each step the batch's sequences are split evenly over the replicas (replica q
-// takes the q-th block of batch_size / R). parallel.data_sync says how the
+// One replica (R = 1) runs the scenario as given on the whole world: no data
+// group, no loss weighting, no outer sync — the arithmetic of the layout alone.
+// With R > 1 each step's sequences are split evenly over the replicas (replica q
+// takes the q-th block of batch_size / R), and parallel.data_sync says how the
 // replicas' weights meet:
 //  - all_reduce: synchronous data parallelism (replicas of one shape). Every
 //    rank weights its loss by its share of all replicas' valid targets and sums
@@ -30,11 +35,15 @@
 // after each outer step a compressing replica projects its constrained tensors
 // back into span(U) and restarts its pseudo-gradient from there (design.md §3c).
 //
-// Checkpoint state ("dat-sta1"): per rank its parameters, AdamW state, its K/V
-// codec's state (where it has one) and its outer syncs' states (part order).
+// The models, optimisers and attention run on training.backend's kernels
+// (kernels/backend.h); codecs and transports work in host memory.
+//
+// Checkpoint state: one format for every layout (rank_state.h).
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/parallel/data_parts.h"
@@ -47,19 +56,29 @@
 
 namespace lowband::parallel {
 
-class DataTrainer final : public Trainer {
+class LayoutTrainer final : public Trainer {
  public:
-  // InputError naming the key for a layout it cannot train (replicas of
-  // different shapes or compression under all_reduce, context degrees that
-  // differ, a batch the replicas cannot share, sparse weight sync).
-  DataTrainer(const Scenario& scenario, ComputeTiming timing, comm::Communicator* comm = nullptr);
-  ~DataTrainer() override;
+  // InputError naming the key for a layout it cannot train (shapes context
+  // parallelism cannot split, pipeline stages with context ranks under a weight
+  // sync other than all_reduce; replicas of different shapes or compression
+  // under all_reduce, context degrees that differ, a batch the replicas cannot
+  // share, a sparse weight sync across replicas), InputError("training.backend")
+  // where its kernels cannot run. comm null: every rank in-process; else this
+  // process is comm's rank (comm.size() must be the layout's ranks).
+  LayoutTrainer(const Scenario& scenario, ComputeTiming timing = ComputeTiming::measured,
+                comm::Communicator* comm = nullptr);
+  ~LayoutTrainer() override;
 
   int ranks() const override { return layout_.ranks(); }
   int replicas() const { return R_; }
   CompressedTraffic compressed_traffic() const override;
+  // Whether this process holds rank `rank` (always, in-process).
   bool holds(int rank) const { return world_.local_index(rank) >= 0; }
+  // A local rank's program, and its model (on a GPU backend its buffers are
+  // device memory: Model::params_to_host()).
   RankProgram& rank(int r) { return *ranks_[size_t(world_.local_index(r))]; }
+  model::Model& model(int r) { return rank(r).model(); }
+  const kernels::Backend& backend() const { return *k_; }
   const Layout& layout() const { return layout_; }
   // The parts the outer sync synchronises (diloco, sparseloco; else empty).
   const std::vector<ModelPart>& parts() const { return parts_; }
@@ -67,6 +86,9 @@ class DataTrainer final : public Trainer {
   // stages (parallel.stage_layers where it has that many stages, else an even
   // split), its boundaries dense unless it compresses them.
   Scenario replica_scenario(int replica) const;
+  // fn on every local rank with its replica's communicator, outside a step (tests
+  // look into a step's parts with it).
+  void on_ranks(const std::function<void(int rank, RankProgram&, comm::Communicator& replica)>& fn);
 
   StepRecord train_step(int step, const int32_t* inputs, const int32_t* targets, int sequences,
                         bool record = true) override;
@@ -89,6 +111,10 @@ class DataTrainer final : public Trainer {
     std::vector<float> fixed;  // E_fixed where the rank holds the embedding, else empty
   };
   bool local_steps() const;  // diloco / sparseloco: replicas step alone between outer steps
+  void check_layout() const;
+  // fn(rank, world, replica) on every local rank; with one replica `replica` is `world`.
+  void run_ranks(const std::function<void(int, comm::Communicator&, comm::Communicator&)>& fn, bool record);
+  void outer_step_groups(int rank, comm::Communicator& world);
   void build_outer_syncs();
   void start_constrained();  // every replica from the same constrained model
   // The rank's parameters on the host as the outer sync sees them (E_fixed added
@@ -108,7 +134,8 @@ class DataTrainer final : public Trainer {
   std::vector<ModelPart> parts_;
   std::vector<std::vector<Holding>> holdings_;         // per local rank, in part order
   std::vector<std::unique_ptr<Constrained>> constrained_;  // per local rank; null unless it compresses (subspace)
-  std::vector<double> eval_per_replica_;  // of the last evaluate()
+  std::vector<double> eval_per_replica_;  // of the last evaluate(); empty for one replica
+  std::string codecs_;  // compressed_traffic().codec, which a checkpoint must match
 };
 
 }  // namespace lowband::parallel

@@ -1,4 +1,4 @@
-// The outer steps of DataTrainer (diloco, sparseloco): the parts every rank
+// The outer steps of LayoutTrainer (diloco, sparseloco): the parts every rank
 // synchronises, and what subspace-compressed boundaries need around them.
 //
 // A replica that compresses its pipeline boundaries with the subspace method
@@ -20,7 +20,7 @@
 
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/subspace_constraint.h"
-#include "runtime/parallel/data_trainer.h"
+#include "runtime/parallel/layout_trainer.h"
 
 namespace lowband::parallel {
 namespace {
@@ -36,7 +36,7 @@ int constrained_end(const Scenario& one) {
 
 }  // namespace
 
-void DataTrainer::start_constrained() {
+void LayoutTrainer::start_constrained() {
   int union_end = 0;
   int compressing = -1;  // a replica that compresses (they share U and E_fixed: one seed, one rank)
   std::vector<int> own_end(static_cast<size_t>(R_));
@@ -77,7 +77,7 @@ void DataTrainer::start_constrained() {
   }
 }
 
-std::vector<float> DataTrainer::sync_view(int r) const {
+std::vector<float> LayoutTrainer::sync_view(int r) const {
   const size_t li = size_t(world_.local_index(r));
   const model::Model& m = ranks_[li]->model();
   std::vector<float> host = m.params_to_host();
@@ -86,7 +86,7 @@ std::vector<float> DataTrainer::sync_view(int r) const {
   return host;
 }
 
-void DataTrainer::build_outer_syncs() {
+void LayoutTrainer::build_outer_syncs() {
   std::vector<std::vector<int>> firsts;
   for (int q = 0; q < R_; ++q) {
     const Scenario one = replica_scenario(q);
@@ -111,7 +111,21 @@ void DataTrainer::build_outer_syncs() {
   }
 }
 
-void DataTrainer::outer_step(int r, const std::vector<comm::Communicator*>& part_groups) {
+void LayoutTrainer::outer_step_groups(int r, comm::Communicator& world) {
+  // One group per (part, context rank): every rank splits once per part, in
+  // part order, color -1 where it holds nothing of the part.
+  const std::vector<Holding>& mine = holdings_[size_t(world_.local_index(r))];
+  std::vector<std::unique_ptr<comm::Communicator>> groups;
+  for (int p = 0; p < int(parts_.size()); ++p) {
+    const bool holds = std::any_of(mine.begin(), mine.end(), [&](const Holding& h) { return h.part == p; });
+    groups.push_back(world.split(holds ? p * shapes_[0].context + layout_.place(r).context_rank : -1));
+  }
+  std::vector<comm::Communicator*> part_groups;
+  for (auto& g : groups) part_groups.push_back(g.get());
+  outer_step(r, part_groups);
+}
+
+void LayoutTrainer::outer_step(int r, const std::vector<comm::Communicator*>& part_groups) {
   const size_t li = size_t(world_.local_index(r));
   model::Model& m = rank(r).model();
   std::vector<float> host = sync_view(r);

@@ -1,0 +1,200 @@
+#include "runtime/parallel/layout_trainer.h"
+
+#include <algorithm>
+#include <istream>
+#include <ostream>
+#include <string>
+
+#include "common/error.h"
+#include "runtime/compress/make_codec.h"
+#include "runtime/parallel/context_rank.h"
+#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/pipeline_rank.h"
+#include "runtime/parallel/rank_state.h"
+#include "runtime/parallel/replicas.h"
+
+namespace lowband::parallel {
+namespace {
+
+// The key a wrong process count names (mpirun -np): the layout's outermost dimension.
+const char* world_key(const ParallelConfig& p) {
+  switch (layout_kind(p)) {
+    case LayoutKind::data: return "parallel.data";
+    case LayoutKind::pipeline: return "parallel.pipeline";
+    case LayoutKind::context: break;
+  }
+  return "parallel.context";
+}
+
+}  // namespace
+
+LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, comm::Communicator* comm)
+    : scenario_(s), k_(&training_backend(s.training)), layout_(s.parallel), R_(0),
+      shapes_(replica_shapes(s.parallel)), first_rank_(replica_first_ranks(shapes_)),
+      world_(layout_.ranks(), comm, world_key(s.parallel)) {
+  R_ = int(shapes_.size());
+  model::check_model_config(s.model);
+  check_layout();
+  optim::lr_schedule_from(s.training).validate();
+  for (int r : world_.local_ranks()) {
+    const int q = layout_.place(r).replica, i = index_in_replica(r);
+    // One replica: the scenario as given (its placement, stages and codecs).
+    const Scenario one = R_ == 1 ? scenario_ : replica_scenario(q);
+    const int C = one.parallel.context;
+    if (one.parallel.pipeline > 1)
+      ranks_.push_back(std::make_unique<PipelineRank>(one, i / C, i % C, *k_, timing, world_.log(r)));
+    else
+      ranks_.push_back(std::make_unique<ContextRank>(one, i, compress::make_kv_codec(one), *k_, timing, world_.log(r)));
+  }
+  holdings_.resize(ranks_.size());
+  constrained_.resize(ranks_.size());
+  if (local_steps()) {
+    start_constrained();
+    build_outer_syncs();
+  }
+  codecs_ = compressed_traffic().codec;
+}
+
+LayoutTrainer::~LayoutTrainer() = default;
+
+void LayoutTrainer::check_layout() const {
+  if (R_ > 1) return check_replicas(scenario_);
+  const ParallelConfig& p = scenario_.parallel;
+  if (p.pipeline == 1) {
+    build_context_parallel_step(scenario_);  // validates the split, the nodes and the batch (InputError)
+  } else if (p.context > 1 && scenario_.compression.weight_sync != WeightSync::all_reduce) {
+    throw InputError("compression.weight_sync", "pipeline stages with context parallelism sum their gradients "
+                                                "(all_reduce); the other weight syncs are not implemented for them");
+  }
+}
+
+bool LayoutTrainer::local_steps() const {
+  return R_ > 1 && scenario_.parallel.data_sync.method != DataSyncMethod::all_reduce;
+}
+
+bool LayoutTrainer::syncs_weights(int step) const {
+  if (R_ == 1) {  // a context rank's own weight sync (sparse: every sync_every steps)
+    const auto* context = dynamic_cast<const ContextRank*>(ranks_[0].get());
+    return !context || context->sync().syncs_at(step);
+  }
+  return !local_steps() || (step + 1) % scenario_.parallel.data_sync.inner_steps == 0;
+}
+
+void LayoutTrainer::run_ranks(const std::function<void(int, comm::Communicator&, comm::Communicator&)>& fn,
+                              bool record) {
+  world_.run([&](int r, comm::Communicator& world) {
+    if (R_ == 1) return fn(r, world, world);
+    const std::unique_ptr<comm::Communicator> replica = world.split(layout_.place(r).replica);
+    fn(r, world, *replica);
+  }, record);
+}
+
+void LayoutTrainer::on_ranks(const std::function<void(int, RankProgram&, comm::Communicator&)>& fn) {
+  run_ranks([&](int r, comm::Communicator&, comm::Communicator& replica) { fn(r, rank(r), replica); }, false);
+}
+
+Scenario LayoutTrainer::replica_scenario(int replica) const { return parallel::replica_scenario(scenario_, replica); }
+
+CompressedTraffic LayoutTrainer::compressed_traffic() const {
+  if (R_ == 1) return compressed_traffic_of(scenario_);
+  CompressedTraffic t = compressed_traffic_of(replica_scenario(0));
+  // Each codec once, with the replicas that use it where they differ.
+  std::vector<std::pair<std::string, std::string>> codecs = {{t.codec, "0"}};
+  for (int q = 1; q < R_; ++q) {
+    const CompressedTraffic u = compressed_traffic_of(replica_scenario(q));
+    t.uncompressed_bytes_per_step += u.uncompressed_bytes_per_step;
+    if (u.name != t.name) t.name = "exchange";
+    for (const std::string& kind : u.kinds)
+      if (std::find(t.kinds.begin(), t.kinds.end(), kind) == t.kinds.end()) t.kinds.push_back(kind);
+    const auto same = std::find_if(codecs.begin(), codecs.end(), [&](const auto& c) { return c.first == u.codec; });
+    if (same == codecs.end()) codecs.push_back({u.codec, std::to_string(q)});
+    else same->second += ", " + std::to_string(q);
+  }
+  if (codecs.size() > 1) {
+    t.codec.clear();
+    for (const auto& [codec, replicas] : codecs)
+      t.codec += (t.codec.empty() ? "" : "; ") + std::string(replicas.find(',') == std::string::npos ? "replica " : "replicas ") +
+                 replicas + ": " + codec;
+  }
+  return t;
+}
+
+StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int32_t* targets, int sequences,
+                                     bool record) {
+  if (sequences % R_ != 0)
+    throw InputError("training.batch_size", std::to_string(sequences) + " sequences do not split over " +
+                                                std::to_string(R_) + " replicas");
+  const int per_replica = sequences / R_;
+  const int64_t T = scenario_.model.seq_len;
+  std::vector<int64_t> valid(static_cast<size_t>(R_), 0);  // per replica
+  int64_t valid_all = 0;
+  for (int q = 0; q < R_; ++q) {
+    for (int64_t i = int64_t(q) * per_replica * T; i < int64_t(q + 1) * per_replica * T; ++i)
+      valid[size_t(q)] += targets[i] >= 0;
+    valid_all += valid[size_t(q)];
+  }
+  const bool synchronous = R_ > 1 && !local_steps();  // replicas summing their gradients every step
+  const bool outer = local_steps() && syncs_weights(step);
+  std::vector<RankStepResult> results(static_cast<size_t>(ranks()));
+  run_ranks([&](int r, comm::Communicator& world, comm::Communicator& replica) {
+    const int q = layout_.place(r).replica;
+    // Synchronous: the ranks holding the same part in every replica (one shape).
+    const std::unique_ptr<comm::Communicator> data_group = synchronous ? world.split(index_in_replica(r)) : nullptr;
+    const DataStep data{data_group.get(), valid_all};
+    const int64_t first = int64_t(q) * per_replica * T;
+    results[size_t(r)] = rank(r).train_step(replica, step, inputs + first, targets + first, per_replica,
+                                            synchronous ? &data : nullptr);
+    if (outer) outer_step_groups(r, world);
+  }, /*record=*/true);
+  double kernel = 0;
+  for (auto& p : ranks_) kernel += p->take_kernel_wall_seconds();
+  // Every rank has the lr; the norm and K/V errors are the first local rank's, and
+  // with one replica its loss and weight sync too (every rank of a replica has them).
+  StepRecord rec = close_step_record(world_, scenario_, step, results[size_t(world_.local_ranks()[0])], kernel, record);
+  if (R_ == 1) return rec;
+  // Synchronous: each replica's loss is its share of the batch mean, their sum
+  // the mean; local steps: each replica's own mean, weighted by its targets.
+  // Under MPI each process holds one rank: the sum goes over the processes.
+  double loss = 0;
+  for (int r : world_.local_ranks()) {
+    const int q = layout_.place(r).replica;
+    if (index_in_replica(r) != 0) continue;
+    loss += local_steps() ? results[size_t(r)].loss * double(valid[size_t(q)]) / double(std::max<int64_t>(valid_all, 1))
+                          : results[size_t(r)].loss;
+  }
+  rec.loss = world_.sum_over_processes(loss);
+  rec.weight_sync = syncs_weights(step);
+  return rec;
+}
+
+float LayoutTrainer::evaluate(const int32_t* inputs, const int32_t* targets, int sequences) {
+  std::vector<float> loss(static_cast<size_t>(ranks()));
+  run_ranks([&](int r, comm::Communicator&, comm::Communicator& replica) {
+    loss[size_t(r)] = rank(r).evaluate(replica, inputs, targets, sequences);
+  }, /*record=*/false);
+  if (R_ == 1) return loss[size_t(world_.local_ranks()[0])];  // every rank has the replica's loss
+  eval_per_replica_.assign(size_t(R_), 0.0);
+  for (int r : world_.local_ranks())
+    if (index_in_replica(r) == 0) eval_per_replica_[size_t(layout_.place(r).replica)] = loss[size_t(r)];
+  double sum = 0;
+  for (double& replica_loss : eval_per_replica_) sum += replica_loss = world_.sum_over_processes(replica_loss);
+  return float(sum / R_);
+}
+
+void LayoutTrainer::save_state(std::ostream& out) const {
+  save_rank_states(out, world_, codecs_,
+                   [&](int r) -> const RankProgram& { return *ranks_[size_t(world_.local_index(r))]; },
+                   [&](int r, std::ostream& one) {
+                     for (const Holding& h : holdings_[size_t(world_.local_index(r))]) h.sync->save_state(one);
+                   });
+}
+
+void LayoutTrainer::load_state(std::istream& in) {
+  load_rank_states(in, world_, codecs_, *k_, scenario_,
+                   [&](int r) -> RankProgram& { return rank(r); },
+                   [&](int r, std::istream& one) {
+                     for (Holding& h : holdings_[size_t(world_.local_index(r))]) h.sync->load_state(one);
+                   });
+}
+
+}  // namespace lowband::parallel

@@ -1,0 +1,57 @@
+// Checkpoints written by lowband before the trainers became one (issue 23: the
+// context trainer's "ctx-sta2", the pipeline trainer's "pip-sta1", the
+// data-parallel trainer's "dat-sta1") still resume: `lowband run --resume` of each
+// fixture under tests/data/checkpoints/ (a tiny 6-step run killed right after its
+// checkpoint at step 3, written by make.sh with the binary of that time) writes
+// steps 4..6 with the numbers that binary's own --resume wrote (after-resume.jsonl):
+// every steps.jsonl field but wall-clock ones, bit for bit.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/runtime/test_resume_support.h"
+
+namespace lowband::train::test {
+namespace {
+
+class OldCheckpoint : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OldCheckpoint, ResumesToTheOldBinarysNumbers) {
+  const fs::path fixture = fs::path(LOWBAND_SOURCE_DIR) / "tests/data/checkpoints" / GetParam();
+  const fs::path dir = test_support::unique_test_temp_dir("lowband_old_checkpoint");
+  const fs::path run = dir / "run";
+  fs::create_directories(run);
+  for (const char* file : {"scenario.json", "steps.jsonl", "curve.csv", "summary.json", "checkpoint.bin"})
+    fs::copy_file(fixture / file, run / file);
+  // make.sh's sgemm path and thread count (the checkpoint records the count too).
+  const pid_t pid = start_lowband_run({"--resume", run.string()}, {{"ONEDNN_MAX_CPU_ISA", "AVX2"}, {"OMP_NUM_THREADS", "2"}},
+                                      (dir / "stdout").string(), (dir / "stderr").string());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "stderr");
+  EXPECT_NE(slurp(dir / "stdout").find("at step 3/6"), std::string::npos) << slurp(dir / "stdout");
+
+  const std::vector<nlohmann::json> got = read_jsonl(run / "steps.jsonl");
+  const std::vector<nlohmann::json> want = read_jsonl(fixture / "after-resume.jsonl");
+  ASSERT_EQ(got.size(), 6u);
+  ASSERT_EQ(want.size(), 3u);
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(without_wall_figures(got[3 + i]), without_wall_figures(want[i])) << "step " << 4 + i;
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, OldCheckpoint,
+                         ::testing::Values("context-mos-sparse", "context-sparse-grad", "pipeline-context-mos",
+                                           "data-diloco-pipelines"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace lowband::train::test
