@@ -1,0 +1,28 @@
+#pragma once
+// A training step of the real rank programs run dry (shapes only; docs/design.md
+// §2): every rank of a context-parallel replica (ContextRank) on the dry kernels
+// (kernels::Device::dry), its K/V codec and weight sync in their dry modes
+// (compress/dry_codec.h, ReplicaSync), over a null transport (comm/null.h) under
+// the recording communicator, with profile timing. No rank's control flow
+// depends on values it receives, so the ranks run one after another on this
+// thread, each into its own comm::RankLog, and comm::assemble_step_graph matches
+// the logs as it does a recorded step's. Nothing of the model's size is
+// allocated (parameters, gradients, moments, activations, K/V): a rank costs its
+// log and its program's bookkeeping, whatever the model. `estimate` times this
+// (context_schedule.h).
+#include "runtime/scenario/scenario.h"
+#include "sim/step_graph.h"
+
+namespace lowband::parallel {
+
+// The step (from 0) whose dry run stands for the steady state: compressing
+// (after any K/V codec warm-up) and, with the sparse weight sync every c > 1
+// steps, one that syncs (weight_sync_step) or one between syncs.
+int steady_step(const Scenario& scenario, bool weight_sync_step);
+
+// Step `step` of every rank of the context-parallel replica (parallel.context
+// ranks; pipeline and data 1), assembled and placed on parallel.placement's
+// nodes as RankWorld places a recorded step.
+sim::StepGraph dry_context_step(const Scenario& scenario, int step);
+
+}  // namespace lowband::parallel
