@@ -12,7 +12,8 @@
 // optimiser, sparse and sparse_update after it); "optimizer"; the codec's
 // parameter gradients ("codec_grad"). The codec warm-up's "codec_fit" is not in a
 // steady step. Ranks are the replica's (0..C-1, communicator 0); data_graph.cpp
-// moves them to the world's; context_schedule.h assembles them alone.
+// moves them to the world's. Only data_graph.cpp still uses it: a context-parallel
+// replica alone runs the real rank programs dry (dry_run.h).
 #include <memory>
 #include <vector>
 

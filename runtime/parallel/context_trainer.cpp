@@ -17,7 +17,7 @@ ContextTrainer::ContextTrainer(const Scenario& s, ComputeTiming timing, comm::Co
     : scenario_(s), k_(&training_backend(s.training)), P_(s.parallel.context), costs_(scenario_),
       world_(P_, comm, "parallel.context") {
   model::check_model_config(s.model);
-  build_context_parallel_step(s);  // validates the split, the nodes and the batch (InputError)
+  check_context_parallel(s);  // the split, the nodes and the batch (InputError)
   optim::lr_schedule_from(s.training).validate();
   for (int r : world_.local_ranks())
     ranks_.push_back(

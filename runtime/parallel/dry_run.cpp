@@ -35,7 +35,8 @@ sim::StepGraph dry_context_step(const Scenario& s, int step) {
   std::vector<const comm::RankLog*> views;
   for (const comm::RankLog& log : logs) views.push_back(&log);
   sim::StepGraph graph = comm::assemble_step_graph(views);
-  return s.parallel.placement.empty() ? graph : place_on_nodes(graph, Layout(s.parallel));
+  if (!s.parallel.placement.empty()) graph = place_on_nodes(graph, Layout(s.parallel));
+  return graph;
 }
 
 }  // namespace lowband::parallel
