@@ -7,7 +7,8 @@
 #include "comm/recording.h"
 #include "common/error.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/context_step_program.h"
+#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/dry_run.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/parallel/pipeline_graph.h"
 #include "runtime/parallel/replicas.h"
@@ -41,6 +42,22 @@ comm::Event collective(comm::EventType type, const std::vector<int>& members, in
   e.members = members;
   e.deferred = deferred;
   return e;
+}
+
+// Context-parallel replica q (`one`) run dry (dry_run.h) into the world's logs:
+// its ranks firsts[q].., on the replica's communicator (0); synchronous, each
+// also in the data group of its index (the same index of every replica).
+void dry_context_replica(const Scenario& one, int q, const std::vector<int>& firsts,
+                         bool synchronous, std::vector<comm::RankLog>& logs) {
+  const int C = one.parallel.context, R = int(firsts.size());
+  DryGroup replica{{}, 0};
+  for (int c = 0; c < C; ++c) replica.ranks.push_back(firsts[size_t(q)] + c);
+  for (int c = 0; c < C; ++c) {
+    DryGroup data{{}, kDataGroupComm};
+    for (int p = 0; p < R; ++p) data.ranks.push_back(firsts[size_t(p)] + c);
+    const int step = steady_step(one, /*weight_sync_step=*/true);
+    dry_context_rank(one, c, step, replica, logs[size_t(replica.ranks[size_t(c)])], synchronous ? &data : nullptr, q);
+  }
 }
 
 std::string describe(const Scenario& one) {
@@ -87,15 +104,13 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
         log.add(collective(comm::EventType::all_reduce, group, kDataGroupComm,
                            double(b.end - b.begin) * s.model.bytes_per_element, "grad_sync", true));
       };
-    std::vector<comm::RankLog> mine;
-    if (one.parallel.pipeline > 1) {
-      out.model_flops += pipeline_rank_logs(one, mine, data).model_flops;
-    } else {
-      const ContextStepProgram program(one);
-      mine.resize(size_t(program.ranks()));
-      for (int c = 0; c < program.ranks(); ++c) program.append(c, mine[size_t(c)], data);
-      out.model_flops += program.model_flops();
+    if (one.parallel.pipeline == 1) {  // the context ranks' own programs, dry, in world ranks
+      dry_context_replica(one, q, firsts, synchronous, logs);
+      out.model_flops += ContextCosts(one).step_model_flops();
+      continue;
     }
+    std::vector<comm::RankLog> mine;
+    out.model_flops += pipeline_rank_logs(one, mine, data).model_flops;
     for (size_t i = 0; i < mine.size(); ++i) {
       to_world(mine[i], firsts[size_t(q)]);
       logs[size_t(firsts[size_t(q)]) + i] = std::move(mine[i]);

@@ -1,13 +1,14 @@
 #pragma once
 // The step graph of ONE training step of data parallelism (parallel.data > 1 or
 // parallel.replicas), built from the model's shapes alone: every replica's step
-// as its own ranks' programs (context_step_program.h for context replicas,
-// pipeline_graph.h's for pipelines and pipeline x context), on its ranks and
-// nodes (replica_scenario), plus the data synchronisation as DataTrainer records
-// it (data_trainer.h):
+// as its own ranks' programs (context replicas: the real ContextRank programs
+// run dry, dry_run.h; pipelines and pipeline x context: pipeline_graph.h's
+// shape-written ones), on its ranks and nodes (replica_scenario), plus the data
+// synchronisation as DataTrainer records it (data_trainer.h):
 //  - all_reduce: each gradient bucket summed over the data group (the ranks at
 //    the same index of every replica), "grad_sync", deferred where the replica's
-//    own bucket sums are (the backward overlaps them), before the optimiser;
+//    own bucket sums are (the backward overlaps them), before the optimiser (a
+//    dry context rank calls it itself, through DataStep);
 //  - diloco / sparseloco, on a step that ends with the outer step
 //    (outer_sync = true): after its inner step each rank, for each part it holds
 //    (data_parts.h), in part order, one collective over the holders of that part

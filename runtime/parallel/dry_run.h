@@ -10,15 +10,33 @@
 // allocated (parameters, gradients, moments, activations, K/V): a rank costs its
 // log and its program's bookkeeping, whatever the model. `estimate` times this
 // (context_schedule.h).
+#include <vector>
+
+#include "comm/recording.h"
 #include "runtime/scenario/scenario.h"
 #include "sim/step_graph.h"
 
 namespace lowband::parallel {
 
+// Where a dry rank's messages go: the world ranks of its group, in the group's
+// rank order, and the communicator number its events carry.
+struct DryGroup {
+  std::vector<int> ranks;
+  int comm_id = 0;
+};
+
 // The step (from 0) whose dry run stands for the steady state: compressing
 // (after any K/V codec warm-up) and, with the sparse weight sync every c > 1
 // steps, one that syncs (weight_sync_step) or one between syncs.
 int steady_step(const Scenario& scenario, bool weight_sync_step);
+
+// Step `step` of context rank c of a replica (`replica`: its scenario, as
+// replica_scenario gives it) run dry into `log`, its K/V and collectives over
+// `group`; with `data` (synchronous data parallelism: the ranks holding the same
+// part in every replica, of which it is rank `data_rank`) each gradient bucket is
+// summed over `data` too, as DataTrainer's DataStep has it.
+void dry_context_rank(const Scenario& replica, int c, int step, const DryGroup& group, comm::RankLog& log,
+                      const DryGroup* data = nullptr, int data_rank = 0);
 
 // Step `step` of every rank of the context-parallel replica (parallel.context
 // ranks; pipeline and data 1), assembled and placed on parallel.placement's
