@@ -20,9 +20,25 @@ void DryKvCodec::encode_gradient(const KvBlockId& id, int64_t n, const float*, C
       compressing_ ? real_->gradient_message_bytes(id.tensor, n) : plain_.gradient_message_bytes(id.tensor, n);
 }
 
-std::unique_ptr<KvCodec> make_dry_kv_codec(const Scenario& s) {
+void DryBoundaryCodec::encode(int64_t n, const float*, const int32_t*, CodecMessage& out) const {
+  out = CodecMessage{};
+  out.wire_bytes = real_->message_bytes(n);
+}
+
+void DryBoundaryCodec::encode_gradient(int64_t n, const float*, const CodecMessage&, CodecGradient& out) const {
+  out = CodecGradient{};
+  out.wire_bytes = real_->gradient_bytes(n);
+}
+
+std::unique_ptr<KvCodec> make_kv_codec_on(const Scenario& s, kernels::Device device) {
+  if (device != kernels::Device::dry) return make_kv_codec(s);
   const ModelConfig& m = s.model;
   return std::make_unique<DryKvCodec>(make_kv_codec(s), IdentityCodec(m.kv_heads, m.head_dim(), m.bytes_per_element));
+}
+
+std::unique_ptr<BoundaryCodec> make_boundary_codec_on(const Scenario& s, kernels::Device device) {
+  if (device != kernels::Device::dry) return make_boundary_codec(s);
+  return std::make_unique<DryBoundaryCodec>(make_boundary_codec(s));
 }
 
 }  // namespace lowband::compress

@@ -1,5 +1,5 @@
 #pragma once
-// A K/V codec's dry mode (shapes only: a dry run of the rank programs,
+// The codecs' dry modes. A K/V codec's (shapes only: a dry run of the rank programs,
 // runtime/parallel/dry_run.h): it wraps the scenario's real codec for what does
 // not depend on values (its description, its message sizes and phase, its
 // parameter count, the size of its error sums) and skips the arithmetic:
@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "kernels/backend.h"
+#include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/identity_codec.h"
 #include "runtime/compress/kv_codec.h"
 #include "runtime/scenario/scenario.h"
@@ -47,7 +50,28 @@ class DryKvCodec final : public KvCodec {
   bool compressing_ = true;
 };
 
-// make_kv_codec(scenario) in its dry mode.
-std::unique_ptr<KvCodec> make_dry_kv_codec(const Scenario& scenario);
+// A pipeline boundary codec's dry mode, alike: messages of no values that carry
+// the real codec's modelled bytes; nothing decoded.
+class DryBoundaryCodec final : public BoundaryCodec {
+ public:
+  explicit DryBoundaryCodec(std::unique_ptr<BoundaryCodec> real) : real_(std::move(real)) {}
+  std::string describe() const override { return real_->describe(); }
+  void encode(int64_t n, const float*, const int32_t*, CodecMessage& out) const override;
+  void decode(int64_t, const CodecMessage&, float*) const override {}
+  void encode_gradient(int64_t n, const float*, const CodecMessage&, CodecGradient& out) const override;
+  void decode_gradient(int64_t, const CodecGradient&, const CodecMessage&, float*) const override {}
+  double message_bytes(int64_t n) const override { return real_->message_bytes(n); }
+  double gradient_bytes(int64_t n) const override { return real_->gradient_bytes(n); }
+  MessageLayout message_layout(int64_t) const override { return {}; }
+  int64_t gradient_floats(int64_t) const override { return 0; }
+
+ private:
+  std::unique_ptr<BoundaryCodec> real_;
+};
+
+// make_kv_codec(scenario) and make_boundary_codec(scenario) for ranks on
+// `device`: their dry modes on kernels::Device::dry.
+std::unique_ptr<KvCodec> make_kv_codec_on(const Scenario& scenario, kernels::Device device);
+std::unique_ptr<BoundaryCodec> make_boundary_codec_on(const Scenario& scenario, kernels::Device device);
 
 }  // namespace lowband::compress

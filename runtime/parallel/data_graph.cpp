@@ -23,19 +23,6 @@ namespace {
 // that to_world() leaves their events (already in world ranks) alone.
 constexpr int kDataGroupComm = 1 << 20, kFirstPartComm = kDataGroupComm + 1;
 
-// A replica's logs moved from its ranks (0..n-1) to the world's (first..).
-void to_world(comm::RankLog& log, int first) {
-  comm::RankLog out;
-  for (comm::Event e : log.events()) {
-    if (e.comm_id < kDataGroupComm) {  // the data sync's events are the world's already
-      if (e.peer >= 0) e.peer += first;
-      for (int& m : e.members) m += first;
-    }
-    out.add(std::move(e));
-  }
-  log = std::move(out);
-}
-
 comm::Event collective(comm::EventType type, const std::vector<int>& members, int comm_id, double bytes,
                        const char* kind, bool deferred) {
   comm::Event e = comm::event_of(type, -1, 0, comm_id, bytes, kind);
@@ -44,19 +31,22 @@ comm::Event collective(comm::EventType type, const std::vector<int>& members, in
   return e;
 }
 
-// Context-parallel replica q (`one`) run dry (dry_run.h) into the world's logs:
-// its ranks firsts[q].., on the replica's communicator (0); synchronous, each
-// also in the data group of its index (the same index of every replica).
-void dry_context_replica(const Scenario& one, int q, const std::vector<int>& firsts,
-                         bool synchronous, std::vector<comm::RankLog>& logs) {
-  const int C = one.parallel.context, R = int(firsts.size());
+// Replica q (`one`) run dry (dry_run.h: its ranks' own programs) into the
+// world's logs: its ranks firsts[q].., on the replica's communicator (0);
+// synchronous, each also in the data group of its index (the same index of
+// every replica).
+void dry_replica(const Scenario& one, int q, const std::vector<int>& firsts, bool synchronous,
+                 std::vector<comm::RankLog>& logs) {
+  const int n = one.parallel.pipeline * one.parallel.context, R = int(firsts.size());
+  const int step = steady_step(one, /*weight_sync_step=*/true);
   DryGroup replica{{}, 0};
-  for (int c = 0; c < C; ++c) replica.ranks.push_back(firsts[size_t(q)] + c);
-  for (int c = 0; c < C; ++c) {
+  for (int i = 0; i < n; ++i) replica.ranks.push_back(firsts[size_t(q)] + i);
+  for (int i = 0; i < n; ++i) {
     DryGroup data{{}, kDataGroupComm};
-    for (int p = 0; p < R; ++p) data.ranks.push_back(firsts[size_t(p)] + c);
-    const int step = steady_step(one, /*weight_sync_step=*/true);
-    dry_context_rank(one, c, step, replica, logs[size_t(replica.ranks[size_t(c)])], synchronous ? &data : nullptr, q);
+    for (int p = 0; p < R; ++p) data.ranks.push_back(firsts[size_t(p)] + i);
+    comm::RankLog& log = logs[size_t(replica.ranks[size_t(i)])];
+    if (one.parallel.pipeline > 1) dry_pipeline_rank(one, i, step, replica, log, synchronous ? &data : nullptr, q);
+    else dry_context_rank(one, i, step, replica, log, synchronous ? &data : nullptr, q);
   }
 }
 
@@ -94,27 +84,10 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
     ones.push_back(replica_scenario(s, q));
     const Scenario& one = ones.back();
     out.replica_shapes.push_back(describe(one));
-    // Synchronous: bucket b of the rank at index i summed over index i of every replica.
-    DataBucketHook data;
-    if (synchronous)
-      data = [&](int i, const GradBucket& b, comm::RankLog& log) {
-        if (b.end <= b.begin || R < 2) return;  // ReplicaSync::all_reduce_bucket sends nothing
-        std::vector<int> group;
-        for (int p = 0; p < R; ++p) group.push_back(firsts[size_t(p)] + i);
-        log.add(collective(comm::EventType::all_reduce, group, kDataGroupComm,
-                           double(b.end - b.begin) * s.model.bytes_per_element, "grad_sync", true));
-      };
-    if (one.parallel.pipeline == 1) {  // the context ranks' own programs, dry, in world ranks
-      dry_context_replica(one, q, firsts, synchronous, logs);
-      out.model_flops += ContextCosts(one).step_model_flops();
-      continue;
-    }
-    std::vector<comm::RankLog> mine;
-    out.model_flops += pipeline_rank_logs(one, mine, data).model_flops;
-    for (size_t i = 0; i < mine.size(); ++i) {
-      to_world(mine[i], firsts[size_t(q)]);
-      logs[size_t(firsts[size_t(q)]) + i] = std::move(mine[i]);
-    }
+    // The figures first: they validate a pipeline replica's keys before its ranks run.
+    out.model_flops += one.parallel.pipeline > 1 ? pipeline_step_figures(one).model_flops
+                                                 : ContextCosts(one).step_model_flops();
+    dry_replica(one, q, firsts, synchronous, logs);
   }
   if (!synchronous) {
     // The parts: the common refinement of every replica's stages.

@@ -9,6 +9,7 @@
 #include "runtime/compress/dry_codec.h"
 #include "runtime/parallel/context_rank.h"
 #include "runtime/parallel/layout.h"
+#include "runtime/parallel/pipeline_rank.h"
 #include "runtime/parallel/rank_program.h"
 
 namespace lowband::parallel {
@@ -28,7 +29,7 @@ void dry_context_rank(const Scenario& replica, int c, int step, const DryGroup& 
   const std::vector<int32_t> tokens(size_t(sequences) * size_t(replica.model.seq_len), 0);
   comm::NullCommunicator null(c, int(group.ranks.size()));
   comm::RecordingCommunicator comm(null, log, group.ranks, group.comm_id);
-  ContextRank rank(replica, c, compress::make_dry_kv_codec(replica), kernels::backend(kernels::Device::dry),
+  ContextRank rank(replica, c, compress::make_kv_codec_on(replica, kernels::Device::dry), kernels::backend(kernels::Device::dry),
                    ComputeTiming::profile, log);
   if (!data) {
     rank.train_step(comm, step, tokens.data(), tokens.data(), sequences);
@@ -38,6 +39,33 @@ void dry_context_rank(const Scenario& replica, int c, int step, const DryGroup& 
   comm::RecordingCommunicator data_comm(null_data, log, data->ranks, data->comm_id);
   const DataStep both{&data_comm, int64_t(tokens.size()) * int64_t(data->ranks.size())};
   rank.train_step(comm, step, tokens.data(), tokens.data(), sequences, &both);
+}
+
+void dry_pipeline_rank(const Scenario& replica, int rank, int step, const DryGroup& world, comm::RankLog& log,
+                       const DryGroup* data, int data_rank) {
+  const int C = replica.parallel.context, P = replica.parallel.pipeline, stage = rank / C, c = rank % C;
+  const int sequences = replica.training.batch_size;
+  const std::vector<int32_t> tokens(size_t(sequences) * size_t(replica.model.seq_len), 0);
+  comm::NullCommunicator null_world(rank, P * C);
+  comm::RecordingCommunicator world_comm(null_world, log, world.ranks, world.comm_id);
+  PipelineRank program(replica, stage, c, kernels::backend(kernels::Device::dry), ComputeTiming::profile, log);
+  // C > 1: the groups PipelineRank splits off, numbered as the world numbers its splits.
+  DryGroup pipeline{{}, world.comm_id + 1}, context{{}, world.comm_id + 2};
+  for (int st = 0; st < P; ++st) pipeline.ranks.push_back(world.ranks[size_t(st * C + c)]);
+  for (int k = 0; k < C; ++k) context.ranks.push_back(world.ranks[size_t(stage * C + k)]);
+  comm::NullCommunicator null_pipeline(stage, P), null_context(c, C);
+  comm::RecordingCommunicator pipeline_comm(null_pipeline, log, pipeline.ranks, pipeline.comm_id);
+  comm::RecordingCommunicator context_comm(null_context, log, context.ranks, context.comm_id);
+  const PipelineRank::Groups groups = C == 1 ? PipelineRank::Groups{world_comm, world_comm, nullptr}
+                                             : PipelineRank::Groups{world_comm, pipeline_comm, &context_comm};
+  if (!data) {
+    program.train_step(groups, step, tokens.data(), tokens.data(), sequences);
+    return;
+  }
+  comm::NullCommunicator null_data(data_rank, int(data->ranks.size()));
+  comm::RecordingCommunicator data_comm(null_data, log, data->ranks, data->comm_id);
+  const DataStep both{&data_comm, int64_t(tokens.size()) * int64_t(data->ranks.size())};
+  program.train_step(groups, step, tokens.data(), tokens.data(), sequences, &both);
 }
 
 sim::StepGraph dry_context_step(const Scenario& s, int step) {

@@ -1,8 +1,8 @@
 #pragma once
 // A training step of the real rank programs run dry (shapes only; docs/design.md
-// §2): every rank of a context-parallel replica (ContextRank) on the dry kernels
+// §2): every rank of a replica (ContextRank, PipelineRank) on the dry kernels
 // (kernels::Device::dry), its K/V codec and weight sync in their dry modes
-// (compress/dry_codec.h, ReplicaSync), over a null transport (comm/null.h) under
+// (compress/dry_codec.h, ReplicaSync; a pipeline's boundary codec too), over a null transport (comm/null.h) under
 // the recording communicator, with profile timing. No rank's control flow
 // depends on values it receives, so the ranks run one after another on this
 // thread, each into its own comm::RankLog, and comm::assemble_step_graph matches
@@ -37,6 +37,13 @@ int steady_step(const Scenario& scenario, bool weight_sync_step);
 // summed over `data` too, as DataTrainer's DataStep has it.
 void dry_context_rank(const Scenario& replica, int c, int step, const DryGroup& group, comm::RankLog& log,
                       const DryGroup* data = nullptr, int data_rank = 0);
+
+// Step `step` of world rank `rank` (stage rank / C, context rank rank % C) of a
+// pipeline replica run dry into `log` (PipelineRank; `world`: the replica's
+// ranks), its pipeline and context groups (C > 1) those PipelineRank splits from
+// the world; `data` as dry_context_rank's.
+void dry_pipeline_rank(const Scenario& replica, int rank, int step, const DryGroup& world, comm::RankLog& log,
+                       const DryGroup* data = nullptr, int data_rank = 0);
 
 // Step `step` of every rank of the context-parallel replica (parallel.context
 // ranks; pipeline and data 1), assembled and placed on parallel.placement's
