@@ -1,12 +1,19 @@
 // A dry run of the context-parallel rank programs (runtime/parallel/dry_run.h):
 // task for task the graph a profile-timed real step records, for every split,
-// exchange, overlap, codec (warm-up and compressing steps) and weight sync.
+// exchange, overlap, codec (warm-up and compressing steps) and weight sync; and
+// at the MoS paper's scale (743M parameters) it allocates nothing of the model's size.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
 
 #include <string>
 #include <vector>
 
 #include "runtime/parallel/context_trainer.h"
+#include "runtime/parallel/pipeline_graph.h"
 #include "runtime/parallel/dry_run.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"
@@ -69,6 +76,55 @@ INSTANTIATE_TEST_SUITE_P(
                                  "compression.weight_sync=sparse", "compression.sync_every=3"},
         std::vector<std::string>{"parallel.context=2", "compression.method=topk", "compression.topk_fraction=0.1"},
         std::vector<std::string>{"parallel.context=4", "compression.method=quantize", "compression.bits=4"}));
+
+// A field of /proc/self/status in KiB ("VmRSS": resident now, "VmHWM": its peak).
+long status_kib(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  return -1;
+}
+
+// How far `f`, run in a forked child, raises the child's peak resident KiB over
+// what it held when it started (the child's own figures: the parent's earlier
+// tests do not count).
+template <class F> long child_peak_growth_kib(F f) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const long before = status_kib("VmRSS");
+    f();
+    const long growth = status_kib("VmHWM") - before;
+    _exit(write(fds[1], &growth, sizeof growth) == sizeof growth ? 0 : 1);
+  }
+  close(fds[1]);
+  long growth = -1;
+  const bool got = read(fds[0], &growth, sizeof growth) == sizeof growth;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(got && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return growth;
+}
+
+// The MoS paper's model (743M parameters: 2.9 GiB per float32 copy, and a rank
+// holds four: weights, gradients, AdamW's two moments) on 8 context ranks, and
+// in 2 stages x 4 context ranks: the dry step grows the process by less than a
+// tenth of one copy.
+TEST(DryRun, AllocatesNothingOfTheModelsSize) {
+  const Scenario s = builtin_scenario("mos-paper-mos-300mbps", {"compression.warmup_steps=0"});
+  const double copy_kib = double(s.model.parameters()) * sizeof(float) / 1024;
+  ASSERT_GT(s.model.parameters(), 700e6);
+  EXPECT_LT(child_peak_growth_kib([&] { dry_context_step(s, 0); }), 0.1 * copy_kib);
+  Scenario pp = builtin_scenario("mos-paper-mos-300mbps",
+                                 {"compression.warmup_steps=0", "compression.weight_sync=all_reduce",
+                                  "parallel.pipeline=2", "parallel.context=4", "parallel.microbatches=2", "training.batch_size=2",
+                                  "model.tie_embeddings=false"});
+  EXPECT_LT(child_peak_growth_kib([&] { build_pipeline_parallel(pp); }), 0.1 * copy_kib);
+}
 
 }  // namespace
 }  // namespace lowband::parallel::test
