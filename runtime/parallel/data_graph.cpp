@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "comm/null.h"
 #include "comm/recording.h"
 #include "common/error.h"
 #include "runtime/model/param_layout.h"
@@ -13,23 +14,15 @@
 #include "runtime/parallel/pipeline_graph.h"
 #include "runtime/parallel/replicas.h"
 #include "runtime/sync/chunks.h"
+#include "runtime/sync/outer_sync.h"
 #include "runtime/sync/pack.h"
 
 namespace lowband::parallel {
 
 namespace {
 
-// Communicators of the data sync, numbered apart from every replica's own so
-// that to_world() leaves their events (already in world ranks) alone.
+// Communicators of the data sync, numbered apart from every replica's own.
 constexpr int kDataGroupComm = 1 << 20, kFirstPartComm = kDataGroupComm + 1;
-
-comm::Event collective(comm::EventType type, const std::vector<int>& members, int comm_id, double bytes,
-                       const char* kind, bool deferred) {
-  comm::Event e = comm::event_of(type, -1, 0, comm_id, bytes, kind);
-  e.members = members;
-  e.deferred = deferred;
-  return e;
-}
 
 // Replica q (`one`) run dry (dry_run.h: its ranks' own programs) into the
 // world's logs: its ranks firsts[q].., on the replica's communicator (0);
@@ -109,20 +102,19 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
       const int first = one.parallel.stage_first_layer(at.stage, s.model.layers);
       return part.first_layer >= first && part.end_layer <= first + one.parallel.stage_layer_count(at.stage, s.model.layers);
     };
-    const bool gather = s.parallel.data_sync.method == DataSyncMethod::sparseloco;
-    for (size_t p = 0; p < out.parts.size(); ++p)
+    for (size_t p = 0; p < out.parts.size(); ++p) {
+      const model::ParamLayout part(s.model, out.parts[p].span());
       for (int c = 0; c < C; ++c) {
-        std::vector<int> group;
+        DryGroup group{{}, kFirstPartComm + int(p) * C + c};
         for (int r = 0; r < N; ++r)
-          if (layout.place(r).context_rank == c && holds(r, out.parts[p])) group.push_back(r);
-        const double bytes = out.part_message_bytes[p] * (gather ? double(group.size()) : 1.0);
-        for (int r : group) {
-          comm::Event e = collective(gather ? comm::EventType::all_gather : comm::EventType::all_reduce, group,
-                                     kFirstPartComm + int(p) * C + c, bytes, "pseudo_grad", false);
-          e.relay = gather && s.parallel.data_sync.exchange == DataSyncExchange::relay;  // as OuterSync's Wire says
-          logs[size_t(r)].add(std::move(e));
+          if (layout.place(r).context_rank == c && holds(r, out.parts[p])) group.ranks.push_back(r);
+        for (size_t i = 0; i < group.ranks.size(); ++i) {  // each holder's OuterSync, dry
+          comm::NullCommunicator null(int(i), int(group.ranks.size()));
+          comm::RecordingCommunicator comm(null, logs[size_t(group.ranks[i])], group.ranks, group.comm_id);
+          sync::OuterSync::exchange_sizes(comm, s.parallel.data_sync, part);
         }
       }
+    }
   }
   std::vector<const comm::RankLog*> views;
   for (const auto& log : logs) views.push_back(&log);

@@ -12,7 +12,8 @@
 //  - diloco / sparseloco, on a step that ends with the outer step
 //    (outer_sync = true): after its inner step each rank, for each part it holds
 //    (data_parts.h), in part order, one collective over the holders of that part
-//    with its context index: diloco an all-reduce of the float32 pseudo-gradient
+//    with its context index (sync::OuterSync::exchange_sizes, the outer step's
+//    own call in its dry mode): diloco an all-reduce of the float32 pseudo-gradient
 //    (4 bytes per parameter), sparseloco an all-gather of every replica's packed
 //    message (sync::packed_bytes), both "pseudo_grad"; with data_sync.exchange
 //    relay the all-gather goes through the relay node (sim::relay_all_gather).
