@@ -1,9 +1,8 @@
 #pragma once
 // The step graph of ONE training step of data parallelism (parallel.data > 1 or
-// parallel.replicas), built from the model's shapes alone: every replica's step
-// as its own ranks' programs (context replicas: the real ContextRank programs
-// run dry, dry_run.h; pipelines and pipeline x context: pipeline_graph.h's
-// shape-written ones), on its ranks and nodes (replica_scenario), plus the data
+// parallel.replicas), from the model's shapes alone: every replica's step as
+// its own ranks' programs run dry (dry_run.h: ContextRank, or PipelineRank for
+// pipelines and pipeline x context), on its ranks and nodes (replica_scenario), plus the data
 // synchronisation as DataTrainer records it (data_trainer.h):
 //  - all_reduce: each gradient bucket summed over the data group (the ranks at
 //    the same index of every replica), "grad_sync", deferred where the replica's
