@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "common/binary_io.h"
 #include "sim/collectives.h"
@@ -34,6 +35,14 @@ RecordingCommunicator::RecordingCommunicator(Communicator& inner, RankLog& log)
     : inner_(&inner), log_(log), next_comm_id_(std::make_shared<int>(1)) {
   members_.resize(size_t(inner.size()));
   std::iota(members_.begin(), members_.end(), 0);
+}
+
+RecordingCommunicator::RecordingCommunicator(Communicator& inner, RankLog& log, std::vector<int> members, int comm_id)
+    : inner_(&inner), log_(log), members_(std::move(members)), comm_id_(comm_id),
+      next_comm_id_(std::make_shared<int>(comm_id + 1)) {
+  if (members_.size() != size_t(inner.size()))
+    throw std::logic_error("recording communicator: " + std::to_string(members_.size()) + " members for " +
+                           std::to_string(inner.size()) + " ranks");
 }
 
 RecordingCommunicator::RecordingCommunicator(std::unique_ptr<Communicator> inner, RankLog& log,

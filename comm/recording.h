@@ -76,6 +76,9 @@ class RecordingCommunicator final : public Communicator {
  public:
   // The world: inner's rank r is world rank r.
   RecordingCommunicator(Communicator& inner, RankLog& log);
+  // A group no split made (a dry run's: comm/null.h): inner's rank r is world
+  // rank members[r], its events numbered comm_id.
+  RecordingCommunicator(Communicator& inner, RankLog& log, std::vector<int> members, int comm_id);
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }

@@ -7,6 +7,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/device.h"
 
@@ -49,6 +50,35 @@ Backend make_cpu() {
   return b;
 }
 
+// Device::dry: every kernel of the table, doing nothing (a value-returning one returns 0).
+template <class F> struct Nothing;
+template <class R, class... Args> struct Nothing<R (*)(Args...)> {
+  static R call(Args...) {
+    if constexpr (!std::is_void_v<R>) return R{};
+  }
+};
+
+// One address for every dry allocation: pointer arithmetic on it stays
+// well-defined enough for views (offsets), and nothing dereferences it.
+void* dry_alloc(size_t bytes) {
+  alignas(kHostAlignment) static unsigned char nowhere[kHostAlignment];
+  return bytes == 0 ? nullptr : nowhere;
+}
+void dry_release(void*) {}
+void dry_copy(void*, const void*, size_t) {}
+void dry_zero(void*, size_t) {}
+
+Backend make_dry() {
+  Backend b{};
+  b.device = Device::dry;
+  b.alloc = dry_alloc, b.release = dry_release, b.upload = dry_copy, b.download = dry_copy;
+  b.copy = dry_copy, b.zero = dry_zero, b.synchronize = host_synchronize;
+#define LOWBAND_DRY_KERNEL(name) b.name = Nothing<decltype(&cpu::name)>::call;
+  LOWBAND_KERNELS(LOWBAND_DRY_KERNEL)
+#undef LOWBAND_DRY_KERNEL
+  return b;
+}
+
 #ifdef LOWBAND_HAVE_CUDA
 // f, called on CUDA device D: the calling thread's context there (its stream and
 // cuBLAS handle) becomes current first. One table per device index holds these.
@@ -84,7 +114,9 @@ template <int... D> std::array<Backend, sizeof...(D)> make_cuda_tables(std::inte
 
 }  // namespace
 
-const char* device_name(Device device) { return device == Device::cuda ? "cuda" : "cpu"; }
+const char* device_name(Device device) {
+  return device == Device::cuda ? "cuda" : device == Device::dry ? "dry" : "cpu";
+}
 
 namespace {
 std::atomic<int> g_default_cuda_device{0};
@@ -100,6 +132,10 @@ const Backend& backend(Device device, int index) {
   if (device == Device::cpu) {
     static const Backend cpu_table = make_cpu();  // built on first use: no init-order issue
     return cpu_table;
+  }
+  if (device == Device::dry) {
+    static const Backend dry_table = make_dry();
+    return dry_table;
   }
   std::string why;
   if (!cuda_available(&why)) throw std::runtime_error("no CUDA device: " + why);

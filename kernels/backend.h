@@ -4,6 +4,12 @@
 // (the model, its local attention, the training-step benchmark) runs on either.
 // Every pointer handed to a backend's functions is that device's memory: host
 // memory for Device::cpu, CUDA device memory for Device::cuda.
+//
+// Device::dry is shapes only, as PyTorch's meta tensors: alloc hands out an
+// address that nothing reads or writes, copies and kernels return at once (0
+// where they return a value). A dry run of the rank programs
+// (runtime/parallel/dry_run.h) goes through their calls, and so their messages
+// and their profile-timed compute, without allocating or computing anything.
 #include <cstddef>
 
 #include "kernels/adamw.h"
@@ -18,8 +24,8 @@
 
 namespace lowband::kernels {
 
-enum class Device { cpu, cuda };
-const char* device_name(Device device);  // "cpu", "cuda"
+enum class Device { cpu, cuda, dry };
+const char* device_name(Device device);  // "cpu", "cuda", "dry"
 
 struct Backend {
   Device device;
@@ -55,10 +61,14 @@ struct Backend {
   decltype(&cpu::clip_grad_norm) clip_grad_norm;
 };
 
+// Whether host code may take the backend's pointers as they are: the CPU's
+// memory, or a dry table's (never read: what reads it in a dry run is dry too).
+inline bool host_addressable(const Backend& k) { return k.device != Device::cuda; }
+
 // The most CUDA devices one process drives (one table each).
 constexpr int kMaxCudaDevices = 16;
 
-// The table for a device. For Device::cuda, `index` picks the GPU: every function
+// The table for a device (Device::dry: the table that does nothing). For Device::cuda, `index` picks the GPU: every function
 // of that table runs on CUDA device `index`, on the calling thread's own stream
 // and cuBLAS handle there (kernels/cuda/context.cuh), so ranks on threads of one
 // process can each drive their own GPU. Throws std::runtime_error when CUDA is

@@ -1,6 +1,7 @@
 #pragma once
 // An owning array of T in one backend's memory (host for cpu, device for cuda),
-// zero-filled on creation; move-only. to_host()/upload() cross to and from the host.
+// zero-filled on creation; move-only. to_host()/upload() cross to and from the host
+// (a dry backend's buffer holds no values: to_host() is empty).
 #include <cstddef>
 #include <stdexcept>
 #include <utility>
@@ -50,6 +51,7 @@ class BackendBuffer {
     if (count != 0) backend_->upload(ptr_, host, count * sizeof(T));
   }
   std::vector<T> to_host() const {
+    if (backend_ != nullptr && backend_->device == Device::dry) return {};
     std::vector<T> host(count_);
     if (count_ != 0) backend_->download(host.data(), ptr_, count_ * sizeof(T));
     return host;
@@ -67,9 +69,10 @@ class BackendBuffer {
 };
 
 // `count` floats of k's memory at `ptr`, readable on the host: ptr itself on the
-// CPU, else a copy in `host` (resized). For host-side code (codecs) on any backend.
+// CPU (or a dry backend: never read), else a copy in `host` (resized). For
+// host-side code (codecs) on any backend.
 inline const float* host_view(const Backend& k, const float* ptr, size_t count, std::vector<float>& host) {
-  if (k.device == Device::cpu) return ptr;
+  if (host_addressable(k)) return ptr;
   host.resize(count);
   k.download(host.data(), ptr, count * sizeof(float));
   return host.data();

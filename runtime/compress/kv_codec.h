@@ -86,6 +86,10 @@ class KvCodec {
   // built from shapes and the one a real run records carry the same bytes.
   virtual double message_bytes(KvTensor tensor, int64_t n) const = 0;
   virtual double gradient_message_bytes(KvTensor tensor, int64_t n) const = 0;
+  // Whether step `step` (from 0) sends those compressed messages; false: the
+  // uncompressed block and gradient (a MoS warm-up). A dry run sizes its
+  // messages by it (dry_codec.h).
+  virtual bool compressing_at(int /*step*/) const { return true; }
 
   // Per layer, ‖Z − Ẑ‖_F / ‖Z‖_F of `tensor` over the blocks encoded since
   // begin_step, for run reports; empty while the codec is not compressing, or when

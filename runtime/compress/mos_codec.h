@@ -110,6 +110,7 @@ class MosCodec final : public KvCodec {
   // Closed-form message sizes while compressing: forward (C, θ) and backward (dC, dθ).
   double message_bytes(KvTensor t, int64_t n) const override;
   double gradient_message_bytes(KvTensor t, int64_t n) const override;
+  bool compressing_at(int step) const override { return step >= opt_.warmup_steps; }
   // ‖Z − Ẑ‖_F / ‖Z‖_F over every block of (layer, t) encoded since begin_step
   // (0 while uncompressed and before any block).
   double reconstruction_error(int layer, KvTensor t) const;

@@ -16,10 +16,12 @@ using kernels::Trans;
 Model::Model(const ModelConfig& config, uint64_t seed, ModelOptions options)
     : layout_(config, options.span), options_(options), k_(&kernels::backend(options.device)),
       params_(*k_, size_t(layout_.count())), grads_(*k_, size_t(layout_.count())) {
-  std::vector<float> initial(size_t(layout_.count()));
-  init_parameters(layout_, seed, initial.data());
-  params_.upload(initial.data(), initial.size());
-  if (options.fixed_embedding != nullptr && layout_.span().embedding)
+  if (k_->device != kernels::Device::dry) {  // a dry model (shapes only) has no values to draw
+    std::vector<float> initial(size_t(layout_.count()));
+    init_parameters(layout_, seed, initial.data());
+    params_.upload(initial.data(), initial.size());
+  }
+  if (options.fixed_embedding != nullptr && layout_.span().embedding && k_->device != kernels::Device::dry)
     fixed_embedding_ = kernels::BackendBuffer<float>(*k_, std::vector<float>(options.fixed_embedding,
                                                                               options.fixed_embedding +
                                                                                   int64_t(config.vocab) * config.d_model));

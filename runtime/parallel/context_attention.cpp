@@ -16,8 +16,6 @@ void ensure_size(const kernels::Backend& k, kernels::BackendBuffer<float>& b, si
 }
 
 int64_t range_tokens(const TokenRange& r) { return r.second - r.first; }
-int tag_kv(int layer) { return 2 * layer; }
-int tag_dkv(int layer) { return 2 * layer + 1; }
 
 }  // namespace
 
@@ -161,7 +159,7 @@ void ContextAttention::forward_layer(comm::Communicator& comm, int l) {
   std::vector<std::vector<uint8_t>> arrived(static_cast<size_t>(P_));
   auto receive = [&](int k) {
     std::vector<uint8_t>& m = arrived[size_t(k)];
-    comm.recv_message(ring ? (rank_ - 1 + P_) % P_ : owner_at(k), tag_kv(l), m, "kv");
+    receive_blocks(comm, ring ? (rank_ - 1 + P_) % P_ : owner_at(k), l, owner_at(k), m);
     if (ring && k < P_ - 1)  // pass it on before attending to it
       comm.send((rank_ + 1) % P_, tag_kv(l), m.data(), m.size(), comm::Wire("kv", kv_message_wire_bytes(m)));
   };
@@ -235,8 +233,7 @@ void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
     if (overlap) compute_partial(k);
     std::vector<compress::CodecGradient>& mine = partial[size_t(k)];
     if (ring && k > 1) {  // the accumulator for this owner's block from the ranks before
-      comm.recv_message(prev, tag_dkv(l), message, "dkv");
-      unpack_gradients(message, acc);
+      receive_gradients(comm, prev, l, owner_at(k), acc);
       add_gradients(acc, mine);
       mine.swap(acc);
     }
@@ -247,13 +244,11 @@ void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
   }
   std::vector<compress::CodecGradient> summed;
   if (ring && P_ > 1) {
-    comm.recv_message(prev, tag_dkv(l), message, "dkv");
-    unpack_gradients(message, summed);
+    receive_gradients(comm, prev, l, rank_, summed);
   } else {
     for (int src = 0; src < P_; ++src) {  // rank order: the same sum on every run
       if (src == rank_) continue;
-      comm.recv_message(src, tag_dkv(l), message, "dkv");
-      unpack_gradients(message, acc);
+      receive_gradients(comm, src, l, rank_, acc);
       if (summed.empty()) summed.swap(acc);
       else add_gradients(summed, acc);
     }

@@ -89,6 +89,12 @@ class ContextAttention {
   void encode_gradients(int l, int owner, const float* dk, const float* dv,
                         std::vector<compress::CodecGradient>& out);
   void decode_gradients(int l, const std::vector<compress::CodecGradient>& summed);
+  // What `src` sends of `owner`'s K/V blocks (the gradients of `owner`'s blocks) in layer l.
+  void receive_blocks(comm::Communicator& comm, int src, int l, int owner, std::vector<uint8_t>& message);
+  void receive_gradients(comm::Communicator& comm, int src, int l, int owner,
+                         std::vector<compress::CodecGradient>& blocks);
+  static int tag_kv(int layer) { return 2 * layer; }  // one tag per layer and direction
+  static int tag_dkv(int layer) { return 2 * layer + 1; }
   int owner_at(int k) const { return ((rank_ - k) % P_ + P_) % P_; }
   size_t layer_index(int l) const { return size_t(l - first_layer_); }
   compress::KvBlockId block_id(int l, compress::KvTensor t, int owner, int chunk, int sequence) const;
@@ -116,6 +122,7 @@ class ContextAttention {
   std::vector<char> started_;  // per (sequence, query chunk): output written this layer
   Buffer tmp_out_, tmp_lse_, delta_, dk_part_, dv_part_;
   std::vector<float> host_a_, host_b_;  // staging for the codec on a GPU backend
+  std::vector<uint8_t> received_;       // the last dK/dV message received
   std::vector<float> codec_m_, codec_v_;
   int64_t codec_steps_ = 0;
 };

@@ -52,7 +52,7 @@ void ContextAttention::decode_blocks(int l, int owner, const std::vector<uint8_t
   for_each_block(l, owner, [&](size_t b, const compress::KvBlockId& id, int64_t n, int64_t off) {
     auto& hat = id.tensor == KvTensor::k ? slot_->k_hat : slot_->v_hat;
     float* z_hat = hat[layer_index(l)][size_t(owner)].data() + off;
-    if (k_.device == kernels::Device::cpu) return codec_->decode(id, n, blocks[b], z_hat);
+    if (kernels::host_addressable(k_)) return codec_->decode(id, n, blocks[b], z_hat);
     host_b_.resize(size_t(n * kv_row_));
     codec_->decode(id, n, blocks[b], host_b_.data());
     k_.upload(z_hat, host_b_.data(), host_b_.size() * sizeof(float));
@@ -74,11 +74,36 @@ void ContextAttention::decode_gradients(int l, const std::vector<compress::Codec
                            std::to_string(summed.size()) + " blocks");
   for_each_block(l, rank_, [&](size_t b, const compress::KvBlockId& id, int64_t n, int64_t off) {
     float* dz = (id.tensor == KvTensor::k ? model_.dk() : model_.dv()) + off;
-    if (k_.device == kernels::Device::cpu) return codec_->decode_gradient(id, n, summed[b], dz);
+    if (kernels::host_addressable(k_)) return codec_->decode_gradient(id, n, summed[b], dz);
     host_b_.resize(size_t(n * kv_row_));  // the codec adds into dz
     k_.download(host_b_.data(), dz, host_b_.size() * sizeof(float));
     codec_->decode_gradient(id, n, summed[b], host_b_.data());
     k_.upload(dz, host_b_.data(), host_b_.size() * sizeof(float));
+  });
+}
+
+// A transport that delivers nothing (comm::NullCommunicator: a dry run, where no
+// rank has values) leaves the receiver to state what arrived: `owner`'s blocks
+// as its own codec, dry too, sizes them, with no values.
+void ContextAttention::receive_blocks(comm::Communicator& comm, int src, int l, int owner,
+                                      std::vector<uint8_t>& message) {
+  comm.recv_message(src, tag_kv(l), message, "kv");
+  if (!message.empty()) return;
+  begin_kv_message(message);
+  compress::CodecMessage block;
+  for_each_block(l, owner, [&](size_t, const compress::KvBlockId& id, int64_t n, int64_t) {
+    codec_->encode(id, n, nullptr, block);
+    append_block(message, block);
+  });
+}
+
+void ContextAttention::receive_gradients(comm::Communicator& comm, int src, int l, int owner,
+                                         std::vector<compress::CodecGradient>& blocks) {
+  comm.recv_message(src, tag_dkv(l), received_, "dkv");
+  if (!received_.empty()) return unpack_gradients(received_, blocks);
+  blocks.assign(block_count(owner), {});
+  for_each_block(l, owner, [&](size_t b, const compress::KvBlockId& id, int64_t n, int64_t) {
+    codec_->encode_gradient(id, n, nullptr, blocks[b]);
   });
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/parallel/context_costs.h"
 
+#include "runtime/compress/identity_codec.h"
+
 namespace lowband::parallel {
 
 std::vector<TokenRange> rank_token_ranges(int64_t seq_len, int ranks, CpSplit split, int rank) {
@@ -31,9 +33,6 @@ ContextCosts::ContextCosts(const Scenario& s)
     for (const auto& rg : ranges_.back()) n += double(rg.second - rg.first);
     tokens_.push_back(n * batch);
   }
-  pairs_.assign(size_t(P_), std::vector<double>(size_t(P_)));
-  for (int q = 0; q < P_; ++q)
-    for (int k = 0; k < P_; ++k) pairs_[size_t(q)][size_t(k)] = batch * causal_pairs(ranges_[size_t(q)], ranges_[size_t(k)]);
 }
 
 cost::Cost ContextCosts::embed(int r) const { return cost::embedding_forward(s_.model, tokens(r), elem_); }
@@ -61,6 +60,30 @@ cost::Cost ContextCosts::mos_reconstruct(int owner) const {
 }
 
 cost::Cost ContextCosts::optimizer() const { return cost::adamw_step(s_.model.parameters()); }
+
+double ContextCosts::step_model_flops() const {
+  double forward = 0;
+  for (int c = 0; c < P_; ++c) {
+    double layer = pre_attention(c).flops + post_attention(c).flops;
+    for (int o = 0; o < P_; ++o)
+      if (o == c || pairs(c, o) > 0) layer += attention(c, o, false).flops;
+    forward += s_.model.layers * layer + head(c).flops;
+  }
+  return 3.0 * forward;
+}
+
+double ContextCosts::uncompressed_kv_bytes() const {
+  const auto& m = s_.model;
+  const compress::IdentityCodec plain(m.kv_heads, m.head_dim(), m.bytes_per_element);
+  double per_layer = 0;
+  for (int o = 0; o < P_; ++o) {
+    double block = 0;  // one sequence's K and V blocks of owner o
+    for (const TokenRange& rg : ranges(o))
+      for (auto t : {compress::KvTensor::k, compress::KvTensor::v}) block += plain.message_bytes(t, rg.second - rg.first);
+    per_layer += 2.0 * (P_ - 1) * (double(s_.training.batch_size) * block);
+  }
+  return per_layer * m.layers;
+}
 
 double ContextCosts::seconds(int rank, const cost::Cost& c, const char* tag) const {
   return cost::node_seconds(s_, s_.parallel.node_of(rank), c, tag);

@@ -1,8 +1,8 @@
 #pragma once
 // The cost (FLOPs, memory bytes) of each compute task of one context-parallel
-// step, from the model's shapes, and its seconds on a node's device profile. The
-// one source for both graphs: `estimate`'s shape-built step (context_schedule.cpp)
-// and a real run timed from the device profile (context_rank.cpp).
+// step, from the model's shapes, and its seconds on a node's device profile: what
+// the rank programs' spans charge with profile timing (context_rank.cpp,
+// context_attention.cpp), in a real run and in `estimate`'s dry one (dry_run.h).
 #include <vector>
 
 #include "runtime/cost_model.h"
@@ -28,7 +28,11 @@ class ContextCosts {
   int ranks() const { return P_; }
   const std::vector<TokenRange>& ranges(int rank) const { return ranges_[size_t(rank)]; }
   double tokens(int rank) const { return tokens_[size_t(rank)]; }       // whole batch
-  double pairs(int q_rank, int k_rank) const { return pairs_[size_t(q_rank)][size_t(k_rank)]; }
+  // Causal (query, key) pairs of q_rank's queries and k_rank's keys, whole batch:
+  // computed per call (two ranges each), so P ranks' costs hold no P x P table.
+  double pairs(int q_rank, int k_rank) const {
+    return double(s_.training.batch_size) * causal_pairs(ranges_[size_t(q_rank)], ranges_[size_t(k_rank)]);
+  }
 
   cost::Cost embed(int r) const;
   cost::Cost pre_attention(int r) const;   // norm + QKV
@@ -38,6 +42,14 @@ class ContextCosts {
   cost::Cost mos_project(int owner) const;      // zero unless compression.method = mos
   cost::Cost mos_reconstruct(int owner) const;
   cost::Cost optimizer() const;
+
+  // Forward + backward (3 x forward, no recompute) of one step, all ranks: the
+  // attention blocks a causal mask leaves something in.
+  double step_model_flops() const;
+  // What one step's "kv" and "dkv" messages carry uncompressed, all ranks: each
+  // owner's blocks reach the P − 1 others once (ring or all-gather) and their
+  // gradients return as much, in every layer.
+  double uncompressed_kv_bytes() const;
 
   // Seconds of `c` on `rank`'s node; InputError("devices") when the profile gives
   // no finite time (`tag` names the task).
@@ -50,7 +62,6 @@ class ContextCosts {
   int k_rank_ = 0, v_rank_ = 0;
   std::vector<std::vector<TokenRange>> ranges_;
   std::vector<double> tokens_;
-  std::vector<std::vector<double>> pairs_;
 };
 
 }  // namespace lowband::parallel

@@ -3,10 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/recording.h"
 #include "common/error.h"
-#include "runtime/parallel/context_step_program.h"
-#include "runtime/parallel/layout.h"
+#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/dry_run.h"
 
 namespace lowband::parallel {
 
@@ -35,20 +34,12 @@ void check_context_parallel(const Scenario& s) {
 
 ContextStep build_context_parallel(const Scenario& s, bool weight_sync_step) {
   check_context_parallel(s);
-  const ContextStepProgram program(s, weight_sync_step);
-  std::vector<comm::RankLog> logs(static_cast<size_t>(program.ranks()));
-  std::vector<const comm::RankLog*> views;
-  for (int c = 0; c < program.ranks(); ++c) {
-    program.append(c, logs[size_t(c)]);
-    views.push_back(&logs[size_t(c)]);
-  }
   ContextStep out;
-  // On parallel.placement's nodes, as RankWorld places a recorded step.
-  out.graph = comm::assemble_step_graph(views);
-  if (!s.parallel.placement.empty()) out.graph = place_on_nodes(out.graph, Layout(s.parallel));
+  out.graph = dry_context_step(s, steady_step(s, weight_sync_step));
+  const ContextCosts costs(s);
   out.tokens = double(s.training.batch_size) * double(s.model.seq_len);
-  out.model_flops = program.model_flops();
-  out.uncompressed_kv_bytes = program.uncompressed_kv_bytes();
+  out.model_flops = costs.step_model_flops();
+  out.uncompressed_kv_bytes = costs.uncompressed_kv_bytes();
   return out;
 }
 

@@ -1,10 +1,9 @@
 #pragma once
 // The step graph of ONE training step of context parallelism alone (pipeline 1,
-// data 1), built from the model's shapes (no training): every rank's program
-// (context_step_program.h: the events a real ContextRank step records) assembled
-// as a recorded step is (comm::assemble_step_graph) and moved onto the ranks'
-// nodes (parallel.placement). One description of the step serves `estimate`,
-// the data-parallel replicas (data_graph.h) and this.
+// data 1), from the model's shapes (no training): the real rank programs run dry
+// (dry_run.h: ContextRank on the dry kernels over a null transport, recorded),
+// assembled as a recorded step is (comm::assemble_step_graph) and moved onto
+// the ranks' nodes (parallel.placement). `estimate` replays it.
 //
 // Transfers are tagged "kv", "dkv", "grad_sync", "loss" and the K/V codec's
 // "codec_error" and "codec_grad"; compute tasks "embed", "qkv", "attention",

@@ -4,43 +4,43 @@
 #include <string>
 #include <utility>
 
+#include "comm/null.h"
 #include "comm/recording.h"
 #include "common/error.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/context_step_program.h"
+#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/dry_run.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/parallel/pipeline_graph.h"
 #include "runtime/parallel/replicas.h"
 #include "runtime/sync/chunks.h"
+#include "runtime/sync/outer_sync.h"
 #include "runtime/sync/pack.h"
 
 namespace lowband::parallel {
 
 namespace {
 
-// Communicators of the data sync, numbered apart from every replica's own so
-// that to_world() leaves their events (already in world ranks) alone.
+// Communicators of the data sync, numbered apart from every replica's own.
 constexpr int kDataGroupComm = 1 << 20, kFirstPartComm = kDataGroupComm + 1;
 
-// A replica's logs moved from its ranks (0..n-1) to the world's (first..).
-void to_world(comm::RankLog& log, int first) {
-  comm::RankLog out;
-  for (comm::Event e : log.events()) {
-    if (e.comm_id < kDataGroupComm) {  // the data sync's events are the world's already
-      if (e.peer >= 0) e.peer += first;
-      for (int& m : e.members) m += first;
-    }
-    out.add(std::move(e));
+// Replica q (`one`) run dry (dry_run.h: its ranks' own programs) into the
+// world's logs: its ranks firsts[q].., on the replica's communicator (0);
+// synchronous, each also in the data group of its index (the same index of
+// every replica).
+void dry_replica(const Scenario& one, int q, const std::vector<int>& firsts, bool synchronous,
+                 std::vector<comm::RankLog>& logs) {
+  const int n = one.parallel.pipeline * one.parallel.context, R = int(firsts.size());
+  const int step = steady_step(one, /*weight_sync_step=*/true);
+  DryGroup replica{{}, 0};
+  for (int i = 0; i < n; ++i) replica.ranks.push_back(firsts[size_t(q)] + i);
+  for (int i = 0; i < n; ++i) {
+    DryGroup data{{}, kDataGroupComm};
+    for (int p = 0; p < R; ++p) data.ranks.push_back(firsts[size_t(p)] + i);
+    comm::RankLog& log = logs[size_t(replica.ranks[size_t(i)])];
+    if (one.parallel.pipeline > 1) dry_pipeline_rank(one, i, step, replica, log, synchronous ? &data : nullptr, q);
+    else dry_context_rank(one, i, step, replica, log, synchronous ? &data : nullptr, q);
   }
-  log = std::move(out);
-}
-
-comm::Event collective(comm::EventType type, const std::vector<int>& members, int comm_id, double bytes,
-                       const char* kind, bool deferred) {
-  comm::Event e = comm::event_of(type, -1, 0, comm_id, bytes, kind);
-  e.members = members;
-  e.deferred = deferred;
-  return e;
 }
 
 std::string describe(const Scenario& one) {
@@ -77,29 +77,10 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
     ones.push_back(replica_scenario(s, q));
     const Scenario& one = ones.back();
     out.replica_shapes.push_back(describe(one));
-    // Synchronous: bucket b of the rank at index i summed over index i of every replica.
-    DataBucketHook data;
-    if (synchronous)
-      data = [&](int i, const GradBucket& b, comm::RankLog& log) {
-        if (b.end <= b.begin || R < 2) return;  // ReplicaSync::all_reduce_bucket sends nothing
-        std::vector<int> group;
-        for (int p = 0; p < R; ++p) group.push_back(firsts[size_t(p)] + i);
-        log.add(collective(comm::EventType::all_reduce, group, kDataGroupComm,
-                           double(b.end - b.begin) * s.model.bytes_per_element, "grad_sync", true));
-      };
-    std::vector<comm::RankLog> mine;
-    if (one.parallel.pipeline > 1) {
-      out.model_flops += pipeline_rank_logs(one, mine, data).model_flops;
-    } else {
-      const ContextStepProgram program(one);
-      mine.resize(size_t(program.ranks()));
-      for (int c = 0; c < program.ranks(); ++c) program.append(c, mine[size_t(c)], data);
-      out.model_flops += program.model_flops();
-    }
-    for (size_t i = 0; i < mine.size(); ++i) {
-      to_world(mine[i], firsts[size_t(q)]);
-      logs[size_t(firsts[size_t(q)]) + i] = std::move(mine[i]);
-    }
+    // The figures first: they validate a pipeline replica's keys before its ranks run.
+    out.model_flops += one.parallel.pipeline > 1 ? pipeline_step_figures(one).model_flops
+                                                 : ContextCosts(one).step_model_flops();
+    dry_replica(one, q, firsts, synchronous, logs);
   }
   if (!synchronous) {
     // The parts: the common refinement of every replica's stages.
@@ -121,20 +102,19 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
       const int first = one.parallel.stage_first_layer(at.stage, s.model.layers);
       return part.first_layer >= first && part.end_layer <= first + one.parallel.stage_layer_count(at.stage, s.model.layers);
     };
-    const bool gather = s.parallel.data_sync.method == DataSyncMethod::sparseloco;
-    for (size_t p = 0; p < out.parts.size(); ++p)
+    for (size_t p = 0; p < out.parts.size(); ++p) {
+      const model::ParamLayout part(s.model, out.parts[p].span());
       for (int c = 0; c < C; ++c) {
-        std::vector<int> group;
+        DryGroup group{{}, kFirstPartComm + int(p) * C + c};
         for (int r = 0; r < N; ++r)
-          if (layout.place(r).context_rank == c && holds(r, out.parts[p])) group.push_back(r);
-        const double bytes = out.part_message_bytes[p] * (gather ? double(group.size()) : 1.0);
-        for (int r : group) {
-          comm::Event e = collective(gather ? comm::EventType::all_gather : comm::EventType::all_reduce, group,
-                                     kFirstPartComm + int(p) * C + c, bytes, "pseudo_grad", false);
-          e.relay = gather && s.parallel.data_sync.exchange == DataSyncExchange::relay;  // as OuterSync's Wire says
-          logs[size_t(r)].add(std::move(e));
+          if (layout.place(r).context_rank == c && holds(r, out.parts[p])) group.ranks.push_back(r);
+        for (size_t i = 0; i < group.ranks.size(); ++i) {  // each holder's OuterSync, dry
+          comm::NullCommunicator null(int(i), int(group.ranks.size()));
+          comm::RecordingCommunicator comm(null, logs[size_t(group.ranks[i])], group.ranks, group.comm_id);
+          sync::OuterSync::exchange_sizes(comm, s.parallel.data_sync, part);
         }
       }
+    }
   }
   std::vector<const comm::RankLog*> views;
   for (const auto& log : logs) views.push_back(&log);

@@ -1,17 +1,18 @@
 #pragma once
 // The step graph of ONE training step of data parallelism (parallel.data > 1 or
-// parallel.replicas), built from the model's shapes alone: every replica's step
-// as its own ranks' programs (context_step_program.h for context replicas,
-// pipeline_graph.h's for pipelines and pipeline x context), on its ranks and
-// nodes (replica_scenario), plus the data synchronisation as LayoutTrainer records
-// it (layout_trainer.h):
+// parallel.replicas), from the model's shapes alone: every replica's step as
+// its own ranks' programs run dry (dry_run.h: ContextRank, or PipelineRank for
+// pipelines and pipeline x context), on its ranks and nodes (replica_scenario), plus the data
+// synchronisation as LayoutTrainer records it (layout_trainer.h):
 //  - all_reduce: each gradient bucket summed over the data group (the ranks at
 //    the same index of every replica), "grad_sync", deferred where the replica's
-//    own bucket sums are (the backward overlaps them), before the optimiser;
+//    own bucket sums are (the backward overlaps them), before the optimiser (a
+//    dry context rank calls it itself, through DataStep);
 //  - diloco / sparseloco, on a step that ends with the outer step
 //    (outer_sync = true): after its inner step each rank, for each part it holds
 //    (data_parts.h), in part order, one collective over the holders of that part
-//    with its context index: diloco an all-reduce of the float32 pseudo-gradient
+//    with its context index (sync::OuterSync::exchange_sizes, the outer step's
+//    own call in its dry mode): diloco an all-reduce of the float32 pseudo-gradient
 //    (4 bytes per parameter), sparseloco an all-gather of every replica's packed
 //    message (sync::packed_bytes), both "pseudo_grad"; with data_sync.exchange
 //    relay the all-gather goes through the relay node (sim::relay_all_gather).

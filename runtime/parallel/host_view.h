@@ -1,7 +1,7 @@
 #pragma once
 // A host view of a device buffer of `count` floats, for the communicators, which
-// move host memory: the buffer itself on the CPU, else a staged copy that put()
-// writes back.
+// move host memory: the buffer itself on the CPU (and on a dry backend: nothing
+// reads it), else a staged copy that put() writes back.
 #include <cstdint>
 #include <vector>
 
@@ -12,7 +12,7 @@ namespace lowband::parallel {
 class HostView {
  public:
   HostView(const kernels::Backend& k, float* data, int64_t count) : k_(k), data_(data), count_(count) {
-    if (k.device == kernels::Device::cpu) return;
+    if (kernels::host_addressable(k)) return;
     staged_.resize(static_cast<size_t>(count));
     k.download(staged_.data(), data, size_t(count) * sizeof(float));
   }

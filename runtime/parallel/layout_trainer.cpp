@@ -61,7 +61,7 @@ void LayoutTrainer::check_layout() const {
   if (R_ > 1) return check_replicas(scenario_);
   const ParallelConfig& p = scenario_.parallel;
   if (p.pipeline == 1) {
-    build_context_parallel_step(scenario_);  // validates the split, the nodes and the batch (InputError)
+    check_context_parallel(scenario_);  // the split, the nodes and the batch (InputError)
   } else if (p.context > 1 && scenario_.compression.weight_sync != WeightSync::all_reduce) {
     throw InputError("compression.weight_sync", "pipeline stages with context parallelism sum their gradients "
                                                 "(all_reduce); the other weight syncs are not implemented for them");

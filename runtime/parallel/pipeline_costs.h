@@ -1,9 +1,8 @@
 #pragma once
 // The cost (FLOPs, memory bytes) of one microbatch's forward and backward on each
 // pipeline stage, and of the stage's optimizer step, from the model's shapes;
-// seconds on the stage's node's device profile. The one source for `estimate`'s
-// shape-built pipeline step (pipeline_graph.cpp) and a real run timed from the
-// device profile.
+// seconds on the stage's node's device profile: what PipelineRank's spans charge
+// with profile timing, in a real run and in `estimate`'s dry one (dry_run.h).
 //
 // One replica (parallel.data = 1) of P stages of C context ranks each: rank
 // (s, c) is world rank s·C + c (layout.h). A stage holds layers

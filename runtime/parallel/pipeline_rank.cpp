@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "runtime/compress/make_codec.h"
+#include "runtime/compress/dry_codec.h"
 #include "runtime/parallel/pipeline_schedule.h"
 
 namespace lowband::parallel {
@@ -28,7 +28,7 @@ model::ModelOptions stage_model_options(const Scenario& s, int stage, kernels::D
   o.device = device;
   o.span = {p.stage_first_layer(stage, s.model.layers), p.stage_layer_count(stage, s.model.layers), stage == 0,
             stage == p.pipeline - 1};
-  if (subspace_boundaries(s) && stage == 0) {
+  if (subspace_boundaries(s) && stage == 0 && device != kernels::Device::dry) {  // a dry model holds no table
     fixed = compress::fixed_embedding(s.model.vocab, s.model.d_model, compress::boundary_seed(s));
     o.fixed_embedding = fixed.data();
   }
@@ -36,7 +36,7 @@ model::ModelOptions stage_model_options(const Scenario& s, int stage, kernels::D
 }
 
 BoundaryConstraint::BoundaryConstraint(const Scenario& s, const kernels::Backend& k) {
-  if (!subspace_boundaries(s)) return;
+  if (!subspace_boundaries(s) || k.device == kernels::Device::dry) return;  // dry: nothing to keep in span(U)
   constrained_end_ = s.parallel.stage_first_layer(s.parallel.pipeline - 1, s.model.layers);
   basis_.emplace(k, s.model.d_model, s.compression.boundary.rank, compress::boundary_seed(s));
 }
@@ -61,13 +61,13 @@ PipelineRank::PipelineRank(const Scenario& s, int stage, int context_rank, const
              [this](const cost::Cost& c, const char* kind) { return costs_.rank_seconds(stage_ * C_ + c_, c, kind); }},
       model_(s.model, s.training.seed, stage_model_options(s, stage, k.device, fixed_embedding_)),
       optimizer_(model_.layout(), optim::optimizer_config_from(s.training), k.device),
-      lr_(optim::lr_schedule_from(s.training)), codec_(compress::make_boundary_codec(s)), constraint_(s, k),
+      lr_(optim::lr_schedule_from(s.training)), codec_(compress::make_boundary_codec_on(s, k.device)), constraint_(s, k),
       sync_(scenario_, k) {
   constraint_.project(model_, /*grads=*/false);  // start inside the constraint
   fixed_embedding_.clear();                       // the model holds its own copy
   fixed_embedding_.shrink_to_fit();
   if (C_ > 1)
-    context_ = std::make_unique<ContextAttention>(scenario_, c_, compress::make_kv_codec(scenario_), model_,
+    context_ = std::make_unique<ContextAttention>(scenario_, c_, compress::make_kv_codec_on(scenario_, k.device), model_,
                                                   costs_.context(), spans_);
 }
 
@@ -95,7 +95,7 @@ int64_t PipelineRank::rows_of(const Microbatch& mb) const {
 
 template <class Fill>
 void PipelineRank::write_from_host(float* device_ptr, size_t count, Fill fill) {
-  if (k_.device == kernels::Device::cpu) return fill(device_ptr);
+  if (kernels::host_addressable(k_)) return fill(device_ptr);  // (dry: fill is a dry codec's, writing nothing)
   host_.resize(count);
   fill(host_.data());
   k_.upload(device_ptr, host_.data(), count * sizeof(float));
@@ -144,7 +144,9 @@ double PipelineRank::forward(const Groups& g, int m, const Microbatch& mb, int s
   if (stage_ > 0) {
     std::vector<uint8_t> bytes;
     g.pipeline.recv_message(stage_ - 1, tag_act(m), bytes, comm::Wire("act", codec_->message_bytes(n)));
-    compress::unpack(bytes.data(), bytes.size(), boundary);
+    // A transport that delivers nothing (comm::NullCommunicator, a dry run): what a dry codec sends, no values.
+    if (bytes.empty()) boundary = compress::CodecMessage{};
+    else compress::unpack(bytes.data(), bytes.size(), boundary);
     compress::check_layout(boundary.layout(), codec_->message_layout(n), "pipeline boundary message");
   }
   const compress::CodecMessage* received = stage_ > 0 ? &boundary : nullptr;
@@ -229,51 +231,54 @@ void PipelineRank::prepare(int microbatches, int slots) {
 
 RankStepResult PipelineRank::train_step(comm::Communicator& world, int step, const int32_t* inputs,
                                         const int32_t* targets, int sequences, const DataStep* data) {
-  return with_groups(world, [&](const Groups& g) {
-    const std::vector<Microbatch> mbs = split(inputs, targets, sequences);
-    const int M = int(mbs.size());
-    // A microbatch's slot: the ones held at once are consecutive, at most in_flight.
-    const int in_flight = pipeline_in_flight(scenario_.parallel.schedule, P_, stage_, M);
-    prepare(M, in_flight);
-    int64_t valid_total = 0;
-    for (const Microbatch& mb : mbs) valid_total += mb.valid;
-    if (data) valid_total = data->valid_all;
-    if (context_) {
-      context_->begin_codec_step(g.world, step);
-      context_->codec().zero_grads();
-    }
+  return with_groups(world, [&](const Groups& g) { return train_step(g, step, inputs, targets, sequences, data); });
+}
 
-    model_.zero_grads();
-    double sums[2] = {0, 0};  // the loss sum, then the squared gradient norm
-    for (const PipelineOp& op : pipeline_schedule(scenario_.parallel.schedule, P_, stage_, M)) {
-      const Microbatch& mb = mbs[size_t(op.microbatch)];
-      const int slot = op.microbatch % in_flight;
-      if (op.forward) sums[0] += forward(g, op.microbatch, mb, slot);
-      else backward(g, op.microbatch, mb, slot, valid_total);
-    }
-    RankStepResult res;
-    // The context ranks' shares of the stage's gradients summed, then the replicas'.
-    const std::vector<GradBucket> buckets = gradient_buckets(model_.layout());
-    if (context_)
-      for (const GradBucket& b : buckets) sync_.all_reduce_bucket(*g.context, model_, b);
-    if (data && data->group)
-      for (const GradBucket& b : buckets) sync_.all_reduce_bucket(*data->group, model_, b);
-    if (context_)
-      context_->reconstruction_errors(g.world, res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
-    if (context_ || (data && data->group)) spans_.log.join_deferred();
-    constraint_.project(model_, /*grads=*/true);
-    if (c_ == 0) sums[1] = optimizer_.squared_grad_norm(model_.grads());  // once per stage
-    g.world.all_reduce_sum(sums, 2, comm::Wire("loss"));
+RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t* inputs, const int32_t* targets,
+                                        int sequences, const DataStep* data) {
+  const std::vector<Microbatch> mbs = split(inputs, targets, sequences);
+  const int M = int(mbs.size());
+  // A microbatch's slot: the ones held at once are consecutive, at most in_flight.
+  const int in_flight = pipeline_in_flight(scenario_.parallel.schedule, P_, stage_, M);
+  prepare(M, in_flight);
+  int64_t valid_total = 0;
+  for (const Microbatch& mb : mbs) valid_total += mb.valid;
+  if (data) valid_total = data->valid_all;
+  if (context_) {
+    context_->begin_codec_step(g.world, step);
+    context_->codec().zero_grads();
+  }
 
-    res.loss = valid_total > 0 ? float(sums[0] / double(valid_total)) : 0.0f;
-    res.lr = lr_.at(step + 1);
-    ComputeSpan sp(spans_, "optimizer", costs_.optimizer(stage_));
-    res.grad_norm = optimizer_.step_with_norm(model_.params(), model_.grads(), res.lr, std::sqrt(sums[1])).grad_norm;
-    constraint_.project(model_, /*grads=*/false);
-    sp.done();
-    if (context_) context_->step_codec(g.world, res.lr);
-    return res;
-  });
+  model_.zero_grads();
+  double sums[2] = {0, 0};  // the loss sum, then the squared gradient norm
+  for (const PipelineOp& op : pipeline_schedule(scenario_.parallel.schedule, P_, stage_, M)) {
+    const Microbatch& mb = mbs[size_t(op.microbatch)];
+    const int slot = op.microbatch % in_flight;
+    if (op.forward) sums[0] += forward(g, op.microbatch, mb, slot);
+    else backward(g, op.microbatch, mb, slot, valid_total);
+  }
+  RankStepResult res;
+  // The context ranks' shares of the stage's gradients summed, then the replicas'.
+  const std::vector<GradBucket> buckets = gradient_buckets(model_.layout());
+  if (context_)
+    for (const GradBucket& b : buckets) sync_.all_reduce_bucket(*g.context, model_, b);
+  if (data && data->group)
+    for (const GradBucket& b : buckets) sync_.all_reduce_bucket(*data->group, model_, b);
+  if (context_)
+    context_->reconstruction_errors(g.world, res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
+  if (context_ || (data && data->group)) spans_.log.join_deferred();
+  constraint_.project(model_, /*grads=*/true);
+  if (c_ == 0) sums[1] = optimizer_.squared_grad_norm(model_.grads());  // once per stage
+  g.world.all_reduce_sum(sums, 2, comm::Wire("loss"));
+
+  res.loss = valid_total > 0 ? float(sums[0] / double(valid_total)) : 0.0f;
+  res.lr = lr_.at(step + 1);
+  ComputeSpan sp(spans_, "optimizer", costs_.optimizer(stage_));
+  res.grad_norm = optimizer_.step_with_norm(model_.params(), model_.grads(), res.lr, std::sqrt(sums[1])).grad_norm;
+  constraint_.project(model_, /*grads=*/false);
+  sp.done();
+  if (context_) context_->step_codec(g.world, res.lr);
+  return res;
 }
 
 float PipelineRank::evaluate(comm::Communicator& world, const int32_t* inputs, const int32_t* targets,

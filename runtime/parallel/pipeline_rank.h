@@ -77,6 +77,14 @@ class BoundaryConstraint {
 
 class PipelineRank final : public RankProgram {
  public:
+  // The communicators a step uses: the world, and the groups split from it
+  // (with C = 1 the pipeline is the world and there is no context group).
+  struct Groups {
+    comm::Communicator& world;
+    comm::Communicator& pipeline;
+    comm::Communicator* context;
+  };
+
   PipelineRank(const Scenario& scenario, int stage, int context_rank, const kernels::Backend& k,
                ComputeTiming timing, comm::RankLog& log);
 
@@ -97,6 +105,9 @@ class PipelineRank final : public RankProgram {
   // the stage's gradients are also summed over data->group before the norm.
   RankStepResult train_step(comm::Communicator& world, int step, const int32_t* inputs, const int32_t* targets,
                             int sequences, const DataStep* data = nullptr) override;
+  // The same over groups given, not split from the world (a dry run's: comm/null.h).
+  RankStepResult train_step(const Groups& groups, int step, const int32_t* inputs, const int32_t* targets,
+                            int sequences, const DataStep* data = nullptr);
   float evaluate(comm::Communicator& world, const int32_t* inputs, const int32_t* targets, int sequences) override;
   double take_kernel_wall_seconds() override { double s = kernel_wall_seconds_; kernel_wall_seconds_ = 0; return s; }
 
@@ -106,13 +117,6 @@ class PipelineRank final : public RankProgram {
     const int32_t* targets;
     int sequences, first_sequence;
     int64_t valid;  // targets >= 0, all of the microbatch's rows
-  };
-  // The communicators a step uses: the world, and the groups split from it
-  // (with C = 1 the pipeline is the world and there is no context group).
-  struct Groups {
-    comm::Communicator& world;
-    comm::Communicator& pipeline;
-    comm::Communicator* context;
   };
   template <class F> auto with_groups(comm::Communicator& world, F f);
   std::vector<Microbatch> split(const int32_t* inputs, const int32_t* targets, int sequences) const;

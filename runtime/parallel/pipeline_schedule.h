@@ -1,8 +1,7 @@
 #pragma once
 // The order of one pipeline stage's work in a step: a forward (F) and a
-// backward (B) for each of M microbatches. Both the per-rank program and
-// `estimate`'s shape-built graph follow it, so they send the same messages in
-// the same order.
+// backward (B) for each of M microbatches. The per-rank program follows it
+// (PipelineRank, which `estimate` runs dry).
 //  - gpipe: F0 … F(M−1), then B0 … B(M−1): every microbatch's activations are
 //    held at once, and the bubble is (P−1)/(M+P−1) of the step;
 //  - one_f_one_b: stage s runs min(P−1−s, M) forwards ahead, then alternates

@@ -31,10 +31,4 @@ void check_replicas(const Scenario& scenario);
 // boundaries dense unless it compresses them, batch_size / R sequences.
 Scenario replica_scenario(const Scenario& scenario, int replica);
 
-// What synchronous data parallelism (parallel.data_sync.method all_reduce) adds
-// to a replica rank's step program where the trainer calls it (DataStep::group):
-// gradient bucket `bucket` of rank `rank` (its index in the replica) summed with
-// the other replicas', appended to `log`. Empty: no data group.
-using DataBucketHook = std::function<void(int rank, const GradBucket& bucket, comm::RankLog& log)>;
-
 }  // namespace lowband::parallel

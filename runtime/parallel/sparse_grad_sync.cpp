@@ -74,7 +74,27 @@ void ReplicaSync::exchange_topk(comm::Communicator& comm, const model::ParamLayo
                    [&](int64_t i, float v) { g_out[i] += v; });
 }
 
+void ReplicaSync::exchange_sizes(comm::Communicator& comm, const model::ParamLayout& layout) const {
+  const WeightSync ws = s_.compression.weight_sync;
+  const int P = comm.size();
+  if (ws == WeightSync::topk_grad) {  // exchange_topk's all-gather of one packed message per rank
+    const int64_t S = sync::packed_bytes(sync::plan_chunks(layout, kTopkChunk), topk_codec(s_));
+    comm.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(P), S), comm::DType::u8,
+                    comm::Wire("grad_sync", double(S) * P));
+  } else if (ws == WeightSync::lowrank_grad) {  // exchange_lowrank's P, then Q
+    const auto [first, second] = lowrank_grad_elements(layout, s_.compression.sync_fraction);
+    comm.all_reduce_sum(nullptr, first, comm::DType::f32, comm::Wire("grad_sync", double(first) * wire_bytes_per_element_));
+    comm.all_reduce_sum(nullptr, second, comm::DType::f32,
+                        comm::Wire("grad_sync", double(second) * wire_bytes_per_element_));
+  } else {  // the random slice: exchange_slice (float32), sparse_average (float64)
+    const int64_t n = sparse_sync_elements(layout, s_.compression.sync_fraction);
+    comm.all_reduce_sum(nullptr, n, ws == WeightSync::sparse ? comm::DType::f64 : comm::DType::f32,
+                        comm::Wire("grad_sync", double(n) * wire_bytes_per_element_));
+  }
+}
+
 void ReplicaSync::exchange_gradients(comm::Communicator& comm, model::Model& model, int step) {
+  if (dry()) return exchange_sizes(comm, model.layout());
   const model::ParamLayout& layout = model.layout();
   const int64_t n = layout.count();
   error_.resize(size_t(n), 0.0f);
@@ -93,6 +113,7 @@ void ReplicaSync::exchange_gradients(comm::Communicator& comm, model::Model& mod
 
 void ReplicaSync::exchange_update(comm::Communicator& comm, model::Model& model, const std::vector<float>& before,
                                   int step) {
+  if (dry()) return exchange_sizes(comm, model.layout());
   const model::ParamLayout& layout = model.layout();
   const int64_t n = layout.count();
   error_.resize(size_t(n), 0.0f);

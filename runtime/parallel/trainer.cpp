@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/make_codec.h"
+#include "runtime/parallel/context_costs.h"
 #include "runtime/parallel/context_schedule.h"
 #include "runtime/parallel/layout_trainer.h"
 
@@ -46,7 +47,7 @@ CompressedTraffic compressed_traffic_of(const Scenario& s) {
   auto uncompressed_kv = [](Scenario whole) {  // the K/V exchange of one replica of the whole model
     whole.parallel.pipeline = 1, whole.parallel.microbatches = 1, whole.parallel.stage_layers.clear();
     whole.parallel.data = 1, whole.parallel.replicas.clear(), whole.parallel.placement.clear();
-    return build_context_parallel(whole).uncompressed_kv_bytes;
+    return ContextCosts(whole).uncompressed_kv_bytes();
   };
   const std::string kv_codec = compress::make_kv_codec(s)->describe();
   if (P == 1) return {"kv", {"kv", "dkv"}, kv_codec, uncompressed_kv(s)};

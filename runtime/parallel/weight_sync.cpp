@@ -76,6 +76,7 @@ void ReplicaSync::all_reduce_bucket(comm::Communicator& comm, model::Model& mode
 void ReplicaSync::sparse_average(comm::Communicator& comm, model::Model& model, int step) const {
   const int P = comm.size();
   if (P < 2) return;
+  if (dry()) return exchange_sizes(comm, model.layout());
   HostView view(k_, model.params(), model.layout().count());
   float* params = view.get();
   // The same draws on every rank: the slice is never sent.

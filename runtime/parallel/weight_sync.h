@@ -112,6 +112,10 @@ class ReplicaSync {
   void exchange_topk(comm::Communicator& comm, const model::ParamLayout& layout, float* g_out);
   // lowrank_grad: e <- e + g, then g <- P Qᵀ (lowrank_grad_sync.cpp).
   void exchange_lowrank(comm::Communicator& comm, const model::ParamLayout& layout, float* g);
+  // The dry mode of the three above (kernels::Device::dry: no values): the
+  // collectives they call, of their sizes, and nothing drawn, kept or computed.
+  void exchange_sizes(comm::Communicator& comm, const model::ParamLayout& layout) const;
+  bool dry() const { return k_.device == kernels::Device::dry; }
 
   const Scenario& s_;
   const kernels::Backend& k_;

@@ -8,6 +8,18 @@
 
 namespace lowband::sync {
 
+namespace {
+
+// SparseLoCo's all-gather of S-byte messages over `replicas`: "pseudo_grad", through
+// the relay node where data_sync.exchange says so (the traffic only: the gather is the same).
+comm::Wire gather_wire(const DataSyncConfig& config, int64_t S, int replicas) {
+  comm::Wire wire("pseudo_grad", double(S) * replicas);
+  wire.relay = config.exchange == DataSyncExchange::relay;
+  return wire;
+}
+
+}  // namespace
+
 OuterSync::OuterSync(const DataSyncConfig& config, const model::ParamLayout& part, const float* params_host)
     : config_(config), elements_(part.count()), theta_start_(params_host, params_host + part.count()) {
   if (config.method == DataSyncMethod::all_reduce)
@@ -30,6 +42,18 @@ int64_t OuterSync::message_bytes() const {
   return config_.method == DataSyncMethod::diloco ? int64_t(sizeof(float)) * elements_ : packed_bytes(plan_, codec_);
 }
 
+void OuterSync::exchange_sizes(comm::Communicator& data_group, const DataSyncConfig& config,
+                               const model::ParamLayout& part) {
+  const int replicas = data_group.size();
+  if (config.method == DataSyncMethod::diloco) {
+    data_group.all_reduce_sum(nullptr, part.count(), comm::DType::f32, comm::Wire("pseudo_grad"));
+    return;
+  }
+  const int64_t S = packed_bytes(plan_chunks(part, config.chunk), {config.topk_per_chunk, config.value_bits});
+  data_group.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(replicas), S), comm::DType::u8,
+                        gather_wire(config, S, replicas));
+}
+
 OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_host) {
   const int64_t n = elements_;
   const int replicas = data_group.size();
@@ -50,9 +74,8 @@ OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_h
     const std::vector<uint8_t> packed = pack(plan_, codec_, mine);
     const int64_t S = int64_t(packed.size());
     std::vector<uint8_t> gathered(size_t(S) * size_t(replicas));
-    comm::Wire wire("pseudo_grad", double(S) * replicas);
-    wire.relay = config_.exchange == DataSyncExchange::relay;  // the traffic only: the gather is the same
-    data_group.all_gather(packed.data(), gathered.data(), std::vector<int64_t>(size_t(replicas), S), comm::DType::u8, wire);
+    data_group.all_gather(packed.data(), gathered.data(), std::vector<int64_t>(size_t(replicas), S), comm::DType::u8,
+                          gather_wire(config_, S, replicas));
     std::vector<SparseMessage> messages;
     for (int r = 0; r < replicas; ++r) messages.push_back(unpack(plan_, codec_, gathered.data() + size_t(r) * S, S));
     aggregate(plan_, codec_, messages, config_.average, g.data());

@@ -53,6 +53,11 @@ class OuterSync {
   // One replica's message on the wire: diloco 4 bytes per parameter; sparseloco
   // packed_bytes (pack.h).
   int64_t message_bytes() const;
+  // The outer step's collective over `data_group` for `part`, of its sizes, and
+  // nothing drawn, kept or computed: a dry run's (comm/null.h), which holds no
+  // weights to start from.
+  static void exchange_sizes(comm::Communicator& data_group, const DataSyncConfig& config,
+                             const model::ParamLayout& part);
   // θ_start <- params_host: the caller moved the part's weights after the outer
   // step (projected them back into a constraint), so that the next Δ measures
   // the inner steps alone.

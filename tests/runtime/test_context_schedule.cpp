@@ -61,13 +61,15 @@ TEST(ContextSchedule, BatchAndGqaScaleTheBytes) {
 
 TEST(ContextSchedule, GradientAllReduceBytesMatchRingClosedForm) {
   // A ring all-reduce of S bytes sends 2·(P-1)/P·S per rank; S = every parameter
-  // at bytes_per_element. A sparse sync sends sync_fraction of that; none without sync.
+  // at bytes_per_element. A sparse sync sends sync_fraction of that; none on the
+  // steps between syncs.
   const int P = 4;
   Scenario s = testing::small_cp_scenario(P);
   const double S = s.model.parameters() * 2;
   EXPECT_NEAR(build_context_parallel_step(s).bytes_sent(1, "grad_sync"), 2.0 * (P - 1) / P * S, 1e-6 * S);
   s.compression.weight_sync = WeightSync::sparse;
   s.compression.sync_fraction = 0.05;
+  s.compression.sync_every = 2;
   EXPECT_NEAR(build_context_parallel_step(s).bytes_sent(1, "grad_sync"), 0.05 * 2.0 * (P - 1) / P * S,
               1e-6 * S);
   EXPECT_EQ(build_context_parallel_step(s, false).bytes_sent(1, "grad_sync"), 0);

@@ -1,7 +1,7 @@
 // Two independent graphs of one context-parallel step: the one assembled from
 // what the ranks of a real step did (their messages and collectives, recorded
 // by comm::RecordingCommunicator) and the one `estimate` builds from the shapes
-// (build_context_parallel_step: the rank programs of context_step_program.h).
+// (build_context_parallel_step: the same rank programs run dry, dry_run.h).
 // They must hold the same multiset of (source, destination, bytes, kind)
 // transfers — bytes in the first come from the codecs' real messages. With
 // measured timing every compute task carries a measured (positive) time; with

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "runtime/estimate.h"
+#include "runtime/model/param_layout.h"
 #include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/weight_sync.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
 
@@ -58,6 +60,25 @@ TEST(Estimate, ZeroComputeStepIsTheAlphaBetaExchangeTime) {
     EXPECT_NEAR(r.step_seconds, expected, 1e-3 * expected);
     EXPECT_NEAR(r.exposed_comm_seconds, expected, 1e-3 * expected);
   }
+}
+
+TEST(Estimate, RingAllGatherOfTheWeightSyncFollowsTheExchange) {
+  // The rank programs' own order, checked on the estimate (their dry run): with
+  // instant devices the top-k gradient sync's ring all-gather of one packed
+  // message M per rank starts only after the last layer's dK/dV, so the step is
+  // the K/V exchange of ZeroComputeStepIsTheAlphaBetaExchangeTime plus
+  // (P-1)·(L + M/B) (the deferred loss sum hides under the backward).
+  const int P = 4;
+  const double B = 1e9 / 8, L = 1e-3, layers = 2;
+  const double S = 4096.0 / P * 2 * 256 * 2;
+  Scenario s = testing::small_cp_scenario(P);
+  s.devices.default_profile = testing::instant_device();
+  s.compression.weight_sync = WeightSync::topk_grad;
+  const double M = parallel::weight_sync_wire_bytes(s, model::ParamLayout(s.model));
+  const double expected = 2 * layers * (P - 1) * (L + S / B) + (P - 1) * (L + M / B);
+  const EstimateResult e = estimate(s);
+  EXPECT_NEAR(e.step_seconds, expected, 1e-3 * expected);
+  EXPECT_NEAR(e.bytes_per_rank_per_step.at("grad_sync"), (P - 1) * M, 1e-9 * M);
 }
 
 TEST(Estimate, NoOverlapIsNeverFaster) {

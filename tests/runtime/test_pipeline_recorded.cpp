@@ -63,7 +63,7 @@ TEST(PipelineRecorded, EstimateGraphIsTheRecordedGraph) {
         }
 }
 
-// Stages of C context ranks: the estimate's graph (pipeline_context_program.h)
+// Stages of C context ranks: the estimate's graph (the same PipelineRank run dry)
 // against a recorded LayoutTrainer step, task for task, with the K/V exchange,
 // the stage's gradient buckets and (MoS) the codec's collectives.
 TEST(PipelineRecorded, ContextRanksEstimateGraphIsTheRecordedGraph) {

@@ -1,0 +1,44 @@
+#include "runtime/compress/dry_codec.h"
+
+#include <utility>
+
+#include "runtime/compress/make_codec.h"
+
+namespace lowband::compress {
+
+DryKvCodec::DryKvCodec(std::unique_ptr<KvCodec> real, const IdentityCodec& plain)
+    : real_(std::move(real)), plain_(plain) {}
+
+void DryKvCodec::encode(const KvBlockId& id, int64_t n, const float*, CodecMessage& out) {
+  out = CodecMessage{};
+  out.wire_bytes = compressing_ ? real_->message_bytes(id.tensor, n) : plain_.message_bytes(id.tensor, n);
+}
+
+void DryKvCodec::encode_gradient(const KvBlockId& id, int64_t n, const float*, CodecGradient& out) {
+  out = CodecGradient{};
+  out.wire_bytes =
+      compressing_ ? real_->gradient_message_bytes(id.tensor, n) : plain_.gradient_message_bytes(id.tensor, n);
+}
+
+void DryBoundaryCodec::encode(int64_t n, const float*, const int32_t*, CodecMessage& out) const {
+  out = CodecMessage{};
+  out.wire_bytes = real_->message_bytes(n);
+}
+
+void DryBoundaryCodec::encode_gradient(int64_t n, const float*, const CodecMessage&, CodecGradient& out) const {
+  out = CodecGradient{};
+  out.wire_bytes = real_->gradient_bytes(n);
+}
+
+std::unique_ptr<KvCodec> make_kv_codec_on(const Scenario& s, kernels::Device device) {
+  if (device != kernels::Device::dry) return make_kv_codec(s);
+  const ModelConfig& m = s.model;
+  return std::make_unique<DryKvCodec>(make_kv_codec(s), IdentityCodec(m.kv_heads, m.head_dim(), m.bytes_per_element));
+}
+
+std::unique_ptr<BoundaryCodec> make_boundary_codec_on(const Scenario& s, kernels::Device device) {
+  if (device != kernels::Device::dry) return make_boundary_codec(s);
+  return std::make_unique<DryBoundaryCodec>(make_boundary_codec(s));
+}
+
+}  // namespace lowband::compress

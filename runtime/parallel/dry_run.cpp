@@ -1,0 +1,84 @@
+#include "runtime/parallel/dry_run.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "comm/null.h"
+#include "comm/recording.h"
+#include "kernels/backend.h"
+#include "runtime/compress/dry_codec.h"
+#include "runtime/parallel/context_rank.h"
+#include "runtime/parallel/layout.h"
+#include "runtime/parallel/pipeline_rank.h"
+#include "runtime/parallel/rank_program.h"
+
+namespace lowband::parallel {
+
+int steady_step(const Scenario& s, bool weight_sync_step) {
+  const int every = s.compression.weight_sync == WeightSync::sparse ? std::max(1, s.compression.sync_every) : 1;
+  const int warmup = s.compression.method == CompressionMethod::mos ? s.compression.warmup_steps : 0;
+  const int first = (warmup + every - 1) / every * every;  // the first period that compresses throughout
+  // ReplicaSync::syncs_at: the last step of each period syncs.
+  return weight_sync_step || every == 1 ? first + every - 1 : first;
+}
+
+void dry_context_rank(const Scenario& replica, int c, int step, const DryGroup& group, comm::RankLog& log,
+                      const DryGroup* data, int data_rank) {
+  // Token 0 everywhere, every target valid: the batch's shape is all a dry rank reads.
+  const int sequences = replica.training.batch_size;
+  const std::vector<int32_t> tokens(size_t(sequences) * size_t(replica.model.seq_len), 0);
+  comm::NullCommunicator null(c, int(group.ranks.size()));
+  comm::RecordingCommunicator comm(null, log, group.ranks, group.comm_id);
+  ContextRank rank(replica, c, compress::make_kv_codec_on(replica, kernels::Device::dry), kernels::backend(kernels::Device::dry),
+                   ComputeTiming::profile, log);
+  if (!data) {
+    rank.train_step(comm, step, tokens.data(), tokens.data(), sequences);
+    return;
+  }
+  comm::NullCommunicator null_data(data_rank, int(data->ranks.size()));
+  comm::RecordingCommunicator data_comm(null_data, log, data->ranks, data->comm_id);
+  const DataStep both{&data_comm, int64_t(tokens.size()) * int64_t(data->ranks.size())};
+  rank.train_step(comm, step, tokens.data(), tokens.data(), sequences, &both);
+}
+
+void dry_pipeline_rank(const Scenario& replica, int rank, int step, const DryGroup& world, comm::RankLog& log,
+                       const DryGroup* data, int data_rank) {
+  const int C = replica.parallel.context, P = replica.parallel.pipeline, stage = rank / C, c = rank % C;
+  const int sequences = replica.training.batch_size;
+  const std::vector<int32_t> tokens(size_t(sequences) * size_t(replica.model.seq_len), 0);
+  comm::NullCommunicator null_world(rank, P * C);
+  comm::RecordingCommunicator world_comm(null_world, log, world.ranks, world.comm_id);
+  PipelineRank program(replica, stage, c, kernels::backend(kernels::Device::dry), ComputeTiming::profile, log);
+  // C > 1: the groups PipelineRank splits off, numbered as the world numbers its splits.
+  DryGroup pipeline{{}, world.comm_id + 1}, context{{}, world.comm_id + 2};
+  for (int st = 0; st < P; ++st) pipeline.ranks.push_back(world.ranks[size_t(st * C + c)]);
+  for (int k = 0; k < C; ++k) context.ranks.push_back(world.ranks[size_t(stage * C + k)]);
+  comm::NullCommunicator null_pipeline(stage, P), null_context(c, C);
+  comm::RecordingCommunicator pipeline_comm(null_pipeline, log, pipeline.ranks, pipeline.comm_id);
+  comm::RecordingCommunicator context_comm(null_context, log, context.ranks, context.comm_id);
+  const PipelineRank::Groups groups = C == 1 ? PipelineRank::Groups{world_comm, world_comm, nullptr}
+                                             : PipelineRank::Groups{world_comm, pipeline_comm, &context_comm};
+  if (!data) {
+    program.train_step(groups, step, tokens.data(), tokens.data(), sequences);
+    return;
+  }
+  comm::NullCommunicator null_data(data_rank, int(data->ranks.size()));
+  comm::RecordingCommunicator data_comm(null_data, log, data->ranks, data->comm_id);
+  const DataStep both{&data_comm, int64_t(tokens.size()) * int64_t(data->ranks.size())};
+  program.train_step(groups, step, tokens.data(), tokens.data(), sequences, &both);
+}
+
+sim::StepGraph dry_context_step(const Scenario& s, int step) {
+  const int C = s.parallel.context;
+  DryGroup replica;  // the world, communicator 0
+  for (int c = 0; c < C; ++c) replica.ranks.push_back(c);
+  std::vector<comm::RankLog> logs(static_cast<size_t>(C));
+  for (int c = 0; c < C; ++c) dry_context_rank(s, c, step, replica, logs[size_t(c)]);  // one at a time
+  std::vector<const comm::RankLog*> views;
+  for (const comm::RankLog& log : logs) views.push_back(&log);
+  sim::StepGraph graph = comm::assemble_step_graph(views);
+  if (!s.parallel.placement.empty()) graph = place_on_nodes(graph, Layout(s.parallel));
+  return graph;
+}
+
+}  // namespace lowband::parallel
