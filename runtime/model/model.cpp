@@ -111,7 +111,7 @@ void Model::begin(const TokenBatch& b) {
   // Checked here, not only in the kernels: a CUDA kernel cannot throw, and would
   // read outside the embedding table instead.
   const int64_t vocab = config().vocab;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; k_->device != kernels::Device::dry && i < n; ++i) {  // a dry run's tokens are its own
     if (b.inputs[i] < 0 || b.inputs[i] >= vocab)
       throw InputError("batch.inputs[" + std::to_string(i) + "]",
                        "token id " + std::to_string(b.inputs[i]) + " is outside [0, " +

@@ -56,7 +56,7 @@ std::string describe(const Scenario& one) {
 double outer_message_bytes(const ModelConfig& model, const DataSyncConfig& sync, const ModelPart& part) {
   const model::ParamLayout layout(model, part.span());
   if (sync.method == DataSyncMethod::diloco) return double(sizeof(float)) * double(layout.count());
-  return double(sync::packed_bytes(sync::plan_chunks(layout, sync.chunk), {sync.topk_per_chunk, sync.value_bits}));
+  return double(sync::packed_bytes(layout.tensors(), sync.chunk, {sync.topk_per_chunk, sync.value_bits}));
 }
 
 DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {

@@ -37,7 +37,7 @@ bool ReplicaSync::sparse_gradients() const {
 
 double weight_sync_wire_bytes(const Scenario& s, const model::ParamLayout& layout) {
   if (s.compression.weight_sync == WeightSync::topk_grad)
-    return double(sync::packed_bytes(sync::plan_chunks(layout, kTopkChunk), topk_codec(s)));
+    return double(sync::packed_bytes(layout.tensors(), kTopkChunk, topk_codec(s)));
   if (s.compression.weight_sync == WeightSync::lowrank_grad) {  // its two all-reduces together
     const auto [first, second] = lowrank_grad_elements(layout, s.compression.sync_fraction);
     return double(first + second) * s.model.bytes_per_element;
@@ -78,7 +78,7 @@ void ReplicaSync::exchange_sizes(comm::Communicator& comm, const model::ParamLay
   const WeightSync ws = s_.compression.weight_sync;
   const int P = comm.size();
   if (ws == WeightSync::topk_grad) {  // exchange_topk's all-gather of one packed message per rank
-    const int64_t S = sync::packed_bytes(sync::plan_chunks(layout, kTopkChunk), topk_codec(s_));
+    const int64_t S = sync::packed_bytes(layout.tensors(), kTopkChunk, topk_codec(s_));
     comm.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(P), S), comm::DType::u8,
                     comm::Wire("grad_sync", double(S) * P));
   } else if (ws == WeightSync::lowrank_grad) {  // exchange_lowrank's P, then Q

@@ -32,6 +32,13 @@ struct ChunkPlan {
 };
 
 // Throws std::invalid_argument unless chunk is a square in 1..4096.
+int64_t chunk_side(int64_t chunk);
+
+// ChunkPlan::kept of plan_chunks(tensors, chunk) in closed form, without listing
+// the chunks (an 8B-parameter layout has millions): what the message sizes need.
+int64_t kept_entries(const std::vector<model::TensorInfo>& tensors, int64_t chunk, int k);
+
+// Throws std::invalid_argument unless chunk is a square in 1..4096.
 ChunkPlan plan_chunks(const std::vector<model::TensorInfo>& tensors, int64_t chunk);
 inline ChunkPlan plan_chunks(const model::ParamLayout& layout, int64_t chunk) {
   return plan_chunks(layout.tensors(), chunk);

@@ -49,7 +49,7 @@ void OuterSync::exchange_sizes(comm::Communicator& data_group, const DataSyncCon
     data_group.all_reduce_sum(nullptr, part.count(), comm::DType::f32, comm::Wire("pseudo_grad"));
     return;
   }
-  const int64_t S = packed_bytes(plan_chunks(part, config.chunk), {config.topk_per_chunk, config.value_bits});
+  const int64_t S = packed_bytes(part.tensors(), config.chunk, {config.topk_per_chunk, config.value_bits});
   data_group.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(replicas), S), comm::DType::u8,
                         gather_wire(config, S, replicas));
 }

@@ -28,13 +28,20 @@ void read_bits(const uint8_t* in, int bits, std::vector<T>& values) {
   }
 }
 
+// K entries and one quantisation table per tensor (none for raw float32 values).
+int64_t message_bytes(int64_t K, int tensors, int value_bits) {
+  if (value_bits == 32) return stream_bytes(K, kIndexBits) + 4 * K;
+  return 4 * int64_t(tensors) * (int64_t(1) << value_bits) + stream_bytes(K, kIndexBits) + stream_bytes(K, value_bits);
+}
+
 }  // namespace
 
 int64_t packed_bytes(const ChunkPlan& plan, const SparseCodec& codec) {
-  const int64_t K = plan.kept(codec.topk);
-  const int b = codec.value_bits;
-  if (b == 32) return stream_bytes(K, kIndexBits) + 4 * K;
-  return 4 * int64_t(plan.tensors) * (int64_t(1) << b) + stream_bytes(K, kIndexBits) + stream_bytes(K, b);
+  return message_bytes(plan.kept(codec.topk), plan.tensors, codec.value_bits);
+}
+
+int64_t packed_bytes(const std::vector<model::TensorInfo>& tensors, int64_t chunk, const SparseCodec& codec) {
+  return message_bytes(kept_entries(tensors, chunk, codec.topk), int(tensors.size()), codec.value_bits);
 }
 
 std::vector<uint8_t> pack(const ChunkPlan& plan, const SparseCodec& codec, const SparseMessage& m) {
@@ -47,11 +54,11 @@ std::vector<uint8_t> pack(const ChunkPlan& plan, const SparseCodec& codec, const
                                 " entries does not match its plan (" + std::to_string(K) + ")");
   std::vector<uint8_t> out(size_t(packed_bytes(plan, codec)), 0);
   uint8_t* at = out.data();
-  std::memcpy(at, m.table.data(), table_floats * sizeof(float));
+  if (table_floats) std::memcpy(at, m.table.data(), table_floats * sizeof(float));  // data() may be null
   at += table_floats * sizeof(float);
   write_bits(m.index, kIndexBits, at);
   at += stream_bytes(K, kIndexBits);
-  if (raw) std::memcpy(at, m.value.data(), m.value.size() * sizeof(float));
+  if (raw && !m.value.empty()) std::memcpy(at, m.value.data(), m.value.size() * sizeof(float));
   else write_bits(m.code, codec.value_bits, at);
   return out;
 }
@@ -64,14 +71,14 @@ SparseMessage unpack(const ChunkPlan& plan, const SparseCodec& codec, const uint
   const bool raw = codec.value_bits == 32;
   SparseMessage m;
   m.table.resize(raw ? 0 : size_t(plan.tensors) << codec.value_bits);
-  std::memcpy(m.table.data(), data, m.table.size() * sizeof(float));
+  if (!m.table.empty()) std::memcpy(m.table.data(), data, m.table.size() * sizeof(float));
   data += m.table.size() * sizeof(float);
   m.index.resize(size_t(K));
   read_bits(data, kIndexBits, m.index);
   data += stream_bytes(K, kIndexBits);
   if (raw) {
     m.value.resize(size_t(K));
-    std::memcpy(m.value.data(), data, m.value.size() * sizeof(float));
+    if (!m.value.empty()) std::memcpy(m.value.data(), data, m.value.size() * sizeof(float));
   } else {
     m.code.resize(size_t(K));
     read_bits(data, codec.value_bits, m.code);

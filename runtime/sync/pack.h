@@ -20,6 +20,8 @@
 namespace lowband::sync {
 
 int64_t packed_bytes(const ChunkPlan& plan, const SparseCodec& codec);
+// The same from the layout's tensors, without listing the chunks (estimate's dry syncs).
+int64_t packed_bytes(const std::vector<model::TensorInfo>& tensors, int64_t chunk, const SparseCodec& codec);
 std::vector<uint8_t> pack(const ChunkPlan& plan, const SparseCodec& codec, const SparseMessage& m);
 // Throws std::invalid_argument for a buffer of the wrong size or an index outside its chunk.
 SparseMessage unpack(const ChunkPlan& plan, const SparseCodec& codec, const uint8_t* data, int64_t bytes);

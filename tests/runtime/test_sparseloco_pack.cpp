@@ -133,3 +133,32 @@ TEST(SparseLocoAggregate, AllAndChosenAgainstSumsByHand) {
 
 }  // namespace
 }  // namespace lowband::sync::test
+
+namespace lowband::sync {
+namespace {
+
+// The closed form estimate's dry syncs use equals the listed chunks' count, for
+// tensors that fill their tiles, leave edge tiles and corners, and vectors with
+// and without a shorter last run; and so do the message sizes.
+TEST(SparseLocoPack, KeptEntriesInClosedFormEqualTheListedChunks) {
+  std::vector<model::TensorInfo> tensors;
+  int64_t offset = 0;
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+           {128, 128}, {100, 70}, {300, 3}, {1, 5000}, {4096, 1}, {5, 7}}) {
+    model::TensorInfo t;
+    t.offset = offset, t.rows = rows, t.cols = cols;
+    tensors.push_back(t);
+    offset += t.count();
+  }
+  for (int64_t chunk : {1, 16, 64, 4096})
+    for (int k : {1, 3, 32, 5000}) {
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + ", k " + std::to_string(k));
+      EXPECT_EQ(kept_entries(tensors, chunk, k), plan_chunks(tensors, chunk).kept(k));
+      for (int bits : {2, 32})
+        EXPECT_EQ(packed_bytes(tensors, chunk, {k, bits}), packed_bytes(plan_chunks(tensors, chunk), {k, bits}));
+    }
+  EXPECT_THROW(kept_entries(tensors, 50, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace lowband::sync
