@@ -10,6 +10,7 @@
 #include "runtime/parallel/context_rank.h"
 #include "runtime/parallel/context_schedule.h"
 #include "runtime/parallel/pipeline_rank.h"
+#include "runtime/scenario/layout_check.h"
 #include "runtime/parallel/rank_state.h"
 #include "runtime/parallel/replicas.h"
 
@@ -62,9 +63,8 @@ void LayoutTrainer::check_layout() const {
   const ParallelConfig& p = scenario_.parallel;
   if (p.pipeline == 1) {
     check_context_parallel(scenario_);  // the split, the nodes and the batch (InputError)
-  } else if (p.context > 1 && scenario_.compression.weight_sync != WeightSync::all_reduce) {
-    throw InputError("compression.weight_sync", "pipeline stages with context parallelism sum their gradients "
-                                                "(all_reduce); the other weight syncs are not implemented for them");
+  } else {
+    lowband::check_layout(scenario_);  // tied embeddings, weight syncs that stages of context ranks do not run
   }
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "runtime/scenario/layout_check.h"
 
 namespace lowband::parallel {
 
@@ -11,10 +12,7 @@ PipelineCosts::PipelineCosts(const Scenario& s)
   const auto& par = s.parallel;
   if (par.data != 1) throw InputError("parallel.data", "pipeline estimates model one replica (expected 1)");
   if (P_ < 1) throw InputError("parallel.pipeline", "must be at least 1");
-  // As the trainer's stage layouts (model/param_layout.h): the first stage's
-  // embedding cannot also be the last stage's LM head.
-  if (P_ > 1 && s.model.tie_embeddings)
-    throw InputError("model.tie_embeddings", "pipeline stages cannot share the embedding with the LM head (set false)");
+  check_layout(s);  // e.g. the first stage's embedding cannot also be the last stage's LM head
   if (par.microbatches < 1) throw InputError("parallel.microbatches", "must be at least 1");
   if (s.training.batch_size % par.microbatches != 0)
     throw InputError("parallel.microbatches", std::to_string(par.microbatches) + " microbatches do not divide " +

@@ -9,6 +9,7 @@
 #include "runtime/parallel/dry_run.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/parallel/pipeline_costs.h"
+#include "runtime/scenario/layout_check.h"
 
 namespace lowband::parallel {
 
@@ -22,11 +23,7 @@ void validate(const Scenario& s) {
     throw InputError("network.nodes", std::to_string(s.network.nodes) + " nodes for " + std::to_string(P) +
                                           " pipeline stages" +
                                           (C > 1 ? " x " + std::to_string(C) + " context ranks" : ""));
-  // The stage's gradients are all-reduced over its context group every step (the
-  // pipeline x context program); a sparse sync is context parallelism alone's.
-  if (C > 1 && s.compression.weight_sync != WeightSync::all_reduce)
-    throw InputError("compression.weight_sync", "pipeline stages with context ranks all-reduce their gradients "
-                                                "every step (expected \"all_reduce\")");
+  check_layout(s);  // a tied embedding, a weight sync stages of context ranks do not run
 }
 
 }  // namespace
