@@ -213,16 +213,6 @@ std::vector<TaskId> direct_broadcast(sim::StepGraph& g, const std::vector<int>& 
 
 }  // namespace
 
-Event event_of(EventType type, int peer, int tag, int comm_id, double bytes, const char* kind) {
-  Event e;
-  e.type = type;
-  e.kind = kind;
-  e.peer = peer;
-  e.tag = tag;
-  e.comm_id = comm_id;
-  e.bytes = type == EventType::recv ? 0 : bytes;  // as recorded: a recv's bytes are its send's
-  return e;
-}
 
 sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
   const int P = int(logs.size());

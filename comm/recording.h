@@ -46,11 +46,6 @@ struct Event {
   std::vector<int> members;  // collectives: the communicator's world ranks, in its rank order
 };
 
-// The event a program records for a call (shape-built graphs write their rank
-// programs with it): peer and tag for point to point, comm_id its communicator;
-// a recv's bytes are dropped, as the recording communicator records none.
-Event event_of(EventType type, int peer, int tag, int comm_id, double bytes, const char* kind);
-
 class RankLog {
  public:
   void compute(double seconds, const char* kind);
