@@ -21,13 +21,7 @@
 namespace lowband::parallel::test {
 namespace {
 
-Scenario small(const std::vector<std::string>& extra) {
-  std::vector<std::string> sets = {"model.layers=2", "model.d_model=32", "model.heads=4", "model.kv_heads=2",
-                                   "model.ffn_hidden=64", "model.seq_len=64", "network.nodes=8",
-                                   "training.batch_size=2"};
-  sets.insert(sets.end(), extra.begin(), extra.end());
-  return builtin_scenario("default", sets);
-}
+Scenario small(const std::vector<std::string>& extra) { return test_support::small_graph_scenario(extra); }
 
 using test_support::expect_same_tasks;
 

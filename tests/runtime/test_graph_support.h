@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "runtime/scenario/load.h"
 #include "sim/step_graph.h"
 
 namespace lowband::test_support {
@@ -37,6 +38,16 @@ inline void expect_same_tasks(const sim::StepGraph& built, const sim::StepGraph&
                       << " bytes " << a.bytes << " s " << a.seconds << ", recorded " << b.kind_tag << " rank "
                       << b.rank << " peer " << b.peer << " bytes " << b.bytes << " s " << b.seconds;
   }
+}
+
+// The built-in default cut to a model whose steps record in milliseconds (2
+// layers, d_model 32, 64 tokens, 2 sequences, 8 nodes), with `extra` --sets.
+inline Scenario small_graph_scenario(const std::vector<std::string>& extra) {
+  std::vector<std::string> sets = {"model.layers=2", "model.d_model=32", "model.heads=4", "model.kv_heads=2",
+                                   "model.ffn_hidden=64", "model.seq_len=64", "network.nodes=8",
+                                   "training.batch_size=2"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return builtin_scenario("default", sets);
 }
 
 }  // namespace lowband::test_support
