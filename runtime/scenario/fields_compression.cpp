@@ -71,6 +71,21 @@ std::vector<Field> weight_sync_fields() {
                  "4", {"weight_sync", {"topk_grad"}}})), "1..8 or 32")};
 }
 
+// The baselines' keys: top-k sparsification and absmax block quantisation.
+std::vector<Field> baseline_codec_fields() {
+  return {
+      hand_read(number("topk_fraction", kAt, &CompressionConfig::topk_fraction, Bounds{0, 1, true, false},
+                {"`0.1`",
+                 "fraction of each K/V block's entries kept (largest \\|z\\|); message k × (bytes_per_element + 4 "
+                 "index bytes)",
+                 "0.2", {"method", {"topk"}}})),
+       typed(hand_read(integer("bits", kAt, &CompressionConfig::quantize_bits, 4, 8,
+                               {"`4`", "bits per value", "8", {"method", {"quantize"}}})),
+             "`4` \\| `8`"),
+       hand_read(integer("block", kAt, &CompressionConfig::quantize_block, 1, kMaxInt,
+                         {"`64`", "consecutive values sharing one absmax float32 scale", "32", {"method", {"quantize"}}}))};
+}
+
 Section compression_section() {
   const std::string ratio_doc =
       "fraction of each head's dimension removed; rank = round(head_dim × (1 − ratio)), at least 1";
@@ -133,17 +148,8 @@ Section compression_section() {
             "re-apply RoPE at the sender's positions) or after it. Measured on tinyshakespeare (4 layers, head_dim 64, "
             "100 steps): the best rank-5 subspace leaves 23–57 % relative error pre-RoPE but 87–89 % post-RoPE",
             "\"post_rope\""}),
-           kBothRatios),
-       hand_read(number("topk_fraction", kAt, &CompressionConfig::topk_fraction, Bounds{0, 1, true, false},
-                {"`0.1`",
-                 "fraction of each K/V block's entries kept (largest \\|z\\|); message k × (bytes_per_element + 4 "
-                 "index bytes)",
-                 "0.2", {"method", {"topk"}}})),
-       typed(hand_read(integer("bits", kAt, &CompressionConfig::quantize_bits, 4, 8,
-                               {"`4`", "bits per value", "8", {"method", {"quantize"}}})),
-             "`4` \\| `8`"),
-       hand_read(integer("block", kAt, &CompressionConfig::quantize_block, 1, kMaxInt,
-                         {"`64`", "consecutive values sharing one absmax float32 scale", "32", {"method", {"quantize"}}}))}};
+           kBothRatios)}};
+  for (Field& f : baseline_codec_fields()) c.fields.push_back(std::move(f));
   for (Field& f : weight_sync_fields()) c.fields.push_back(std::move(f));
   c.fields.push_back(doc_only("boundary", Kind::object, "object",
                               {"`{\"method\": \"none\"}`",
