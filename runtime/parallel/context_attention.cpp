@@ -21,12 +21,12 @@ int64_t range_tokens(const TokenRange& r) { return r.second - r.first; }
 
 ContextAttention::ContextAttention(const Scenario& s, int rank, std::unique_ptr<compress::KvCodec> codec,
                                    model::Model& model, const ContextCosts& costs, const SpanSink& spans)
-    : scenario_(s), rank_(rank), P_(s.parallel.context), first_layer_(model.layout().first_layer()),
+    : scenario_(s), rank_(rank), context_ranks_(s.parallel.context), first_layer_(model.layout().first_layer()),
       layers_(model.layout().end_layer() - model.layout().first_layer()), seq_len_(s.model.seq_len),
       kv_row_(int64_t(s.model.kv_heads) * s.model.head_dim()), codec_(std::move(codec)), model_(model),
       k_(model.backend()), costs_(costs), spans_(spans) {
   if (!codec_) throw InputError("compression", "no K/V codec");
-  for (int r = 0; r < P_; ++r) {
+  for (int r = 0; r < context_ranks_; ++r) {
     ranges_.push_back(costs_.ranges(r));
     int64_t row = 0;
     chunk_row_.emplace_back();
@@ -51,7 +51,8 @@ void ContextAttention::use_slot(int slot) {
   if (slot_->lse.empty()) {
     slot_->lse.resize(size_t(layers_));
     slot_->k_hat.resize(size_t(layers_)), slot_->v_hat.resize(size_t(layers_));
-    for (size_t l = 0; l < size_t(layers_); ++l) slot_->k_hat[l].resize(size_t(P_)), slot_->v_hat[l].resize(size_t(P_));
+    for (size_t l = 0; l < size_t(layers_); ++l)
+      slot_->k_hat[l].resize(size_t(context_ranks_)), slot_->v_hat[l].resize(size_t(context_ranks_));
   }
 }
 
@@ -83,7 +84,7 @@ model::TokenBatch ContextAttention::gather(const int32_t* inputs, const int32_t*
     }
   for (size_t l = 0; l < size_t(layers_); ++l) {
     ensure_size(k_, slot_->lse[l], size_t(rows * scenario_.model.heads));
-    for (int o = 0; o < P_; ++o) {
+    for (int o = 0; o < context_ranks_; ++o) {
       if (o == rank_) continue;
       ensure_size(k_, slot_->k_hat[l][size_t(o)], size_t(this->rows(o) * kv_row_));
       ensure_size(k_, slot_->v_hat[l][size_t(o)], size_t(this->rows(o) * kv_row_));
@@ -146,29 +147,31 @@ void ContextAttention::forward_layer(comm::Communicator& comm, int l) {
   std::vector<uint8_t> message;
   ComputeSpan qkv(spans_, "qkv", costs_.pre_attention(rank_) + costs_.mos_project(rank_));
   model_.layer_forward_qkv(l);
-  if (P_ > 1) encode_blocks(l, message);
+  if (context_ranks_ > 1) encode_blocks(l, message);
   qkv.done();
-  if (P_ > 1) {
+  if (context_ranks_ > 1) {
     const comm::Wire wire("kv", kv_message_wire_bytes(message));
-    if (ring) comm.send((rank_ + 1) % P_, tag_kv(l), message.data(), message.size(), wire);
+    if (ring) comm.send((rank_ + 1) % context_ranks_, tag_kv(l), message.data(), message.size(), wire);
     else
-      for (int j = 1; j < P_; ++j) comm.send((rank_ + j) % P_, tag_kv(l), message.data(), message.size(), wire);
+      for (int j = 1; j < context_ranks_; ++j)
+        comm.send((rank_ + j) % context_ranks_, tag_kv(l), message.data(), message.size(), wire);
   }
   // Overlap: attend to each block as it arrives. Without: every block first.
   const bool overlap = scenario_.parallel.overlap;
-  std::vector<std::vector<uint8_t>> arrived(static_cast<size_t>(P_));
+  std::vector<std::vector<uint8_t>> arrived(static_cast<size_t>(context_ranks_));
   auto receive = [&](int k) {
     std::vector<uint8_t>& m = arrived[size_t(k)];
-    receive_blocks(comm, ring ? (rank_ - 1 + P_) % P_ : owner_at(k), l, owner_at(k), m);
-    if (ring && k < P_ - 1)  // pass it on before attending to it
-      comm.send((rank_ + 1) % P_, tag_kv(l), m.data(), m.size(), comm::Wire("kv", kv_message_wire_bytes(m)));
+    receive_blocks(comm, ring ? (rank_ - 1 + context_ranks_) % context_ranks_ : owner_at(k), l, owner_at(k), m);
+    if (ring && k < context_ranks_ - 1)  // pass it on before attending to it
+      comm.send((rank_ + 1) % context_ranks_, tag_kv(l), m.data(), m.size(),
+                comm::Wire("kv", kv_message_wire_bytes(m)));
   };
   if (!overlap)
-    for (int k = 1; k < P_; ++k) receive(k);
+    for (int k = 1; k < context_ranks_; ++k) receive(k);
   ComputeSpan own(spans_, "attention", costs_.attention(rank_, rank_, false));
   attend(l, rank_, false, nullptr, nullptr);
   own.done();
-  for (int k = 1; k < P_; ++k) {
+  for (int k = 1; k < context_ranks_; ++k) {
     if (overlap) receive(k);
     const int o = owner_at(k);
     const bool masked = costs_.pairs(rank_, o) <= 0;
@@ -188,7 +191,7 @@ void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
   const auto& m = scenario_.model;
   const int64_t hd = m.head_dim(), q_row = int64_t(m.heads) * hd;
   const bool ring = scenario_.parallel.exchange == CpExchange::ring;
-  const int next = (rank_ + 1) % P_, prev = (rank_ - 1 + P_) % P_;
+  const int next = (rank_ + 1) % context_ranks_, prev = (rank_ - 1 + context_ranks_) % context_ranks_;
   ComputeSpan mlp(spans_, "mlp_bwd", cost::dense_backward(costs_.post_attention(rank_)));
   model_.layer_backward_post_attention(l);
   mlp.done();
@@ -211,7 +214,7 @@ void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
   // Overlap: each partial goes out as soon as it is computed. Without: all the
   // rank's attention backward first, then the exchange.
   const bool overlap = scenario_.parallel.overlap;
-  std::vector<std::vector<compress::CodecGradient>> partial(static_cast<size_t>(P_));
+  std::vector<std::vector<compress::CodecGradient>> partial(static_cast<size_t>(context_ranks_));
   std::vector<compress::CodecGradient> acc;
   std::vector<uint8_t> message;
   auto compute_partial = [&](int k) {
@@ -228,8 +231,8 @@ void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
     sp.done();
   };
   if (!overlap)
-    for (int k = 1; k < P_; ++k) compute_partial(k);
-  for (int k = 1; k < P_; ++k) {
+    for (int k = 1; k < context_ranks_; ++k) compute_partial(k);
+  for (int k = 1; k < context_ranks_; ++k) {
     if (overlap) compute_partial(k);
     std::vector<compress::CodecGradient>& mine = partial[size_t(k)];
     if (ring && k > 1) {  // the accumulator for this owner's block from the ranks before
@@ -243,10 +246,10 @@ void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
     mine.clear();
   }
   std::vector<compress::CodecGradient> summed;
-  if (ring && P_ > 1) {
+  if (ring && context_ranks_ > 1) {
     receive_gradients(comm, prev, l, rank_, summed);
   } else {
-    for (int src = 0; src < P_; ++src) {  // rank order: the same sum on every run
+    for (int src = 0; src < context_ranks_; ++src) {  // rank order: the same sum on every run
       if (src == rank_) continue;
       receive_gradients(comm, src, l, rank_, acc);
       if (summed.empty()) summed.swap(acc);
@@ -255,7 +258,7 @@ void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
   }
   ComputeSpan qkv(spans_, "qkv_bwd",
                   cost::dense_backward(costs_.pre_attention(rank_)) + costs_.mos_reconstruct(rank_));
-  if (P_ > 1) decode_gradients(l, summed);
+  if (context_ranks_ > 1) decode_gradients(l, summed);
   model_.layer_backward_qkv(l);
   qkv.done();
 }

@@ -45,7 +45,7 @@ class ContextAttention {
                    model::Model& model, const ContextCosts& costs, const SpanSink& spans);
 
   int rank() const { return rank_; }
-  int ranks() const { return P_; }
+  int ranks() const { return context_ranks_; }
   compress::KvCodec& codec() { return *codec_; }
   const compress::KvCodec& codec() const { return *codec_; }
 
@@ -95,14 +95,14 @@ class ContextAttention {
                          std::vector<compress::CodecGradient>& blocks);
   static int tag_kv(int layer) { return 2 * layer; }  // one tag per layer and direction
   static int tag_dkv(int layer) { return 2 * layer + 1; }
-  int owner_at(int k) const { return ((rank_ - k) % P_ + P_) % P_; }
+  int owner_at(int k) const { return ((rank_ - k) % context_ranks_ + context_ranks_) % context_ranks_; }
   size_t layer_index(int l) const { return size_t(l - first_layer_); }
   compress::KvBlockId block_id(int l, compress::KvTensor t, int owner, int chunk, int sequence) const;
   template <class F> void for_each_block(int l, int owner, F f) const;
   size_t block_count(int owner) const;  // K and V blocks of owner's chunks over the slot's sequences
 
   const Scenario& scenario_;
-  int rank_, P_, first_layer_, layers_;
+  int rank_, context_ranks_, first_layer_, layers_;
   int64_t seq_len_, kv_row_;
   std::unique_ptr<compress::KvCodec> codec_;
   model::Model& model_;

@@ -111,7 +111,7 @@ void ContextAttention::begin_codec_step(comm::Communicator& comm, int step) {
   // After the last warm-up step every rank holds the Gram sums of its own
   // blocks: the fit in begin_step needs them summed over all ranks.
   const compress::GramSums g = codec_->gram_sums();
-  if (g.grams && P_ > 1) {
+  if (g.grams && context_ranks_ > 1) {
     comm.all_reduce_sum(g.grams, g.gram_count, "codec_fit");
     comm.all_reduce_sum(g.rows, g.row_count, "codec_fit");
   }
@@ -121,7 +121,7 @@ void ContextAttention::begin_codec_step(comm::Communicator& comm, int step) {
 void ContextAttention::reconstruction_errors(comm::Communicator& comm, std::vector<double>& k,
                                              std::vector<double>& v) {
   compress::ErrorSums* e = codec_->error_sums();
-  if (!e || P_ < 2) return;
+  if (!e || context_ranks_ < 2) return;
   comm.all_reduce_sum(e->data(), e->size(), comm::Wire("codec_error", -1, /*deferred=*/true));
   k = codec_->reconstruction_errors(KvTensor::k);
   v = codec_->reconstruction_errors(KvTensor::v);

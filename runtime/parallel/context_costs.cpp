@@ -20,15 +20,15 @@ double causal_pairs(const std::vector<TokenRange>& queries, const std::vector<To
 }
 
 ContextCosts::ContextCosts(const Scenario& s)
-    : s_(s), P_(s.parallel.context), elem_(cost::dtype_bytes(s.devices.dtype)) {
+    : s_(s), context_ranks_(s.parallel.context), elem_(cost::dtype_bytes(s.devices.dtype)) {
   const auto& m = s.model;
   if (s.compression.method == CompressionMethod::mos) {
     k_rank_ = s.compression.k_rank(m.head_dim());
     v_rank_ = s.compression.v_rank(m.head_dim());
   }
   const double batch = s.training.batch_size;
-  for (int r = 0; r < P_; ++r) {
-    ranges_.push_back(rank_token_ranges(m.seq_len, P_, s.parallel.split, r));
+  for (int r = 0; r < context_ranks_; ++r) {
+    ranges_.push_back(rank_token_ranges(m.seq_len, context_ranks_, s.parallel.split, r));
     double n = 0;
     for (const auto& rg : ranges_.back()) n += double(rg.second - rg.first);
     tokens_.push_back(n * batch);
@@ -63,9 +63,9 @@ cost::Cost ContextCosts::optimizer() const { return cost::adamw_step(s_.model.pa
 
 double ContextCosts::step_model_flops() const {
   double forward = 0;
-  for (int c = 0; c < P_; ++c) {
+  for (int c = 0; c < context_ranks_; ++c) {
     double layer = pre_attention(c).flops + post_attention(c).flops;
-    for (int o = 0; o < P_; ++o)
+    for (int o = 0; o < context_ranks_; ++o)
       if (o == c || pairs(c, o) > 0) layer += attention(c, o, false).flops;
     forward += s_.model.layers * layer + head(c).flops;
   }
@@ -76,11 +76,11 @@ double ContextCosts::uncompressed_kv_bytes() const {
   const auto& m = s_.model;
   const compress::IdentityCodec plain(m.kv_heads, m.head_dim(), m.bytes_per_element);
   double per_layer = 0;
-  for (int o = 0; o < P_; ++o) {
+  for (int o = 0; o < context_ranks_; ++o) {
     double block = 0;  // one sequence's K and V blocks of owner o
     for (const TokenRange& rg : ranges(o))
       for (auto t : {compress::KvTensor::k, compress::KvTensor::v}) block += plain.message_bytes(t, rg.second - rg.first);
-    per_layer += 2.0 * (P_ - 1) * (double(s_.training.batch_size) * block);
+    per_layer += 2.0 * (context_ranks_ - 1) * (double(s_.training.batch_size) * block);
   }
   return per_layer * m.layers;
 }

@@ -25,7 +25,7 @@ class ContextCosts {
  public:
   explicit ContextCosts(const Scenario& scenario);
 
-  int ranks() const { return P_; }
+  int ranks() const { return context_ranks_; }
   const std::vector<TokenRange>& ranges(int rank) const { return ranges_[size_t(rank)]; }
   double tokens(int rank) const { return tokens_[size_t(rank)]; }       // whole batch
   // Causal (query, key) pairs of q_rank's queries and k_rank's keys, whole batch:
@@ -57,7 +57,7 @@ class ContextCosts {
 
  private:
   const Scenario& s_;
-  int P_;
+  int context_ranks_;
   double elem_;
   int k_rank_ = 0, v_rank_ = 0;
   std::vector<std::vector<TokenRange>> ranges_;

@@ -8,20 +8,20 @@
 namespace lowband::parallel {
 
 PipelineCosts::PipelineCosts(const Scenario& s)
-    : s_(s), P_(s.parallel.pipeline), elem_(cost::dtype_bytes(s.devices.dtype)) {
+    : s_(s), stages_(s.parallel.pipeline), elem_(cost::dtype_bytes(s.devices.dtype)) {
   const auto& par = s.parallel;
   if (par.data != 1) throw InputError("parallel.data", "pipeline estimates model one replica (expected 1)");
-  if (P_ < 1) throw InputError("parallel.pipeline", "must be at least 1");
+  if (stages_ < 1) throw InputError("parallel.pipeline", "must be at least 1");
   check_layout(s);  // e.g. the first stage's embedding cannot also be the last stage's LM head
   if (par.microbatches < 1) throw InputError("parallel.microbatches", "must be at least 1");
   if (s.training.batch_size % par.microbatches != 0)
     throw InputError("parallel.microbatches", std::to_string(par.microbatches) + " microbatches do not divide " +
                                                   "training.batch_size " + std::to_string(s.training.batch_size));
-  if (!par.stage_layers.empty() && int(par.stage_layers.size()) != P_)
+  if (!par.stage_layers.empty() && int(par.stage_layers.size()) != stages_)
     throw InputError("parallel.stage_layers", std::to_string(par.stage_layers.size()) + " entries for " +
-                                                  std::to_string(P_) + " stages");
+                                                  std::to_string(stages_) + " stages");
   int total = 0;
-  for (int st = 0; st < P_; ++st) total += layers(st);
+  for (int st = 0; st < stages_; ++st) total += layers(st);
   if (total != s.model.layers)
     throw InputError(par.stage_layers.empty() ? "parallel.pipeline" : "parallel.stage_layers",
                      "the stages hold " + std::to_string(total) + " layers, model.layers is " +
@@ -29,10 +29,10 @@ PipelineCosts::PipelineCosts(const Scenario& s)
   sequences_ = s.training.batch_size / par.microbatches;
   const int64_t T = s.model.seq_len;
   pairs_ = double(sequences_) * cost::causal_pairs(0, T, 0, T);
-  C_ = par.context;
-  if (C_ < 1) throw InputError("parallel.context", "must be at least 1");
-  if (C_ > 1) {  // as context parallelism alone (context_schedule.cpp): every rank needs tokens
-    const int64_t chunks = par.split == CpSplit::zigzag ? 2LL * C_ : C_;
+  context_ranks_ = par.context;
+  if (context_ranks_ < 1) throw InputError("parallel.context", "must be at least 1");
+  if (context_ranks_ > 1) {  // as context parallelism alone (context_schedule.cpp): every rank needs tokens
+    const int64_t chunks = par.split == CpSplit::zigzag ? 2LL * context_ranks_ : context_ranks_;
     if (T < chunks)
       throw InputError("model.seq_len", "fewer tokens (" + std::to_string(T) + ") than the " +
                                             std::to_string(chunks) + " context-parallel chunks");
@@ -52,7 +52,7 @@ cost::Cost PipelineCosts::forward(int stage) const {
                            cost::post_attention_forward(m, n, elem_);
   cost::Cost c = layer * double(layers(stage));
   if (stage == 0) c += cost::embedding_forward(m, n, elem_);
-  if (stage == P_ - 1) c += cost::head_forward(m, n, elem_);
+  if (stage == stages_ - 1) c += cost::head_forward(m, n, elem_);
   return c;
 }
 
@@ -63,21 +63,21 @@ cost::Cost PipelineCosts::backward(int stage) const {
   const cost::Cost layer = cost::dense_backward(dense) + cost::attention_backward(m, pairs_, n, n, elem_);
   cost::Cost c = layer * double(layers(stage));
   if (stage == 0) c += cost::dense_backward(cost::embedding_forward(m, n, elem_));
-  if (stage == P_ - 1) c += cost::dense_backward(cost::head_forward(m, n, elem_));
+  if (stage == stages_ - 1) c += cost::dense_backward(cost::head_forward(m, n, elem_));
   return c;
 }
 
 double PipelineCosts::parameters(int stage) const {
   double p = layers(stage) * cost::layer_parameters(s_.model);
   if (stage == 0) p += cost::embedding_parameters(s_.model);
-  if (stage == P_ - 1) p += cost::head_parameters(s_.model);
+  if (stage == stages_ - 1) p += cost::head_parameters(s_.model);
   return p;
 }
 
 cost::Cost PipelineCosts::optimizer(int stage) const { return cost::adamw_step(parameters(stage)); }
 
 double PipelineCosts::seconds(int stage, const cost::Cost& c, const char* tag) const {
-  return rank_seconds(stage * C_, c, tag);
+  return rank_seconds(stage * context_ranks_, c, tag);
 }
 
 double PipelineCosts::rank_seconds(int rank, const cost::Cost& c, const char* tag) const {

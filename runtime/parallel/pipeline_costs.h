@@ -25,8 +25,8 @@ class PipelineCosts {
   // InputError naming the key when the scenario is not a pipeline this models.
   explicit PipelineCosts(const Scenario& scenario);
 
-  int stages() const { return P_; }
-  int context_ranks() const { return C_; }
+  int stages() const { return stages_; }
+  int context_ranks() const { return context_ranks_; }
   int64_t sequences_per_microbatch() const { return sequences_; }
   int64_t microbatch_rows() const { return sequences_ * s_.model.seq_len; }  // tokens of one microbatch
   int layers(int stage) const;
@@ -51,7 +51,7 @@ class PipelineCosts {
 
  private:
   const Scenario& s_;
-  int P_, C_ = 1;
+  int stages_, context_ranks_ = 1;
   // Shared: their addresses stay put when the costs are copied or moved
   // (ContextCosts keeps a reference to its scenario).
   std::shared_ptr<const Scenario> microbatch_;

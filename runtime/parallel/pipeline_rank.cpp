@@ -55,10 +55,12 @@ void BoundaryConstraint::project(model::Model& m, bool grads) {
 
 PipelineRank::PipelineRank(const Scenario& s, int stage, int context_rank, const kernels::Backend& k,
                            ComputeTiming timing, comm::RankLog& log)
-    : scenario_(s), stage_(stage), c_(context_rank), P_(s.parallel.pipeline),
-      C_(s.parallel.context), M_(s.parallel.microbatches), k_(k), costs_(scenario_),
+    : scenario_(s), stage_(stage), c_(context_rank), stages_(s.parallel.pipeline),
+      context_ranks_(s.parallel.context), M_(s.parallel.microbatches), k_(k), costs_(scenario_),
       spans_{k, log, timing, kernel_wall_seconds_,
-             [this](const cost::Cost& c, const char* kind) { return costs_.rank_seconds(stage_ * C_ + c_, c, kind); }},
+             [this](const cost::Cost& c, const char* kind) {
+               return costs_.rank_seconds(stage_ * context_ranks_ + c_, c, kind);
+             }},
       model_(s.model, s.training.seed, stage_model_options(s, stage, k.device, fixed_embedding_)),
       optimizer_(model_.layout(), optim::optimizer_config_from(s.training), k.device),
       lr_(optim::lr_schedule_from(s.training)), codec_(compress::make_boundary_codec_on(s, k.device)), constraint_(s, k),
@@ -66,7 +68,7 @@ PipelineRank::PipelineRank(const Scenario& s, int stage, int context_rank, const
   constraint_.project(model_, /*grads=*/false);  // start inside the constraint
   fixed_embedding_.clear();                       // the model holds its own copy
   fixed_embedding_.shrink_to_fit();
-  if (C_ > 1)
+  if (context_ranks_ > 1)
     context_ = std::make_unique<ContextAttention>(scenario_, c_, compress::make_kv_codec_on(scenario_, k.device), model_,
                                                   costs_.context(), spans_);
 }
@@ -103,7 +105,7 @@ void PipelineRank::write_from_host(float* device_ptr, size_t count, Fill fill) {
 
 template <class F>
 auto PipelineRank::with_groups(comm::Communicator& world, F f) {
-  if (C_ == 1) return f(Groups{world, world, nullptr});
+  if (context_ranks_ == 1) return f(Groups{world, world, nullptr});
   // Split in rank order: the pipeline of context rank c_ ranks its stages in
   // order, the context group of stage_ its context ranks.
   const std::unique_ptr<comm::Communicator> pipeline = world.split(c_);
@@ -128,7 +130,7 @@ void PipelineRank::begin_microbatch(int m, const Microbatch& mb, int slot, const
 }
 
 double PipelineRank::end_microbatch(int m, int64_t n, compress::CodecMessage& boundary, std::vector<uint8_t>& packed) {
-  if (stage_ == P_ - 1) {
+  if (stage_ == stages_ - 1) {
     const int64_t valid = local_valid_[size_t(m)];
     return valid > 0 ? double(model_.head_forward()) * double(valid) : 0.0;
   }
@@ -159,7 +161,7 @@ double PipelineRank::forward(const Groups& g, int m, const Microbatch& mb, int s
     loss_sum = end_microbatch(m, n, boundary, packed);
     sp.done();
   } else {
-    const bool first = stage_ == 0, last = stage_ == P_ - 1;
+    const bool first = stage_ == 0, last = stage_ == stages_ - 1;
     ComputeSpan in(spans_, "stage_in", first ? costs_.context().embed(c_) : cost::Cost{});
     begin_microbatch(m, mb, slot, received);
     in.done();
@@ -169,7 +171,7 @@ double PipelineRank::forward(const Groups& g, int m, const Microbatch& mb, int s
     loss_sum = end_microbatch(m, n, boundary, packed);
     out.done();
   }
-  if (stage_ < P_ - 1)
+  if (stage_ < stages_ - 1)
     g.pipeline.send(stage_ + 1, tag_act(m), packed.data(), packed.size(), comm::Wire("act", boundary.wire_bytes));
   return loss_sum;
 }
@@ -177,7 +179,7 @@ double PipelineRank::forward(const Groups& g, int m, const Microbatch& mb, int s
 void PipelineRank::backward(const Groups& g, int m, const Microbatch& mb, int slot, int64_t valid_total) {
   const int64_t n = rows_of(mb), d = scenario_.model.d_model;
   const compress::CodecMessage& boundary = boundary_[size_t(slot)];
-  const bool first = stage_ == 0, last = stage_ == P_ - 1;
+  const bool first = stage_ == 0, last = stage_ == stages_ - 1;
   compress::CodecGradient grad;
   if (!last) {
     std::vector<uint8_t> bytes(compress::packed_gradient_bytes(codec_->gradient_floats(n)));
@@ -239,7 +241,7 @@ RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t
   const std::vector<Microbatch> mbs = split(inputs, targets, sequences);
   const int M = int(mbs.size());
   // A microbatch's slot: the ones held at once are consecutive, at most in_flight.
-  const int in_flight = pipeline_in_flight(scenario_.parallel.schedule, P_, stage_, M);
+  const int in_flight = pipeline_in_flight(scenario_.parallel.schedule, stages_, stage_, M);
   prepare(M, in_flight);
   int64_t valid_total = 0;
   for (const Microbatch& mb : mbs) valid_total += mb.valid;
@@ -251,7 +253,7 @@ RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t
 
   model_.zero_grads();
   double sums[2] = {0, 0};  // the loss sum, then the squared gradient norm
-  for (const PipelineOp& op : pipeline_schedule(scenario_.parallel.schedule, P_, stage_, M)) {
+  for (const PipelineOp& op : pipeline_schedule(scenario_.parallel.schedule, stages_, stage_, M)) {
     const Microbatch& mb = mbs[size_t(op.microbatch)];
     const int slot = op.microbatch % in_flight;
     if (op.forward) sums[0] += forward(g, op.microbatch, mb, slot);
@@ -289,7 +291,7 @@ float PipelineRank::evaluate(comm::Communicator& world, const int32_t* inputs, c
     double sums[2] = {0, 0};  // the loss sum, the valid targets (the last stage's rows: each counted once)
     for (size_t m = 0; m < mbs.size(); ++m) {
       sums[0] += forward(g, int(m), mbs[m], 0);
-      if (stage_ == P_ - 1) sums[1] += double(local_valid_[m]);
+      if (stage_ == stages_ - 1) sums[1] += double(local_valid_[m]);
     }
     g.world.all_reduce_sum(sums, 2, comm::Wire("loss"));
     return sums[1] > 0 ? float(sums[0] / sums[1]) : 0.0f;

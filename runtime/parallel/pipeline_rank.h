@@ -137,7 +137,7 @@ class PipelineRank final : public RankProgram {
   template <class Fill> void write_from_host(float* device_ptr, size_t count, Fill fill);
 
   Scenario scenario_;
-  int stage_, c_, P_, C_, M_;
+  int stage_, c_, stages_, context_ranks_, M_;
   const kernels::Backend& k_;
   double kernel_wall_seconds_ = 0;
   PipelineCosts costs_;  // with C > 1 also each microbatch's context costs

@@ -29,11 +29,11 @@ std::vector<std::string> all_gather_strings(comm::Communicator& comm, const std:
 
 }  // namespace
 
-RankWorld::RankWorld(int ranks, comm::Communicator* comm, const std::string& key) : P_(ranks), external_(comm) {
+RankWorld::RankWorld(int ranks, comm::Communicator* comm, const std::string& key) : ranks_(ranks), external_(comm) {
   if (!comm) {
     world_ = std::make_unique<comm::InProcessWorld>(ranks);
-    for (int r = 0; r < P_; ++r) local_.push_back(r);
-    logs_.resize(size_t(P_));
+    for (int r = 0; r < ranks_; ++r) local_.push_back(r);
+    logs_.resize(size_t(ranks_));
     return;
   }
   if (comm->size() != ranks)
@@ -44,7 +44,7 @@ RankWorld::RankWorld(int ranks, comm::Communicator* comm, const std::string& key
 }
 
 int RankWorld::local_index(int rank) const {
-  if (!external_) return rank >= 0 && rank < P_ ? rank : -1;
+  if (!external_) return rank >= 0 && rank < ranks_ ? rank : -1;
   return rank == external_->rank() ? 0 : -1;
 }
 
@@ -66,7 +66,8 @@ void RankWorld::run(const std::function<void(int, comm::Communicator&)>& fn, boo
 
 sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
   auto on_nodes = [&](const sim::StepGraph& g) {  // the ranks' graph on parallel.placement's and the relay's nodes
-    return scenario.parallel.placement.empty() && g.ranks() == P_ ? g : place_on_nodes(g, Layout(scenario.parallel));
+    return scenario.parallel.placement.empty() && g.ranks() == ranks_ ? g
+                                                                      : place_on_nodes(g, Layout(scenario.parallel));
   };
   if (!external_) {
     std::vector<const comm::RankLog*> logs;
@@ -74,7 +75,7 @@ sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
     return on_nodes(comm::assemble_step_graph(logs));
   }
   const std::vector<std::string> blobs = all_gather_strings(*external_, logs_[0].serialize());
-  if (external_->rank() != 0) return sim::StepGraph(P_);
+  if (external_->rank() != 0) return sim::StepGraph(ranks_);
   std::vector<comm::RankLog> logs;
   for (const auto& b : blobs) logs.push_back(comm::RankLog::deserialize(b));
   std::vector<const comm::RankLog*> ptrs;
@@ -101,7 +102,7 @@ double RankWorld::sum_over_processes(double x) const {
 std::vector<std::string> RankWorld::gather(const std::function<std::string(int)>& blob) const {
   if (!external_) {
     std::vector<std::string> out;
-    for (int r = 0; r < P_; ++r) out.push_back(blob(r));
+    for (int r = 0; r < ranks_; ++r) out.push_back(blob(r));
     return out;
   }
   return all_gather_strings(*external_, blob(external_->rank()));

@@ -22,7 +22,7 @@ class RankWorld {
   // InputError(`key`, "... processes (mpirun -np ranks)").
   RankWorld(int ranks, comm::Communicator* comm, const std::string& key);
 
-  int ranks() const { return P_; }
+  int ranks() const { return ranks_; }
   // The ranks this process holds, in order (in-process: all).
   const std::vector<int>& local_ranks() const { return local_; }
   // Index of `rank` in local_ranks(), or -1 when another process holds it.
@@ -54,7 +54,7 @@ class RankWorld {
   std::vector<std::string> gather(const std::function<std::string(int rank)>& blob) const;
 
  private:
-  int P_;
+  int ranks_;
   comm::Communicator* external_ = nullptr;
   std::unique_ptr<comm::InProcessWorld> world_;
   std::vector<int> local_;
