@@ -24,8 +24,7 @@ void add_estimate_command(CLI::App& app) {
       "estimate",
       "step time and tokens/s of context-, pipeline- (parallel.pipeline > 1, with parallel.context ranks per "
       "stage) or data-parallel training (parallel.data > 1 or parallel.replicas: all_reduce, diloco, sparseloco), "
-      "from the "
-      "model's shapes alone");
+      "from the training's own rank programs run dry (shapes only)");
   add_scenario_options(cmd, args->source);
   cmd->add_flag("--json", args->json, "print one JSON object instead of a table");
   cmd->add_option("--out", args->out, "also write the JSON object to this file (atomically)");
