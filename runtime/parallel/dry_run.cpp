@@ -1,6 +1,7 @@
 #include "runtime/parallel/dry_run.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "comm/null.h"
@@ -22,23 +23,42 @@ int steady_step(const Scenario& s, bool weight_sync_step) {
   return weight_sync_step || every == 1 ? first + every - 1 : first;
 }
 
+namespace {
+
+// What a dry rank talks through in one group: the recording communicator over a
+// null transport, as rank `rank` of `group`.
+struct DryComm {
+  DryComm(const DryGroup& group, int rank, comm::RankLog& log)
+      : null(rank, int(group.ranks.size())), recording(null, log, group.ranks, group.comm_id) {}
+  comm::NullCommunicator null;
+  comm::RecordingCommunicator recording;
+};
+
+// With `data` (synchronous data parallelism) the rank's data group and the
+// DataStep that sums its gradient buckets over it; else neither.
+struct DryData {
+  DryData(const DryGroup* data, int data_rank, int64_t tokens, comm::RankLog& log) {
+    if (!data) return;
+    comm.emplace(*data, data_rank, log);
+    step = DataStep{&comm->recording, tokens * int64_t(data->ranks.size())};
+  }
+  const DataStep* get() const { return step ? &*step : nullptr; }
+  std::optional<DryComm> comm;
+  std::optional<DataStep> step;
+};
+
+}  // namespace
+
 void dry_context_rank(const Scenario& replica, int c, int step, const DryGroup& group, comm::RankLog& log,
                       const DryGroup* data, int data_rank) {
   // Token 0 everywhere, every target valid: the batch's shape is all a dry rank reads.
   const int sequences = replica.training.batch_size;
   const std::vector<int32_t> tokens(size_t(sequences) * size_t(replica.model.seq_len), 0);
-  comm::NullCommunicator null(c, int(group.ranks.size()));
-  comm::RecordingCommunicator comm(null, log, group.ranks, group.comm_id);
-  ContextRank rank(replica, c, compress::make_kv_codec_on(replica, kernels::Device::dry), kernels::backend(kernels::Device::dry),
-                   ComputeTiming::profile, log);
-  if (!data) {
-    rank.train_step(comm, step, tokens.data(), tokens.data(), sequences);
-    return;
-  }
-  comm::NullCommunicator null_data(data_rank, int(data->ranks.size()));
-  comm::RecordingCommunicator data_comm(null_data, log, data->ranks, data->comm_id);
-  const DataStep both{&data_comm, int64_t(tokens.size()) * int64_t(data->ranks.size())};
-  rank.train_step(comm, step, tokens.data(), tokens.data(), sequences, &both);
+  DryComm comm(group, c, log);
+  const DryData in_data(data, data_rank, int64_t(tokens.size()), log);
+  ContextRank rank(replica, c, compress::make_kv_codec_on(replica, kernels::Device::dry),
+                   kernels::backend(kernels::Device::dry), ComputeTiming::profile, log);
+  rank.train_step(comm.recording, step, tokens.data(), tokens.data(), sequences, in_data.get());
 }
 
 void dry_pipeline_rank(const Scenario& replica, int rank, int step, const DryGroup& world, comm::RankLog& log,
@@ -46,26 +66,17 @@ void dry_pipeline_rank(const Scenario& replica, int rank, int step, const DryGro
   const int C = replica.parallel.context, P = replica.parallel.pipeline, stage = rank / C, c = rank % C;
   const int sequences = replica.training.batch_size;
   const std::vector<int32_t> tokens(size_t(sequences) * size_t(replica.model.seq_len), 0);
-  comm::NullCommunicator null_world(rank, P * C);
-  comm::RecordingCommunicator world_comm(null_world, log, world.ranks, world.comm_id);
   PipelineRank program(replica, stage, c, kernels::backend(kernels::Device::dry), ComputeTiming::profile, log);
   // C > 1: the groups PipelineRank splits off, numbered as the world numbers its splits.
   DryGroup pipeline{{}, world.comm_id + 1}, context{{}, world.comm_id + 2};
   for (int st = 0; st < P; ++st) pipeline.ranks.push_back(world.ranks[size_t(st * C + c)]);
   for (int k = 0; k < C; ++k) context.ranks.push_back(world.ranks[size_t(stage * C + k)]);
-  comm::NullCommunicator null_pipeline(stage, P), null_context(c, C);
-  comm::RecordingCommunicator pipeline_comm(null_pipeline, log, pipeline.ranks, pipeline.comm_id);
-  comm::RecordingCommunicator context_comm(null_context, log, context.ranks, context.comm_id);
-  const PipelineRank::Groups groups = C == 1 ? PipelineRank::Groups{world_comm, world_comm, nullptr}
-                                             : PipelineRank::Groups{world_comm, pipeline_comm, &context_comm};
-  if (!data) {
-    program.train_step(groups, step, tokens.data(), tokens.data(), sequences);
-    return;
-  }
-  comm::NullCommunicator null_data(data_rank, int(data->ranks.size()));
-  comm::RecordingCommunicator data_comm(null_data, log, data->ranks, data->comm_id);
-  const DataStep both{&data_comm, int64_t(tokens.size()) * int64_t(data->ranks.size())};
-  program.train_step(groups, step, tokens.data(), tokens.data(), sequences, &both);
+  DryComm world_comm(world, rank, log), pipeline_comm(pipeline, stage, log), context_comm(context, c, log);
+  const PipelineRank::Groups groups =
+      C == 1 ? PipelineRank::Groups{world_comm.recording, world_comm.recording, nullptr}
+             : PipelineRank::Groups{world_comm.recording, pipeline_comm.recording, &context_comm.recording};
+  const DryData in_data(data, data_rank, int64_t(tokens.size()), log);
+  program.train_step(groups, step, tokens.data(), tokens.data(), sequences, in_data.get());
 }
 
 sim::StepGraph dry_context_step(const Scenario& s, int step) {
