@@ -19,11 +19,6 @@ std::vector<int> near_even_stages(int layers, int pipeline) {
 
 }  // namespace
 
-std::vector<ReplicaConfig> replica_shapes(const ParallelConfig& p) {
-  if (!p.replicas.empty()) return p.replicas;
-  return std::vector<ReplicaConfig>(size_t(p.data), ReplicaConfig{p.pipeline, p.context, {}, true});
-}
-
 std::vector<int> replica_first_ranks(const std::vector<ReplicaConfig>& shapes) {
   std::vector<int> out;
   int rank = 0;

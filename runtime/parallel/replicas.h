@@ -8,13 +8,12 @@
 
 #include "comm/recording.h"
 #include "runtime/parallel/weight_sync.h"
+#include "runtime/scenario/layout_check.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::parallel {
 
-// Each replica's shape. parallel.data: R copies of pipeline x context, their
-// boundaries compressed as compression.boundary says.
-std::vector<ReplicaConfig> replica_shapes(const ParallelConfig& parallel);
+// Each replica's shape: lowband::replica_shapes (runtime/scenario/layout_check.h).
 
 // World rank of each replica's first rank (replica-major rank order).
 std::vector<int> replica_first_ranks(const std::vector<ReplicaConfig>& shapes);

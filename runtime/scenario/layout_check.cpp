@@ -15,12 +15,6 @@ namespace {
 
 std::string replica_path(size_t q) { return "parallel.replicas." + std::to_string(q); }
 
-// Each replica's shape: parallel.replicas, or `data` copies of pipeline x context.
-std::vector<ReplicaConfig> shapes_of(const ParallelConfig& p) {
-  if (!p.replicas.empty()) return p.replicas;
-  return std::vector<ReplicaConfig>(size_t(p.data), ReplicaConfig{p.pipeline, p.context, {}, true});
-}
-
 void check_pipeline_layout(const Scenario& s) {
   int deepest = s.parallel.pipeline;
   for (const ReplicaConfig& r : s.parallel.replicas) deepest = std::max(deepest, r.pipeline);
@@ -65,7 +59,7 @@ void check_layout_schema(const Scenario& s) {
   check_pipeline_layout(s);
   const ParallelConfig& p = s.parallel;
   if (p.data <= 1 && p.replicas.empty()) return;
-  const std::vector<ReplicaConfig> shapes = shapes_of(p);
+  const std::vector<ReplicaConfig> shapes = replica_shapes(p);
   check_each_replica(s, shapes);
   // The weight syncs other than all_reduce exchange between a replica's context
   // ranks only; across replicas nothing would keep the weights together.
@@ -81,6 +75,11 @@ void check_layout_schema(const Scenario& s) {
 }  // namespace lowband::scenario_detail
 
 namespace lowband {
+
+std::vector<ReplicaConfig> replica_shapes(const ParallelConfig& p) {
+  if (!p.replicas.empty()) return p.replicas;
+  return std::vector<ReplicaConfig>(size_t(p.data), ReplicaConfig{p.pipeline, p.context, {}, true});
+}
 
 void check_layout(const Scenario& scenario) {
   try {

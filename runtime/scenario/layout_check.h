@@ -3,9 +3,15 @@
 // estimate models, refused in one place. Loading a scenario runs them (so
 // validate, sweep --dry-run, run and estimate refuse alike, naming the JSON
 // path); the trainers and estimates run them again for scenarios built in code.
+#include <vector>
+
 #include "runtime/scenario/scenario.h"
 
 namespace lowband {
+
+// Each replica's shape: parallel.replicas, or parallel.data copies of pipeline x
+// context, their boundaries compressed as compression.boundary says.
+std::vector<ReplicaConfig> replica_shapes(const ParallelConfig& parallel);
 
 // InputError at the JSON path to blame: pipeline stages with a tied embedding;
 // pipeline stages with context ranks under a weight sync other than all_reduce;
