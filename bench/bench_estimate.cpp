@@ -8,7 +8,7 @@
 #include <string>
 
 #include "runtime/estimate.h"
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/step_graph.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"
 

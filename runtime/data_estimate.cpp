@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "runtime/estimate_format.h"
-#include "runtime/parallel/data_graph.h"
+#include "runtime/parallel/data/step_graph.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/pipeline_estimate.h"
 #include "sim/replay.h"

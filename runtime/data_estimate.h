@@ -1,7 +1,7 @@
 #pragma once
 // `lowband estimate` for data parallelism (parallel.data > 1, or
 // parallel.replicas): the step graph of every replica with the data sync as the
-// trainer records it (runtime/parallel/data_graph.h), replayed on the SimGrid
+// trainer records it (runtime/parallel/data/step_graph.h), replayed on the SimGrid
 // network. With diloco / sparseloco the step with the outer sync and the one
 // without are replayed (one SimGrid run) and averaged over one sync period of
 // H = data_sync.inner_steps steps (one with, H − 1 without).

@@ -8,7 +8,7 @@
 
 #include "runtime/cost_model.h"
 #include "runtime/estimate_format.h"
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/layout.h"
 #include "sim/replay.h"
 

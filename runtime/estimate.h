@@ -1,7 +1,7 @@
 #pragma once
 // `lowband estimate`: the step time and throughput of context-parallel training of
 // a scenario's model on its network, from the model's shapes alone (no training):
-// build the step graph (runtime/parallel/context_schedule.h: the ranks' programs,
+// build the step graph (runtime/parallel/context/step_graph.h: the ranks' programs,
 // assembled as a recorded step is) and replay it on the SimGrid network (sim/replay.h).
 #include <map>
 #include <nlohmann/json.hpp>

@@ -8,7 +8,7 @@
 
 #include "runtime/estimate_format.h"
 #include "runtime/parallel/layout.h"
-#include "runtime/parallel/pipeline_graph.h"
+#include "runtime/parallel/pipeline/step_graph.h"
 #include "sim/replay.h"
 
 namespace lowband {

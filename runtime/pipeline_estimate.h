@@ -1,7 +1,7 @@
 #pragma once
 // `lowband estimate` for pipeline parallelism (parallel.pipeline > 1), with
 // context parallelism inside each stage or not (parallel.context): build the step
-// graph from the model's shapes (runtime/parallel/pipeline_graph.h), replay it on
+// graph from the model's shapes (runtime/parallel/pipeline/step_graph.h), replay it on
 // the SimGrid network, and report the step with its pipeline bubble, what crosses
 // each stage boundary and (context > 1) the K/V exchange inside the stages.
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 #pragma once
-// One logged compute span of a rank's program (context_attention.cpp,
-// context_rank.cpp, pipeline_rank.cpp): its measured wall time (waiting for the
+// One logged compute span of a rank's program (context/attention.cpp,
+// context/rank.cpp, pipeline/rank.cpp): its measured wall time (waiting for the
 // device at both ends) is logged under `kind` when done(), or with profile
 // timing the device profile's seconds for its cost (called only then: a measured
 // run needs no finite profile).

@@ -8,9 +8,9 @@
 #include "comm/recording.h"
 #include "kernels/backend.h"
 #include "runtime/compress/dry_codec.h"
-#include "runtime/parallel/context_rank.h"
+#include "runtime/parallel/context/rank.h"
 #include "runtime/parallel/layout.h"
-#include "runtime/parallel/pipeline_rank.h"
+#include "runtime/parallel/pipeline/rank.h"
 #include "runtime/parallel/rank_program.h"
 
 namespace lowband::parallel {

@@ -9,7 +9,7 @@
 // the logs as it does a recorded step's. Nothing of the model's size is
 // allocated (parameters, gradients, moments, activations, K/V): a rank costs its
 // log and its program's bookkeeping, whatever the model. `estimate` times this
-// (context_schedule.h).
+// (context/step_graph.h).
 #include <vector>
 
 #include "comm/recording.h"

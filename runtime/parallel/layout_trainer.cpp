@@ -7,12 +7,12 @@
 
 #include "common/error.h"
 #include "runtime/compress/make_codec.h"
-#include "runtime/parallel/context_rank.h"
-#include "runtime/parallel/context_schedule.h"
-#include "runtime/parallel/pipeline_rank.h"
+#include "runtime/parallel/context/rank.h"
+#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/pipeline/rank.h"
 #include "runtime/scenario/layout_check.h"
 #include "runtime/parallel/rank_state.h"
-#include "runtime/parallel/replicas.h"
+#include "runtime/parallel/data/replicas.h"
 
 namespace lowband::parallel {
 namespace {

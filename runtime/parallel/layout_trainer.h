@@ -20,7 +20,7 @@
 //    the optimiser, so R replicas step as one replica on their whole batch would.
 //  - diloco, sparseloco: each replica takes its own AdamW steps on its own mean
 //    loss; every inner_steps steps the replicas' weights meet part by part
-//    (data_parts.h: the common refinement of every replica's stages, so replicas
+//    (data/parts.h: the common refinement of every replica's stages, so replicas
 //    may differ in their pipelines): for each part it holds a rank runs one
 //    sync::OuterSync over the ranks holding that part with the same context
 //    index in every replica ("pseudo_grad"). The inner AdamW state stays per
@@ -46,9 +46,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/parallel/data_parts.h"
+#include "runtime/parallel/data/parts.h"
 #include "runtime/parallel/layout.h"
-#include "runtime/parallel/pipeline_rank.h"
+#include "runtime/parallel/pipeline/rank.h"
 #include "runtime/parallel/rank_program.h"
 #include "runtime/parallel/rank_world.h"
 #include "runtime/parallel/trainer.h"

@@ -1,7 +1,7 @@
 #pragma once
 // What every rank's program offers its trainer, whichever dimensions it spans:
-// a context-parallel rank (context_rank.h) or a pipeline stage's rank
-// (pipeline_rank.h). The trainer (layout_trainer.h) runs one per
+// a context-parallel rank (context/rank.h) or a pipeline stage's rank
+// (pipeline/rank.h). The trainer (layout_trainer.h) runs one per
 // rank of each replica and synchronises the replicas through DataStep.
 #include <cstdint>
 #include <vector>

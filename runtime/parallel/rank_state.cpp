@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/binary_io.h"
-#include "runtime/parallel/context_attention.h"
-#include "runtime/parallel/context_rank.h"
+#include "runtime/parallel/context/attention.h"
+#include "runtime/parallel/context/rank.h"
 
 namespace lowband::parallel {
 namespace {
@@ -21,7 +21,7 @@ constexpr uint64_t kPipelineStateTag = 0x7069702d73746131ULL;   // "pip-sta1"
 constexpr uint64_t kDataStateTag = 0x6461742d73746131ULL;       // "dat-sta1"
 
 // A context rank's weight sync keeps an error buffer with some methods.
-const ReplicaSync* error_feedback(const RankProgram& p) {
+const sync::ReplicaSync* error_feedback(const RankProgram& p) {
   const auto* context = dynamic_cast<const ContextRank*>(&p);
   return context && context->sync().error_feedback() ? &context->sync() : nullptr;
 }
@@ -32,7 +32,7 @@ std::string rank_blob(const RankProgram& p, int rank, const std::function<void(i
   binary::write_array(one, params.data(), uint64_t(params.size()));
   p.optimizer().save_state(one);
   if (p.context()) p.context()->save_codec_state(one);
-  if (const ReplicaSync* sync = error_feedback(p)) sync->save_state(one);
+  if (const sync::ReplicaSync* sync = error_feedback(p)) sync->save_state(one);
   more(rank, one);
   return one.str();
 }

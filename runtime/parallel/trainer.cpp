@@ -7,8 +7,8 @@
 #include "common/error.h"
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/make_codec.h"
-#include "runtime/parallel/context_costs.h"
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/costs.h"
+#include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
 
 namespace lowband::parallel {

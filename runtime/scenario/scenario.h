@@ -30,7 +30,7 @@ struct ModelConfig {
 
 enum class CpSplit { contiguous, zigzag };
 // The order in which a pipeline stage runs its microbatches' forwards (F) and
-// backwards (B) within a step (runtime/parallel/pipeline_schedule.h).
+// backwards (B) within a step (runtime/parallel/pipeline/schedule.h).
 enum class PipelineSchedule { gpipe, one_f_one_b };
 enum class CpExchange { ring, all_gather };
 
@@ -120,7 +120,7 @@ enum class MosRotation { learned, fixed, random };
 enum class KFrame { pre_rope, post_rope };
 
 // How the weights stay equal across context-parallel ranks (runtime/parallel/
-// weight_sync.h): all_reduce sums the gradients; sparse averages a random slice of
+// sync/replica_sync.h): all_reduce sums the gradients; sparse averages a random slice of
 // weights that drift apart; sparse_grad, topk_grad, sparse_update and lowrank_grad
 // exchange a compressed part of an error-feedback buffer and apply the same aggregate on every
 // rank, so the weights never drift.

@@ -6,8 +6,8 @@
 
 #include "common/error.h"
 #include "runtime/cost_model.h"
-#include "runtime/parallel/context_costs.h"
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/costs.h"
+#include "runtime/parallel/context/step_graph.h"
 #include "test_estimate_support.h"
 
 namespace lowband {

@@ -14,9 +14,9 @@
 #include "runtime/model/model.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
-#include "runtime/parallel/context_rank.h"
+#include "runtime/parallel/context/rank.h"
 #include "runtime/parallel/layout_trainer.h"
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_numeric_support.h"
 
@@ -73,7 +73,7 @@ void all_reduce_gradients(LayoutTrainer& t) {
   t.on_ranks([&](int, RankProgram& p, comm::Communicator& comm) {
     auto& rank = dynamic_cast<ContextRank&>(p);
     model::Model& m = rank.model();
-    for (const GradBucket& b : gradient_buckets(m.layout())) rank.sync().all_reduce_bucket(comm, m, b);
+    for (const sync::GradBucket& b : sync::gradient_buckets(m.layout())) rank.sync().all_reduce_bucket(comm, m, b);
   });
 }
 

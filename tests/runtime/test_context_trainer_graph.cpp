@@ -18,7 +18,7 @@
 
 #include "runtime/compress/make_codec.h"
 #include "runtime/estimate.h"
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"

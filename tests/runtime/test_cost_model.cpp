@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "runtime/cost_model.h"
-#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/context/costs.h"
 #include "test_estimate_support.h"
 
 namespace lowband {

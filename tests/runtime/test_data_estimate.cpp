@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "runtime/data_estimate.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/data_graph.h"
+#include "runtime/parallel/data/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/chunks.h"

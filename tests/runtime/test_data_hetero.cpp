@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/subspace_constraint.h"
-#include "runtime/parallel/data_parts.h"
+#include "runtime/parallel/data/parts.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"

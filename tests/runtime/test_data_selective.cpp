@@ -13,7 +13,7 @@
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/subspace_constraint.h"
 #include "runtime/parallel/layout_trainer.h"
-#include "runtime/parallel/pipeline_rank.h"
+#include "runtime/parallel/pipeline/rank.h"
 #include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "runtime/parallel/layout_trainer.h"
-#include "runtime/parallel/pipeline_graph.h"
+#include "runtime/parallel/pipeline/step_graph.h"
 #include "runtime/parallel/dry_run.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"

@@ -5,8 +5,8 @@
 
 #include "runtime/estimate.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/context_schedule.h"
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/parallel/context/step_graph.h"
+#include "runtime/sync/replica_sync.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
 
@@ -74,7 +74,7 @@ TEST(Estimate, RingAllGatherOfTheWeightSyncFollowsTheExchange) {
   Scenario s = testing::small_cp_scenario(P);
   s.devices.default_profile = testing::instant_device();
   s.compression.weight_sync = WeightSync::topk_grad;
-  const double M = parallel::weight_sync_wire_bytes(s, model::ParamLayout(s.model));
+  const double M = sync::weight_sync_wire_bytes(s, model::ParamLayout(s.model));
   const double expected = 2 * layers * (P - 1) * (L + S / B) + (P - 1) * (L + M / B);
   const EstimateResult e = estimate(s);
   EXPECT_NEAR(e.step_seconds, expected, 1e-3 * expected);

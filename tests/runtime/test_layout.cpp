@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/scenario/load.h"

@@ -10,10 +10,10 @@
 #include "common/error.h"
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/context_schedule.h"
-#include "runtime/parallel/pipeline_costs.h"
-#include "runtime/parallel/pipeline_graph.h"
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/pipeline/costs.h"
+#include "runtime/parallel/pipeline/step_graph.h"
+#include "runtime/sync/replica_sync.h"
 #include "runtime/pipeline_estimate.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
@@ -244,7 +244,7 @@ TEST(PipelineContextGraph, GradientBucketsOfAStage) {
       {{}, {-1, 3, 2, 1, 0, -1}, {d + V * d, layer, layer, layer, layer, V * d}}};
   for (const Case& c : cases) {
     const model::ParamLayout layout(m, c.span);
-    const std::vector<parallel::GradBucket> buckets = parallel::gradient_buckets(layout);
+    const std::vector<sync::GradBucket> buckets = sync::gradient_buckets(layout);
     ASSERT_EQ(buckets.size(), c.layers.size());
     int64_t covered = 0;
     for (size_t i = 0; i < buckets.size(); ++i) {

@@ -4,8 +4,8 @@
 
 #include "common/error.h"
 #include "runtime/cost_model.h"
-#include "runtime/parallel/context_costs.h"
-#include "runtime/parallel/pipeline_costs.h"
+#include "runtime/parallel/context/costs.h"
+#include "runtime/parallel/pipeline/costs.h"
 #include "test_estimate_support.h"
 
 namespace lowband {

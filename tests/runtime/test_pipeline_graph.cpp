@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "runtime/parallel/pipeline_costs.h"
-#include "runtime/parallel/pipeline_graph.h"
-#include "runtime/parallel/pipeline_schedule.h"
+#include "runtime/parallel/pipeline/costs.h"
+#include "runtime/parallel/pipeline/step_graph.h"
+#include "runtime/parallel/pipeline/schedule.h"
 #include "runtime/pipeline_estimate.h"
 #include "sim/collectives.h"
 #include "sim/replay.h"

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/step_graph.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
 #include "tests/runtime/test_run_support.h"

@@ -1,4 +1,4 @@
-// The error-feedback weight syncs of context-parallel ranks (weight_sync.h:
+// The error-feedback weight syncs of context-parallel ranks (sync/replica_sync.h:
 // sparse_grad, topk_grad, sparse_update, lowrank_grad): the error-feedback identity against a
 // float64 reference, the 100 % relations (sparse_grad and topk_grad with float32
 // values take the all-reduce's steps, bit for bit on two ranks; sparse_update takes the sparse
@@ -18,9 +18,9 @@
 #include "comm/in_process.h"
 #include "common/binary_io.h"
 #include "common/error.h"
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/pack.h"
 #include "tests/runtime/test_graph_support.h"
@@ -73,7 +73,7 @@ void fill(float* g, int64_t n, int r, int c) {
 std::vector<float> sparse_grad_aggregate(const Scenario& s, const model::ParamLayout& layout,
                                          const std::vector<std::vector<double>>& sent, int step) {
   const std::vector<int64_t> index =
-      sparse_sync_indices(layout, s.compression.sync_fraction, s.training.seed, step);
+      sync::sparse_sync_indices(layout, s.compression.sync_fraction, s.training.seed, step);
   const int P = int(sent.size());
   std::vector<std::vector<float>> slots(size_t(P), std::vector<float>(index.size()));
   std::vector<const void*> by_rank;
@@ -101,15 +101,15 @@ void check_error_feedback(const std::vector<std::string>& sets, bool exact, doub
   const Scenario s = small(sets);
   const int P = s.parallel.context;
   const kernels::Backend& k = kernels::backend(kernels::Device::cpu);
-  std::vector<std::unique_ptr<ReplicaSync>> syncs;
-  for (int r = 0; r < P; ++r) syncs.push_back(std::make_unique<ReplicaSync>(s, k));
+  std::vector<std::unique_ptr<sync::ReplicaSync>> syncs;
+  for (int r = 0; r < P; ++r) syncs.push_back(std::make_unique<sync::ReplicaSync>(s, k));
   comm::InProcessWorld world(P);
   std::vector<std::vector<double>> sent(static_cast<size_t>(P));
   std::vector<std::vector<float>> aggregate(static_cast<size_t>(P));
   for (int c = 0; c < 2; ++c) {
     world.run([&](comm::Communicator& comm) {
       const int r = comm.rank();
-      ReplicaSync& rs = *syncs[size_t(r)];
+      sync::ReplicaSync& rs = *syncs[size_t(r)];
       model::Model m(s.model, s.training.seed);
       const int64_t n = m.param_count();
       fill(m.grads(), n, r, c);
@@ -188,7 +188,7 @@ TEST(SparseGradSync, LowrankRecoversALowRankSum) {
     for (int64_t i = 0; i < t.count(); ++i)
       for (int r = 0; r < P; ++r) want[size_t(t.offset + i)] += double(value(t, i, r));
   world.run([&](comm::Communicator& comm) {
-    ReplicaSync rs(s, kernels::backend(kernels::Device::cpu));
+    sync::ReplicaSync rs(s, kernels::backend(kernels::Device::cpu));
     model::Model m(s.model, s.training.seed);
     for (const auto& t : layout.tensors())
       for (int64_t i = 0; i < t.count(); ++i) m.grads()[t.offset + i] = value(t, i, comm.rank());
@@ -285,14 +285,14 @@ TEST_P(SparseVariant, RecordedBytesAreTheFormulaAndTheEstimatesGraph) {
   } else if (s.compression.weight_sync == WeightSync::topk_grad) {
     // pack.h: 4·T·2^b + ceil(12·K/8) + ceil(b·K/8), K = Σ_chunks min(k, size).
     const sync::ChunkPlan plan = sync::plan_chunks(layout, 4096);
-    const int64_t K = plan.kept(topk_grad_per_chunk(s.compression.sync_fraction)), b = s.compression.sync_value_bits;
+    const int64_t K = plan.kept(sync::topk_grad_per_chunk(s.compression.sync_fraction)), b = s.compression.sync_value_bits;
     formula = double(4 * plan.tensors * (int64_t(1) << b) + (12 * K + 7) / 8 + (b * K + 7) / 8);
   } else {
     for (const auto& t : layout.tensors())
       formula += double(std::max<int64_t>(1, std::llround(s.compression.sync_fraction * double(t.count())))) *
                  s.model.bytes_per_element;
   }
-  EXPECT_EQ(weight_sync_wire_bytes(s, layout), formula);
+  EXPECT_EQ(sync::weight_sync_wire_bytes(s, layout), formula);
   LayoutTrainer t(s);
   const StepRecord rec = step(t, s, 0, /*record=*/true);
   const auto got = test_support::transfers(rec.graph);

@@ -1,4 +1,4 @@
-#include "runtime/parallel/pipeline_schedule.h"
+#include "runtime/parallel/pipeline/schedule.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// ReplicaSync's error-feedback variants (weight_sync.h): sparse_grad, topk_grad
+// ReplicaSync's error-feedback variants (sync/replica_sync.h): sparse_grad, topk_grad
 // and sparse_update. Sums over ranks are float32, as the gradient all-reduce's, so
 // at sync_fraction 1 (topk_grad: 32-bit values) sparse_grad and topk_grad take the
 // all-reduce's steps: bit for bit on two ranks, to rounding on more (the all-reduce
@@ -9,18 +9,18 @@
 #include <ostream>
 
 #include "common/binary_io.h"
-#include "runtime/parallel/host_view.h"
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/sync/host_view.h"
+#include "runtime/sync/replica_sync.h"
 #include "runtime/sync/pack.h"
 #include "runtime/sync/sparseloco.h"
 
-namespace lowband::parallel {
+namespace lowband::sync {
 namespace {
 
 // SparseLoCo's chunk: 64 x 64 tiles of 2-D tensors, runs of 4096 otherwise.
 constexpr int64_t kTopkChunk = 4096;
 
-sync::SparseCodec topk_codec(const Scenario& s) {
+SparseCodec topk_codec(const Scenario& s) {
   return {topk_grad_per_chunk(s.compression.sync_fraction), s.compression.sync_value_bits};
 }
 
@@ -37,7 +37,7 @@ bool ReplicaSync::sparse_gradients() const {
 
 double weight_sync_wire_bytes(const Scenario& s, const model::ParamLayout& layout) {
   if (s.compression.weight_sync == WeightSync::topk_grad)
-    return double(sync::packed_bytes(layout.tensors(), kTopkChunk, topk_codec(s)));
+    return double(packed_bytes(layout.tensors(), kTopkChunk, topk_codec(s)));
   if (s.compression.weight_sync == WeightSync::lowrank_grad) {  // its two all-reduces together
     const auto [first, second] = lowrank_grad_elements(layout, s.compression.sync_fraction);
     return double(first + second) * s.model.bytes_per_element;
@@ -59,10 +59,10 @@ void ReplicaSync::exchange_slice(comm::Communicator& comm, const model::ParamLay
 }
 
 void ReplicaSync::exchange_topk(comm::Communicator& comm, const model::ParamLayout& layout, float* g_out) {
-  if (plan_.chunks.empty()) plan_ = sync::plan_chunks(layout, kTopkChunk);
-  const sync::SparseCodec codec = topk_codec(s_);
+  if (plan_.chunks.empty()) plan_ = plan_chunks(layout, kTopkChunk);
+  const SparseCodec codec = topk_codec(s_);
   // SparseLoCo's compressor with β = 1 and Δ = g: e <- e + g, top-k, e <- e − sent.
-  const std::vector<uint8_t> packed = sync::pack(plan_, codec, codec.compress(plan_, g_out, error_.data(), 1.0));
+  const std::vector<uint8_t> packed = pack(plan_, codec, codec.compress(plan_, g_out, error_.data(), 1.0));
   const int P = comm.size();
   const int64_t S = int64_t(packed.size());
   std::vector<uint8_t> gathered(size_t(S) * size_t(P));
@@ -70,7 +70,7 @@ void ReplicaSync::exchange_topk(comm::Communicator& comm, const model::ParamLayo
                   comm::Wire("grad_sync", double(S) * P));
   std::fill(g_out, g_out + layout.count(), 0.0f);
   for (int r = 0; r < P; ++r)  // rank order, float32
-    codec.for_each(plan_, sync::unpack(plan_, codec, gathered.data() + size_t(r) * size_t(S), S),
+    codec.for_each(plan_, unpack(plan_, codec, gathered.data() + size_t(r) * size_t(S), S),
                    [&](int64_t i, float v) { g_out[i] += v; });
 }
 
@@ -78,7 +78,7 @@ void ReplicaSync::exchange_sizes(comm::Communicator& comm, const model::ParamLay
   const WeightSync ws = s_.compression.weight_sync;
   const int P = comm.size();
   if (ws == WeightSync::topk_grad) {  // exchange_topk's all-gather of one packed message per rank
-    const int64_t S = sync::packed_bytes(layout.tensors(), kTopkChunk, topk_codec(s_));
+    const int64_t S = packed_bytes(layout.tensors(), kTopkChunk, topk_codec(s_));
     comm.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(P), S), comm::DType::u8,
                     comm::Wire("grad_sync", double(S) * P));
   } else if (ws == WeightSync::lowrank_grad) {  // exchange_lowrank's P, then Q
@@ -149,4 +149,4 @@ void ReplicaSync::load_state(std::istream& in, int64_t params) {
   q_ = std::move(q);
 }
 
-}  // namespace lowband::parallel
+}  // namespace lowband::sync

@@ -1,4 +1,4 @@
-#include "runtime/parallel/pipeline_rank.h"
+#include "runtime/parallel/pipeline/rank.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "runtime/compress/dry_codec.h"
-#include "runtime/parallel/pipeline_schedule.h"
+#include "runtime/parallel/pipeline/schedule.h"
 
 namespace lowband::parallel {
 
@@ -261,11 +261,11 @@ RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t
   }
   RankStepResult res;
   // The context ranks' shares of the stage's gradients summed, then the replicas'.
-  const std::vector<GradBucket> buckets = gradient_buckets(model_.layout());
+  const std::vector<sync::GradBucket> buckets = sync::gradient_buckets(model_.layout());
   if (context_)
-    for (const GradBucket& b : buckets) sync_.all_reduce_bucket(*g.context, model_, b);
+    for (const sync::GradBucket& b : buckets) sync_.all_reduce_bucket(*g.context, model_, b);
   if (data && data->group)
-    for (const GradBucket& b : buckets) sync_.all_reduce_bucket(*data->group, model_, b);
+    for (const sync::GradBucket& b : buckets) sync_.all_reduce_bucket(*data->group, model_, b);
   if (context_)
     context_->reconstruction_errors(g.world, res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
   if (context_ || (data && data->group)) spans_.log.join_deferred();

@@ -2,8 +2,8 @@
 // The context-parallel part of one rank (SPMD): its share of each sequence,
 // and attention over the whole sequence through the K/V exchange with the other
 // ranks of its context group, layer by layer. Both rank programs use it: a
-// context-parallel replica (context_rank.h: every layer) and a pipeline stage
-// with context parallelism inside (pipeline_rank.h: the stage's layers, one
+// context-parallel replica (context/rank.h: every layer) and a pipeline stage
+// with context parallelism inside (pipeline/rank.h: the stage's layers, one
 // microbatch per slot).
 //
 // Each sequence is split over the P ranks (contiguous or zigzag; positions are
@@ -31,7 +31,7 @@
 #include "runtime/compress/kv_codec.h"
 #include "runtime/model/model.h"
 #include "runtime/parallel/compute_span.h"
-#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/context/costs.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::parallel {

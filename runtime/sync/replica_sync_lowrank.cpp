@@ -1,4 +1,4 @@
-// ReplicaSync's lowrank_grad (weight_sync.h): PowerSGD (Vogels et al., 2019)
+// ReplicaSync's lowrank_grad (sync/replica_sync.h): PowerSGD (Vogels et al., 2019)
 // with error feedback. Unlike a sparse slice, every coordinate gets some of its
 // gradient every step: a slice or top-k leaves a coordinate waiting ~1/fraction
 // steps in e, and AdamW then steps on stale, bursty gradients.
@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/sync/replica_sync.h"
 
-namespace lowband::parallel {
+namespace lowband::sync {
 namespace {
 
 bool is_matrix(const model::TensorInfo& t) { return t.rows > 1 && t.cols > 1; }
@@ -143,4 +143,4 @@ void ReplicaSync::exchange_lowrank(comm::Communicator& comm, const model::ParamL
   q_ = std::move(q_sum);
 }
 
-}  // namespace lowband::parallel
+}  // namespace lowband::sync

@@ -15,7 +15,7 @@
 #include <memory>
 
 #include "runtime/cost_model.h"
-#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/context/costs.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::parallel {

@@ -1,15 +1,15 @@
 #pragma once
 // One rank of context parallelism (SPMD): its model replica, its optimiser and
 // its share of every sequence; it meets the other ranks only through a
-// communicator. The layers run through ContextAttention (context_attention.h:
+// communicator. The layers run through ContextAttention (context/attention.h:
 // the K/V exchange and its codec); around them the rank embeds its tokens, and
 // computes the loss, for which one collective carries the loss sum ("loss": the
 // global count of valid targets every rank counts itself); then the weight sync
-// (weight_sync.h) and AdamW.
+// (sync/replica_sync.h) and AdamW.
 //
 // Every compute span is logged (comm::RankLog) with its measured seconds (a
 // steady clock, after waiting for the GPU) or the device profile's
-// (context_costs.h), under the step graph's tags: "embed", "lm_head", the same
+// (context/costs.h), under the step graph's tags: "embed", "lm_head", the same
 // with "_bwd", "optimizer", and ContextAttention's per layer. With a
 // comm::RecordingCommunicator the log then holds the whole step.
 #include <cstdint>
@@ -25,10 +25,10 @@
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/parallel/compute_span.h"
-#include "runtime/parallel/context_attention.h"
-#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/context/attention.h"
+#include "runtime/parallel/context/costs.h"
 #include "runtime/parallel/rank_program.h"
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::parallel {
@@ -50,8 +50,8 @@ class ContextRank final : public RankProgram {
   const ContextAttention* context() const override { return &attention_; }
   compress::KvCodec& codec() { return attention_.codec(); }
   const compress::KvCodec& codec() const { return attention_.codec(); }
-  const ReplicaSync& sync() const { return sync_; }
-  ReplicaSync& sync() { return sync_; }
+  const sync::ReplicaSync& sync() const { return sync_; }
+  sync::ReplicaSync& sync() { return sync_; }
 
   // inputs, targets: the whole batch (sequences, seq_len), row-major, targets < 0
   // ignored; the rank takes its own tokens. Afterwards grads() hold this rank's
@@ -76,7 +76,7 @@ class ContextRank final : public RankProgram {
   double kernel_wall_seconds_ = 0;
   ContextCosts costs_;
   SpanSink spans_;
-  ReplicaSync sync_;
+  sync::ReplicaSync sync_;
   model::Model model_;
   optim::AdamW optimizer_;
   optim::LrSchedule lr_;

@@ -10,7 +10,7 @@
 //    dry context rank calls it itself, through DataStep);
 //  - diloco / sparseloco, on a step that ends with the outer step
 //    (outer_sync = true): after its inner step each rank, for each part it holds
-//    (data_parts.h), in part order, one collective over the holders of that part
+//    (data/parts.h), in part order, one collective over the holders of that part
 //    with its context index (sync::OuterSync::exchange_sizes, the outer step's
 //    own call in its dry mode): diloco an all-reduce of the float32 pseudo-gradient
 //    (4 bytes per parameter), sparseloco an all-gather of every replica's packed
@@ -20,7 +20,7 @@
 // with a recorded LayoutTrainer step transfer for transfer.
 #include <vector>
 
-#include "runtime/parallel/data_parts.h"
+#include "runtime/parallel/data/parts.h"
 #include "runtime/scenario/scenario.h"
 #include "sim/step_graph.h"
 

@@ -2,7 +2,7 @@
 // The step graph of ONE training step of pipeline parallelism, from the model's
 // shapes alone (no training): every rank's own program (PipelineRank) run dry
 // (dry_run.h), assembled as a recorded step is, so the two compare task for
-// task. Each stage runs the op order of pipeline_schedule.h; per op:
+// task. Each stage runs the op order of pipeline/schedule.h; per op:
 //   F(m): receive microbatch m's activations from stage s−1 ("act"), compute
 //         ("stage_fwd"; with C > 1 "stage_in", the layers' K/V exchange,
 //         "stage_out"), send them on to s+1;

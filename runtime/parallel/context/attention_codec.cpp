@@ -1,4 +1,4 @@
-// ContextAttention's side of the K/V codec (context_attention.h): its blocks into
+// ContextAttention's side of the K/V codec (context/attention.h): its blocks into
 // one message per layer, the blocks it receives back into K̂/V̂, the dK/dV
 // messages, the codec's collectives (parameter gradients, warm-up Gram sums,
 // error sums) and its checkpointed state.
@@ -8,8 +8,8 @@
 #include "common/binary_io.h"
 #include "kernels/adamw.h"
 #include "runtime/compress/error_sums.h"
-#include "runtime/parallel/context_attention.h"
-#include "runtime/parallel/kv_messages.h"
+#include "runtime/parallel/context/attention.h"
+#include "runtime/parallel/context/kv_messages.h"
 
 namespace lowband::parallel {
 

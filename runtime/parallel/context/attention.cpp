@@ -1,11 +1,11 @@
-#include "runtime/parallel/context_attention.h"
+#include "runtime/parallel/context/attention.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "common/error.h"
-#include "runtime/parallel/kv_messages.h"
+#include "runtime/parallel/context/kv_messages.h"
 
 namespace lowband::parallel {
 

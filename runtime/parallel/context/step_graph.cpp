@@ -1,10 +1,10 @@
-#include "runtime/parallel/context_schedule.h"
+#include "runtime/parallel/context/step_graph.h"
 
 #include <string>
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/context/costs.h"
 #include "runtime/parallel/dry_run.h"
 
 namespace lowband::parallel {

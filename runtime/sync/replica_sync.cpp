@@ -1,11 +1,11 @@
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/sync/replica_sync.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/parallel/host_view.h"
+#include "runtime/sync/host_view.h"
 
-namespace lowband::parallel {
+namespace lowband::sync {
 namespace {
 
 uint64_t splitmix64(uint64_t x) {
@@ -90,4 +90,4 @@ void ReplicaSync::sparse_average(comm::Communicator& comm, model::Model& model, 
   view.put();
 }
 
-}  // namespace lowband::parallel
+}  // namespace lowband::sync

@@ -1,4 +1,4 @@
-#include "runtime/parallel/kv_messages.h"
+#include "runtime/parallel/context/kv_messages.h"
 
 #include <cstring>
 #include <stdexcept>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "comm/recording.h"
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/layout_check.h"
 #include "runtime/scenario/scenario.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/parallel/context_rank.h"
+#include "runtime/parallel/context/rank.h"
 
 #include "common/error.h"
 
@@ -49,7 +49,7 @@ float ContextRank::forward_backward(comm::Communicator& comm, const int32_t* inp
   if (data) valid_global_ = data->valid_all;
   for (int l = 0; l < L_; ++l) attention_.forward_layer(comm, l);
   const float loss = global_loss(comm, true);
-  const std::vector<GradBucket> buckets = gradient_buckets(model_.layout());
+  const std::vector<sync::GradBucket> buckets = sync::gradient_buckets(model_.layout());
   size_t next_bucket = 0;
   auto sync_bucket = [&]() {
     if (sync_gradients) sync_.all_reduce_bucket(comm, model_, buckets[next_bucket]);
@@ -87,7 +87,7 @@ RankStepResult ContextRank::train_step(comm::Communicator& comm, int step, const
   const int64_t valid = attention_.valid();
   if ((sync_.sparse() || sync_.sparse_updates()) && valid > 0)  // own gradient: of the rank's own mean loss
     k_.scale_inplace(model_.grads(), float(double(valid_global_) / double(valid)), model_.param_count());
-  // The error-feedback variants (weight_sync.h) live in ReplicaSync but must wrap the optimiser step.
+  // The error-feedback variants (sync/replica_sync.h) live in ReplicaSync but must wrap the optimiser step.
   if (sync_.sparse_gradients()) sync_.exchange_gradients(comm, model_, step);
   const std::vector<float> before = sync_.sparse_updates() ? model_.params_to_host() : std::vector<float>{};
   ComputeSpan sp(spans_, "optimizer", costs_.optimizer());

@@ -1,4 +1,4 @@
-#include "runtime/parallel/data_graph.h"
+#include "runtime/parallel/data/step_graph.h"
 
 #include <algorithm>
 #include <string>
@@ -8,11 +8,11 @@
 #include "comm/recording.h"
 #include "common/error.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/context/costs.h"
 #include "runtime/parallel/dry_run.h"
 #include "runtime/parallel/layout.h"
-#include "runtime/parallel/pipeline_graph.h"
-#include "runtime/parallel/replicas.h"
+#include "runtime/parallel/pipeline/step_graph.h"
+#include "runtime/parallel/data/replicas.h"
 #include "runtime/sync/chunks.h"
 #include "runtime/sync/outer_sync.h"
 #include "runtime/sync/pack.h"

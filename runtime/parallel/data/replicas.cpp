@@ -1,4 +1,4 @@
-#include "runtime/parallel/replicas.h"
+#include "runtime/parallel/data/replicas.h"
 
 #include <string>
 

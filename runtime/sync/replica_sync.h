@@ -8,7 +8,7 @@
 //  - sparse (SPARTA-style): each rank steps on its own gradients; every
 //    sync_every steps a seeded random sync_fraction slice of each tensor is
 //    averaged (a float64 all-reduce, comm/communicator.h's order, divided by the rank count).
-//  - sparse_grad, topk_grad, sparse_update (error feedback, sparse_grad_sync.cpp):
+//  - sparse_grad, topk_grad, sparse_update (error feedback, sync/replica_sync_sparse.cpp):
 //    each rank adds what it would send to an error buffer e, sends a sparse
 //    part of e and keeps the rest (e after = e before + x − x̂, elementwise);
 //    every rank applies the same aggregate, so the weights stay bit-identical.
@@ -22,7 +22,7 @@
 //      sparse_update: x = the rank's own AdamW update (own gradient, own
 //                     moments); the random slice as sparse_grad, averaged.
 //      lowrank_grad:  x as sparse_grad; PowerSGD's rank-r factors of each
-//                     matrix (lowrank_grad_sync.cpp), two all-reduces.
+//                     matrix (sync/replica_sync_lowrank.cpp), two all-reduces.
 #include <cstdint>
 #include <iosfwd>
 #include <utility>
@@ -34,7 +34,7 @@
 #include "runtime/scenario/scenario.h"
 #include "runtime/sync/chunks.h"
 
-namespace lowband::parallel {
+namespace lowband::sync {
 
 // [begin, end) element ranges of the flat gradient buffer in the order the
 // backward finishes them: head (final norm, LM head unless tied), layers L-1..0,
@@ -59,7 +59,7 @@ int topk_grad_per_chunk(double fraction);
 
 // The sparse syncs' bytes per rank per sync: sparse, sparse_grad, sparse_update
 // all-reduce sparse_sync_elements values at model.bytes_per_element; topk_grad
-// all-gathers one packed SparseLoCo message per rank (sync::packed_bytes), this.
+// all-gathers one packed SparseLoCo message per rank (packed_bytes), this.
 double weight_sync_wire_bytes(const Scenario& s, const model::ParamLayout& layout);
 
 // lowrank_grad's rank of a matrix tensor (n x m): round(fraction · n·m / (n + m)),
@@ -110,7 +110,7 @@ class ReplicaSync {
   // topk_grad: e <- e + g_out (SparseLoCo's compressor, β = 1), then g_out <- the
   // rank-order sum of the ranks' top-k messages.
   void exchange_topk(comm::Communicator& comm, const model::ParamLayout& layout, float* g_out);
-  // lowrank_grad: e <- e + g, then g <- P Qᵀ (lowrank_grad_sync.cpp).
+  // lowrank_grad: e <- e + g, then g <- P Qᵀ (sync/replica_sync_lowrank.cpp).
   void exchange_lowrank(comm::Communicator& comm, const model::ParamLayout& layout, float* g);
   // The dry mode of the three above (kernels::Device::dry: no values): the
   // collectives they call, of their sizes, and nothing drawn, kept or computed.
@@ -123,7 +123,7 @@ class ReplicaSync {
   double wire_bytes_per_element_;
   std::vector<float> error_;
   std::vector<float> q_;  // lowrank_grad: the Q factors, the same on every rank (empty: not yet drawn)
-  sync::ChunkPlan plan_;  // topk_grad's chunks (planned on first use)
+  ChunkPlan plan_;  // topk_grad's chunks (planned on first use)
 };
 
-}  // namespace lowband::parallel
+}  // namespace lowband::sync

@@ -1,4 +1,4 @@
-#include "runtime/parallel/pipeline_costs.h"
+#include "runtime/parallel/pipeline/costs.h"
 
 #include <string>
 
@@ -31,7 +31,7 @@ PipelineCosts::PipelineCosts(const Scenario& s)
   pairs_ = double(sequences_) * cost::causal_pairs(0, T, 0, T);
   context_ranks_ = par.context;
   if (context_ranks_ < 1) throw InputError("parallel.context", "must be at least 1");
-  if (context_ranks_ > 1) {  // as context parallelism alone (context_schedule.cpp): every rank needs tokens
+  if (context_ranks_ > 1) {  // as context parallelism alone (context/step_graph.cpp): every rank needs tokens
     const int64_t chunks = par.split == CpSplit::zigzag ? 2LL * context_ranks_ : context_ranks_;
     if (T < chunks)
       throw InputError("model.seq_len", "fewer tokens (" + std::to_string(T) + ") than the " +

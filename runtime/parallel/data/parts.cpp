@@ -1,4 +1,4 @@
-#include "runtime/parallel/data_parts.h"
+#include "runtime/parallel/data/parts.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "runtime/parallel/context_costs.h"
+#include "runtime/parallel/context/costs.h"
 
 #include "runtime/compress/identity_codec.h"
 

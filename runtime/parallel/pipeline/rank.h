@@ -8,7 +8,7 @@
 // context rank c) and its context group (the C ranks of stage s).
 //
 // A step splits the batch into parallel.microbatches and runs the stage's
-// forwards and backwards in the order of parallel.schedule (pipeline_schedule.h):
+// forwards and backwards in the order of parallel.schedule (pipeline/schedule.h):
 //   F(m): receive microbatch m's residual stream (this rank's rows of it) from
 //         stage s−1 ("act", decoded by the boundary codec), run the stage's
 //         layers (the loss on the last stage), encode and send the output to s+1;
@@ -30,7 +30,7 @@
 // update), and the first stage adds the frozen table E_fixed to the embedding.
 //
 // Compute spans are logged (comm::RankLog): with C = 1 one "stage_fwd" per
-// forward and one "stage_bwd" per backward (pipeline_costs.h); with C > 1
+// forward and one "stage_bwd" per backward (pipeline/costs.h); with C > 1
 // "stage_in" (begin, embedding or boundary decode), ContextAttention's per
 // layer, "stage_out" (head and loss, or boundary encode), and in the backward
 // "stage_out_bwd", the layers', "stage_in_bwd"; then "optimizer".
@@ -46,11 +46,11 @@
 #include "runtime/model/model.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
-#include "runtime/parallel/context_attention.h"
-#include "runtime/parallel/context_costs.h"
-#include "runtime/parallel/pipeline_costs.h"
+#include "runtime/parallel/context/attention.h"
+#include "runtime/parallel/context/costs.h"
+#include "runtime/parallel/pipeline/costs.h"
 #include "runtime/parallel/rank_program.h"
-#include "runtime/parallel/weight_sync.h"
+#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/scenario.h"
 
 namespace lowband::parallel {
@@ -148,7 +148,7 @@ class PipelineRank final : public RankProgram {
   optim::LrSchedule lr_;
   std::unique_ptr<compress::BoundaryCodec> codec_;
   BoundaryConstraint constraint_;
-  ReplicaSync sync_;
+  sync::ReplicaSync sync_;
   std::unique_ptr<ContextAttention> context_;          // C > 1
   std::vector<model::LocalAttention> attention_;       // C = 1, per slot: its own saved lse
   std::vector<compress::CodecMessage> boundary_;       // per slot: the forward message sent or received

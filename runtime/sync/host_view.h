@@ -7,7 +7,7 @@
 
 #include "kernels/backend.h"
 
-namespace lowband::parallel {
+namespace lowband::sync {
 
 class HostView {
  public:
@@ -28,4 +28,4 @@ class HostView {
   std::vector<float> staged_;
 };
 
-}  // namespace lowband::parallel
+}  // namespace lowband::sync

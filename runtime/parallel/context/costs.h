@@ -1,8 +1,8 @@
 #pragma once
 // The cost (FLOPs, memory bytes) of each compute task of one context-parallel
 // step, from the model's shapes, and its seconds on a node's device profile: what
-// the rank programs' spans charge with profile timing (context_rank.cpp,
-// context_attention.cpp), in a real run and in `estimate`'s dry one (dry_run.h).
+// the rank programs' spans charge with profile timing (context/rank.cpp,
+// context/attention.cpp), in a real run and in `estimate`'s dry one (dry_run.h).
 #include <vector>
 
 #include "runtime/cost_model.h"

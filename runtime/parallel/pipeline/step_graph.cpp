@@ -1,4 +1,4 @@
-#include "runtime/parallel/pipeline_graph.h"
+#include "runtime/parallel/pipeline/step_graph.h"
 
 #include <string>
 
@@ -8,7 +8,7 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/parallel/dry_run.h"
 #include "runtime/parallel/layout.h"
-#include "runtime/parallel/pipeline_costs.h"
+#include "runtime/parallel/pipeline/costs.h"
 #include "runtime/scenario/layout_check.h"
 
 namespace lowband::parallel {
