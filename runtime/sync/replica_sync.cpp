@@ -73,6 +73,19 @@ void ReplicaSync::all_reduce_bucket(comm::Communicator& comm, model::Model& mode
   grads.put();
 }
 
+void ReplicaSync::before_optimizer(comm::Communicator& comm, model::Model& model, int step, int64_t valid_rank,
+                                   int64_t valid_global) {
+  if ((sparse_ || sparse_updates()) && valid_rank > 0)
+    k_.scale_inplace(model.grads(), float(double(valid_global) / double(valid_rank)), model.param_count());
+  if (sparse_gradients()) exchange_gradients(comm, model, step);
+  if (sparse_updates()) before_ = model.params_to_host();
+}
+
+void ReplicaSync::after_optimizer(comm::Communicator& comm, model::Model& model, int step) {
+  if (sparse_ && syncs_at(step)) sparse_average(comm, model, step);
+  if (sparse_updates()) exchange_update(comm, model, before_, step);
+}
+
 void ReplicaSync::sparse_average(comm::Communicator& comm, model::Model& model, int step) const {
   const int P = comm.size();
   if (P < 2) return;

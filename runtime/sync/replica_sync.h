@@ -1,6 +1,10 @@
 #pragma once
-// Weight synchronisation across the replicas of a data or context group: what
-// keeps (or lets drift, and pulls back) the ranks' copies of the weights.
+// Weight synchronisation inside a replica (compression.weight_sync), across the
+// ranks of a context group or of synchronous data parallelism: what keeps (or
+// lets drift, and pulls back) the ranks' copies of the weights. (Across
+// replicas that train on their own for H steps, parallel.data_sync diloco and
+// sparseloco: outer_sync.h.) A rank program calls all_reduce_bucket in its
+// backward and before_optimizer / after_optimizer around its optimiser step.
 //  - all_reduce: every step, the gradients summed over the ranks in buckets as
 //    the backward produces them (head, each layer from the last, embedding), like
 //    DDP; the buckets are deferred collectives, so the recorded graph lets the
@@ -73,7 +77,6 @@ class ReplicaSync {
  public:
   ReplicaSync(const Scenario& scenario, const kernels::Backend& k);
 
-  bool sparse() const { return sparse_; }
   // Whether the backward sums the gradients over the ranks (all_reduce).
   bool sums_gradients() const { return s_.compression.weight_sync == WeightSync::all_reduce; }
   // sparse_grad / topk_grad: exchange_gradients before the optimiser step.
@@ -86,16 +89,24 @@ class ReplicaSync {
   bool syncs_at(int step) const;
   // all_reduce: sums bucket `b` of the rank's gradients over `comm` (in place).
   void all_reduce_bucket(comm::Communicator& comm, model::Model& model, const GradBucket& b) const;
-  // sparse: averages step `step`'s random slice of the parameters over `comm`.
-  void sparse_average(comm::Communicator& comm, model::Model& model, int step) const;
+
+  // The two points around the optimiser step where a weight sync acts, which a
+  // rank program calls whatever the method (each does nothing where its method
+  // has nothing to do there), so that no program names a method:
+  //  before_optimizer: sparse, sparse_update step on the rank's own gradient, so
+  //    it is rescaled from the share of the group's mean loss to the rank's own
+  //    mean (valid_global / valid_rank tokens); sparse_grad, topk_grad,
+  //    lowrank_grad exchange it (exchange_gradients); sparse_update keeps the
+  //    weights the update is measured from.
+  //  after_optimizer: sparse averages step `step`'s slice on its sync steps;
+  //    sparse_update exchanges the update (exchange_update).
+  void before_optimizer(comm::Communicator& comm, model::Model& model, int step, int64_t valid_rank,
+                        int64_t valid_global);
+  void after_optimizer(comm::Communicator& comm, model::Model& model, int step);
 
   // sparse_grad / topk_grad: e <- e + grads; grads <- the aggregate over `comm`
   // of what the ranks sent of e (0 where nothing was); e keeps the rest.
   void exchange_gradients(comm::Communicator& comm, model::Model& model, int step);
-  // sparse_update: `before` is the host copy of the parameters before this
-  // rank's own optimiser step; e <- e + (before − params); params <- before −
-  // the mean over `comm` of what the ranks sent of e; e keeps the rest.
-  void exchange_update(comm::Communicator& comm, model::Model& model, const std::vector<float>& before, int step);
 
   // The error buffer (empty before the first exchange: all zero).
   const std::vector<float>& error() const { return error_; }
@@ -104,6 +115,12 @@ class ReplicaSync {
   void load_state(std::istream& in, int64_t params);
 
  private:
+  // sparse: averages step `step`'s random slice of the parameters over `comm`.
+  void sparse_average(comm::Communicator& comm, model::Model& model, int step) const;
+  // sparse_update: `before` is the host copy of the parameters before this
+  // rank's own optimiser step; e <- e + (before − params); params <- before −
+  // the mean over `comm` of what the ranks sent of e; e keeps the rest.
+  void exchange_update(comm::Communicator& comm, model::Model& model, const std::vector<float>& before, int step);
   // The random slice of e: sent[j] <- e[index[j]], e[index[j]] <- 0 (a repeated
   // draw sends 0); after the all-reduce, out[index[j]] += sent[j] (out zeroed).
   void exchange_slice(comm::Communicator& comm, const model::ParamLayout& layout, int step, float* out);
@@ -122,6 +139,7 @@ class ReplicaSync {
   bool sparse_;
   double wire_bytes_per_element_;
   std::vector<float> error_;
+  std::vector<float> before_;  // sparse_update: the weights before this step's own optimiser step
   std::vector<float> q_;  // lowrank_grad: the Q factors, the same on every rank (empty: not yet drawn)
   ChunkPlan plan_;  // topk_grad's chunks (planned on first use)
 };

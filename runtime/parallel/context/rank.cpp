@@ -84,17 +84,11 @@ RankStepResult ContextRank::train_step(comm::Communicator& comm, int step, const
   res.weight_sync = sync_.syncs_at(step);
   res.lr = lr_.at(step + 1);
   spans_.log.join_deferred();  // the optimiser needs every gradient bucket
-  const int64_t valid = attention_.valid();
-  if ((sync_.sparse() || sync_.sparse_updates()) && valid > 0)  // own gradient: of the rank's own mean loss
-    k_.scale_inplace(model_.grads(), float(double(valid_global_) / double(valid)), model_.param_count());
-  // The error-feedback variants (sync/replica_sync.h) live in ReplicaSync but must wrap the optimiser step.
-  if (sync_.sparse_gradients()) sync_.exchange_gradients(comm, model_, step);
-  const std::vector<float> before = sync_.sparse_updates() ? model_.params_to_host() : std::vector<float>{};
+  sync_.before_optimizer(comm, model_, step, attention_.valid(), valid_global_);
   ComputeSpan sp(spans_, "optimizer", costs_.optimizer());
   res.grad_norm = optimizer_.step(model_.params(), model_.grads(), res.lr).grad_norm;
   sp.done();
-  if (sync_.sparse() && res.weight_sync) sync_.sparse_average(comm, model_, step);
-  if (sync_.sparse_updates()) sync_.exchange_update(comm, model_, before, step);
+  sync_.after_optimizer(comm, model_, step);
   attention_.step_codec(comm, res.lr);
   return res;
 }
