@@ -63,14 +63,16 @@ void dry_context_rank(const Scenario& replica, int c, int step, const DryGroup& 
 
 void dry_pipeline_rank(const Scenario& replica, int rank, int step, const DryGroup& world, comm::RankLog& log,
                        const DryGroup* data, int data_rank) {
-  const int C = replica.parallel.context, P = replica.parallel.pipeline, stage = rank / C, c = rank % C;
+  const Layout layout(replica.parallel);  // the replica's own: rank = its index in the replica
+  const int C = replica.parallel.context, P = replica.parallel.pipeline;
+  const int stage = layout.place(rank).stage, c = layout.place(rank).context_rank;
   const int sequences = replica.training.batch_size;
   const std::vector<int32_t> tokens(size_t(sequences) * size_t(replica.model.seq_len), 0);
   PipelineRank program(replica, stage, c, kernels::backend(kernels::Device::dry), ComputeTiming::profile, log);
   // C > 1: the groups PipelineRank splits off, numbered as the world numbers its splits.
   DryGroup pipeline{{}, world.comm_id + 1}, context{{}, world.comm_id + 2};
-  for (int st = 0; st < P; ++st) pipeline.ranks.push_back(world.ranks[size_t(st * C + c)]);
-  for (int k = 0; k < C; ++k) context.ranks.push_back(world.ranks[size_t(stage * C + k)]);
+  for (int st = 0; st < P; ++st) pipeline.ranks.push_back(world.ranks[size_t(layout.rank_at(0, st, c))]);
+  for (int k = 0; k < C; ++k) context.ranks.push_back(world.ranks[size_t(layout.rank_at(0, stage, k))]);
   DryComm world_comm(world, rank, log), pipeline_comm(pipeline, stage, log), context_comm(context, c, log);
   const PipelineRank::Groups groups =
       C == 1 ? PipelineRank::Groups{world_comm.recording, world_comm.recording, nullptr}

@@ -41,9 +41,9 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, comm::Comm
     const int q = layout_.place(r).replica, i = index_in_replica(r);
     // One replica: the scenario as given (its placement, stages and codecs).
     const Scenario one = R_ == 1 ? scenario_ : replica_scenario(q);
-    const int C = one.parallel.context;
+    const RankPlace& at = layout_.place(r);
     if (one.parallel.pipeline > 1)
-      ranks_.push_back(std::make_unique<PipelineRank>(one, i / C, i % C, *k_, timing, world_.log(r)));
+      ranks_.push_back(std::make_unique<PipelineRank>(one, at.stage, at.context_rank, *k_, timing, world_.log(r)));
     else
       ranks_.push_back(std::make_unique<ContextRank>(one, i, compress::make_kv_codec(one), *k_, timing, world_.log(r)));
   }

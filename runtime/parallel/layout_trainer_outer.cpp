@@ -20,6 +20,7 @@
 
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/subspace_constraint.h"
+#include "runtime/parallel/data/replicas.h"
 #include "runtime/parallel/layout_trainer.h"
 
 namespace lowband::parallel {
@@ -87,13 +88,7 @@ std::vector<float> LayoutTrainer::sync_view(int r) const {
 }
 
 void LayoutTrainer::build_outer_syncs() {
-  std::vector<std::vector<int>> firsts;
-  for (int q = 0; q < R_; ++q) {
-    const Scenario one = replica_scenario(q);
-    firsts.emplace_back();
-    for (int s = 0; s < one.parallel.pipeline; ++s) firsts.back().push_back(one.parallel.stage_first_layer(s, one.model.layers));
-  }
-  parts_ = common_parts(firsts, scenario_.model.layers);
+  parts_ = replica_parts(scenario_);
   holdings_.resize(ranks_.size());
   for (int r : world_.local_ranks()) {
     const size_t li = size_t(world_.local_index(r));
@@ -101,7 +96,7 @@ void LayoutTrainer::build_outer_syncs() {
     const std::vector<float> host = sync_view(r);
     for (int p = 0; p < int(parts_.size()); ++p) {
       const ModelPart& part = parts_[size_t(p)];
-      if (part.first_layer < stage.first_layer() || part.end_layer > stage.end_layer()) continue;
+      if (!part.within(stage.first_layer(), stage.end_layer())) continue;
       const int64_t offset = part_offset(stage, part);
       holdings_[li].push_back({p, offset,
                                std::make_unique<sync::OuterSync>(scenario_.parallel.data_sync,

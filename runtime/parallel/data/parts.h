@@ -19,6 +19,8 @@ struct ModelPart {
   int first_layer = 0, end_layer = 0;  // layers [first_layer, end_layer)
   bool embedding = false, head = false;
   model::StageSpan span() const { return {first_layer, end_layer - first_layer, embedding, head}; }
+  // Whether a stage of layers [first, end) holds the whole part.
+  bool within(int first, int end) const { return first_layer >= first && end_layer <= end; }
 };
 
 // The coarsest common refinement of the replicas' stages: `first_layers[q]` is

@@ -46,4 +46,15 @@ Scenario replica_scenario(const Scenario& s, int replica) {
   return one;
 }
 
+std::vector<ModelPart> replica_parts(const Scenario& s) {
+  std::vector<std::vector<int>> stage_firsts;
+  for (int q = 0; q < int(replica_shapes(s.parallel).size()); ++q) {
+    const Scenario one = replica_scenario(s, q);
+    stage_firsts.emplace_back();
+    for (int st = 0; st < one.parallel.pipeline; ++st)
+      stage_firsts.back().push_back(one.parallel.stage_first_layer(st, s.model.layers));
+  }
+  return common_parts(stage_firsts, s.model.layers);
+}
+
 }  // namespace lowband::parallel

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "comm/recording.h"
+#include "runtime/parallel/data/parts.h"
 #include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/layout_check.h"
 #include "runtime/scenario/scenario.h"
@@ -29,5 +30,10 @@ void check_replicas(const Scenario& scenario);
 // near-even split: the first layers % pipeline stages one layer more), its
 // boundaries dense unless it compresses them, batch_size / R sequences.
 Scenario replica_scenario(const Scenario& scenario, int replica);
+
+// What diloco / sparseloco synchronise: the common parts (data/parts.h) of every
+// replica's stages. The trainer holds one OuterSync per part a rank's stage holds,
+// and the estimate's graph one dry exchange per holder.
+std::vector<ModelPart> replica_parts(const Scenario& scenario);
 
 }  // namespace lowband::parallel

@@ -83,14 +83,7 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
     dry_replica(one, q, firsts, synchronous, logs);
   }
   if (!synchronous) {
-    // The parts: the common refinement of every replica's stages.
-    std::vector<std::vector<int>> stage_firsts;
-    for (const Scenario& one : ones) {
-      stage_firsts.emplace_back();
-      for (int st = 0; st < one.parallel.pipeline; ++st)
-        stage_firsts.back().push_back(one.parallel.stage_first_layer(st, s.model.layers));
-    }
-    out.parts = common_parts(stage_firsts, s.model.layers);
+    out.parts = replica_parts(s);
     for (const ModelPart& part : out.parts) out.part_message_bytes.push_back(outer_message_bytes(s.model, s.parallel.data_sync, part));
   }
   if (outer_sync && !synchronous) {
@@ -100,7 +93,7 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
       const RankPlace& at = layout.place(rank);
       const Scenario& one = ones[size_t(at.replica)];
       const int first = one.parallel.stage_first_layer(at.stage, s.model.layers);
-      return part.first_layer >= first && part.end_layer <= first + one.parallel.stage_layer_count(at.stage, s.model.layers);
+      return part.within(first, first + one.parallel.stage_layer_count(at.stage, s.model.layers));
     };
     for (size_t p = 0; p < out.parts.size(); ++p) {
       const model::ParamLayout part(s.model, out.parts[p].span());
