@@ -9,10 +9,10 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/parallel/context/rank.h"
 #include "runtime/parallel/context/step_graph.h"
-#include "runtime/parallel/pipeline/rank.h"
-#include "runtime/scenario/layout_check.h"
-#include "runtime/parallel/rank_state.h"
 #include "runtime/parallel/data/replicas.h"
+#include "runtime/parallel/pipeline/rank.h"
+#include "runtime/parallel/rank_state.h"
+#include "runtime/scenario/layout_check.h"
 
 namespace lowband::parallel {
 namespace {

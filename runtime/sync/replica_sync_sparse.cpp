@@ -10,8 +10,8 @@
 
 #include "common/binary_io.h"
 #include "runtime/sync/host_view.h"
-#include "runtime/sync/replica_sync.h"
 #include "runtime/sync/pack.h"
+#include "runtime/sync/replica_sync.h"
 #include "runtime/sync/sparseloco.h"
 
 namespace lowband::sync {

@@ -16,8 +16,8 @@
 #include "runtime/optim/optimizer.h"
 #include "runtime/parallel/context/rank.h"
 #include "runtime/parallel/layout_trainer.h"
-#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/load.h"
+#include "runtime/sync/replica_sync.h"
 #include "tests/runtime/test_numeric_support.h"
 
 namespace lowband::parallel::test {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/parallel/dry_run.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/parallel/pipeline/step_graph.h"
-#include "runtime/parallel/dry_run.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"
 

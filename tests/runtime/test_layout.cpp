@@ -9,8 +9,8 @@
 
 #include "common/error.h"
 #include "runtime/parallel/context/step_graph.h"
-#include "runtime/parallel/layout_trainer.h"
 #include "runtime/parallel/layout.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"
 

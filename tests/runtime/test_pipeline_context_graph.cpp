@@ -13,8 +13,8 @@
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/pipeline/costs.h"
 #include "runtime/parallel/pipeline/step_graph.h"
-#include "runtime/sync/replica_sync.h"
 #include "runtime/pipeline_estimate.h"
+#include "runtime/sync/replica_sync.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
 

@@ -6,8 +6,8 @@
 
 #include "common/error.h"
 #include "runtime/parallel/pipeline/costs.h"
-#include "runtime/parallel/pipeline/step_graph.h"
 #include "runtime/parallel/pipeline/schedule.h"
+#include "runtime/parallel/pipeline/step_graph.h"
 #include "runtime/pipeline_estimate.h"
 #include "sim/collectives.h"
 #include "sim/replay.h"

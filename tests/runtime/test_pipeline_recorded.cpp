@@ -5,8 +5,8 @@
 // microbatches, dense and subspace boundaries.
 #include <gtest/gtest.h>
 
-#include "runtime/parallel/pipeline/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
+#include "runtime/parallel/pipeline/step_graph.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"
 

@@ -15,8 +15,8 @@
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
-#include "tests/runtime/test_run_support.h"
 #include "sim/replay.h"
+#include "tests/runtime/test_run_support.h"
 
 namespace lowband::train::test {
 namespace {

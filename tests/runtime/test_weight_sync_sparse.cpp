@@ -20,9 +20,9 @@
 #include "common/error.h"
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
-#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/pack.h"
+#include "runtime/sync/replica_sync.h"
 #include "tests/runtime/test_graph_support.h"
 
 namespace lowband::parallel::test {

@@ -8,9 +8,9 @@
 
 #include "comm/recording.h"
 #include "runtime/parallel/data/parts.h"
-#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/layout_check.h"
 #include "runtime/scenario/scenario.h"
+#include "runtime/sync/replica_sync.h"
 
 namespace lowband::parallel {
 

@@ -50,8 +50,8 @@
 #include "runtime/parallel/context/costs.h"
 #include "runtime/parallel/pipeline/costs.h"
 #include "runtime/parallel/rank_program.h"
-#include "runtime/sync/replica_sync.h"
 #include "runtime/scenario/scenario.h"
+#include "runtime/sync/replica_sync.h"
 
 namespace lowband::parallel {
 
