@@ -88,11 +88,13 @@ void scenario_block(const Scenario& s, const Estimate& e, std::string& out) {
                              (p.exchange == CpExchange::ring ? "ring" : "all_gather") +
                              (p.overlap ? ", overlapped" : ", not overlapped") + "; K/V " + e.context->kv_codec);
   if (e.pipeline) {
+    const int replicas = e.data ? std::max(1, e.data->replicas) : 1;
     std::string layers;  // the layout's own stages (a data layout's replicas say theirs above)
     for (int st = 0; !e.data && st < p.pipeline; ++st) layers += (st ? "/" : " (") + std::to_string(p.stage_layer_count(st, m.layers));
     row("pipeline stages", std::to_string(e.pipeline->stages) + " stages" + (layers.empty() ? "" : layers + " layers)") +
                                ", " + e.pipeline->schedule + ", " + std::to_string(e.pipeline->microbatches) +
-                               " microbatches; boundaries " + e.pipeline->boundary_codec);
+                               " microbatches of " + std::to_string(s.training.batch_size / replicas / e.pipeline->microbatches) +
+                               " x " + std::to_string(m.seq_len) + " tokens; boundaries " + e.pipeline->boundary_codec);
   }
   if (e.data || !e.pipeline) row(e.data ? "data sync" : "weight sync", describe_sync(s, e));  // stages all-reduce theirs
   row("network", e.network);
