@@ -91,6 +91,8 @@ struct Estimate {
   double compute_seconds = 0;  // the busiest rank's compute (its busy time)
   // The step with every transfer free (its critical path of compute), and what
   // communication adds: step − that. compute_utilisation = free network step / step.
+  // (Before one front-end, a data layout's compute_seconds was this critical path
+  // and a context layout's exposed comm step − compute_seconds.)
   double free_network_step_seconds = 0, exposed_comm_seconds = 0, compute_utilisation = 0;
   // Bytes one rank sends over the network per step, by kind and "total": the
   // most any rank's node sends (transfers within a node are not counted).
