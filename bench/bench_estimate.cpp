@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "runtime/estimate.h"
+#include "runtime/estimate/estimate.h"
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"
@@ -20,7 +20,7 @@ void BM_EstimatePaperScenario(benchmark::State& state, const std::string& file) 
   const Scenario s = load_scenario_file(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/" + file);
   double tokens_per_s = 0;
   for (auto _ : state) {
-    EstimateResult e = estimate(s);
+    Estimate e = estimate(s);
     benchmark::DoNotOptimize(e);  // (DoNotOptimize on a double read later gave garbage here)
     tokens_per_s = e.tokens_per_s;
   }

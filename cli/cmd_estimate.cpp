@@ -3,10 +3,7 @@
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
-#include "runtime/data_estimate.h"
-#include "runtime/estimate.h"
-#include "runtime/parallel/layout.h"
-#include "runtime/pipeline_estimate.h"
+#include "runtime/estimate/estimate.h"
 
 namespace lowband::cli {
 
@@ -30,28 +27,14 @@ void add_estimate_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "also write the JSON object to this file (atomically)");
   cmd->callback([args] {
     const Scenario scenario = load_scenario(args->source);
-    nlohmann::json json;
-    std::string table;
-    const parallel::LayoutKind kind = parallel::layout_kind(scenario.parallel);  // as make_trainer picks
-    if (kind == parallel::LayoutKind::data) {  // replicas, each of any layout
-      const DataEstimate result = estimate_data(scenario);
-      json = to_json(result);
-      table = format_data_table(scenario, result);
-    } else if (kind == parallel::LayoutKind::pipeline) {  // stages, with context ranks inside or not
-      const PipelineEstimate result = estimate_pipeline(scenario);
-      json = to_json(result);
-      table = format_pipeline_table(scenario, result);
-    } else {
-      const EstimateResult result = estimate(scenario);
-      json = to_json(result);
-      table = format_estimate_table(scenario, result);
-    }
+    const Estimate result = estimate(scenario);  // picks the layout as make_trainer does
+    nlohmann::json json = to_json(result);
     json["scenario"] = scenario.name;
     json["scenario_source"] = scenario.source;
     if (args->json)
       std::cout << json.dump(2) << "\n";
     else
-      std::cout << table;
+      std::cout << format_estimate_table(scenario, result);
     if (!args->out.empty()) write_file_atomically(args->out, json.dump(2) + "\n");
   });
 }

@@ -8,13 +8,14 @@ Scenario without_compression(Scenario s) {
   return s;
 }
 
-sim::ReplayResult as_replay(const EstimateResult& e) {
+sim::ReplayResult as_replay(const Estimate& e) {
   sim::ReplayResult r;
   r.step_seconds = e.step_seconds;
   r.rank_finish_seconds = {e.step_seconds};
   r.rank_compute_busy_seconds = {e.compute_seconds};
-  r.rank_exposed_comm_seconds = {e.exposed_comm_seconds};
-  r.exposed_comm_seconds = e.exposed_comm_seconds;
+  // A replay's exposed communication: step − the busiest rank's compute.
+  r.rank_exposed_comm_seconds = {e.step_seconds - e.compute_seconds};
+  r.exposed_comm_seconds = e.step_seconds - e.compute_seconds;
   return r;
 }
 

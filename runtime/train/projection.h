@@ -7,7 +7,7 @@
 // the curve's shape in time follows the run's own phases.
 #include <nlohmann/json.hpp>
 
-#include "runtime/estimate.h"
+#include "runtime/estimate/estimate.h"
 #include "runtime/scenario/scenario.h"
 #include "sim/replay.h"
 
@@ -26,7 +26,7 @@ class StepTimeProjection {
 
  private:
   std::string name_, description_;
-  EstimateResult compressed_, uncompressed_;
+  Estimate compressed_, uncompressed_;
 };
 
 }  // namespace lowband::train

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/compress/make_codec.h"
-#include "runtime/estimate.h"
+#include "runtime/estimate/estimate.h"
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/data_estimate.h"
+#include "runtime/estimate/estimate.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/parallel/data/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
@@ -135,18 +135,18 @@ TEST(DataEstimate, SparselocoSyncOnAStarIsTheRingAllGather) {
       int64_t K = 0;
       for (const sync::Chunk& c : sync::plan_chunks(whole, 4096).chunks) K += std::min<int64_t>(16, c.size());
       EXPECT_EQ(S, 4.0 * double(whole.tensors().size()) * 4 + double((12 * K + 7) / 8) + double((2 * K + 7) / 8));
-      const DataEstimate e = estimate_data(s);
+      const Estimate e = lowband::estimate(s);
       const double B = upload[0] ? 25e6 / 8 : 100e6 / 8;
       const double expected = sim::ring_all_gather_seconds(R, R * S, B, 2 * 2e-3);
       EXPECT_NEAR(expected, (R - 1) * (S / B + 4e-3), 1e-12 * expected);
-      EXPECT_NEAR(e.comm_per_sync_seconds, expected, 1e-5 * expected);
-      EXPECT_NEAR(e.step_seconds, e.inner_step_seconds + expected / 5, 1e-5 * e.step_seconds);
-      EXPECT_DOUBLE_EQ(e.message_bytes_per_replica, S);
-      EXPECT_DOUBLE_EQ(e.bytes_per_rank_per_sync.at("pseudo_grad"), (R - 1) * S);
+      EXPECT_NEAR(e.sync->comm_per_sync_seconds, expected, 1e-5 * expected);
+      EXPECT_NEAR(e.step_seconds, e.sync->inner_step_seconds + expected / 5, 1e-5 * e.step_seconds);
+      EXPECT_DOUBLE_EQ(e.sync->message_bytes_per_replica, S);
+      EXPECT_DOUBLE_EQ(e.sync->bytes_per_rank_per_sync.at("pseudo_grad"), (R - 1) * S);
       EXPECT_NEAR(e.bytes_per_rank_per_step.at("pseudo_grad"), (R - 1) * S / 5, 1e-9 * S);
       // Nothing else crosses the network: the inner step is compute alone.
       EXPECT_NEAR(e.exposed_comm_seconds, expected / 5, 1e-5 * expected);
-      EXPECT_NEAR(e.compute_utilisation, e.compute_seconds / e.step_seconds, 1e-12);
+      EXPECT_NEAR(e.compute_utilisation, e.free_network_step_seconds / e.step_seconds, 1e-12);
     }
 }
 
@@ -221,19 +221,19 @@ TEST(DataEstimate, SparselocoThroughTheRelayIsOneUploadAndTheOthersDownloads) {
     const double B = relay.bps / 8;
     const double expected = sim::relay_all_gather_seconds(R, R * S, U, D, B, B, L + Lr);
     EXPECT_NEAR(expected, 2 * (L + Lr) + S / std::min(U, B / R) + (R - 1) * S / std::min(D, B / R), 1e-12 * expected);
-    const DataEstimate e = estimate_data(s);
-    EXPECT_NEAR(e.comm_per_sync_seconds, expected, 1e-5 * expected);
-    EXPECT_DOUBLE_EQ(e.bytes_per_rank_per_sync.at("pseudo_grad"), S);
-    EXPECT_EQ(e.relay_node, R);
-    EXPECT_DOUBLE_EQ(e.relay_bytes_per_sync, R * (R - 1) * S);
+    const Estimate e = lowband::estimate(s);
+    EXPECT_NEAR(e.sync->comm_per_sync_seconds, expected, 1e-5 * expected);
+    EXPECT_DOUBLE_EQ(e.sync->bytes_per_rank_per_sync.at("pseudo_grad"), S);
+    EXPECT_EQ(e.sync->relay_node, R);
+    EXPECT_DOUBLE_EQ(e.sync->relay_bytes_per_sync, R * (R - 1) * S);
     EXPECT_EQ(to_json(e).at("exchange"), "relay");
     // The same sync as a ring: R − 1 uploads of S per rank.
     Scenario ring = s;
     ring.parallel.data_sync.exchange = DataSyncExchange::all_gather;
-    const DataEstimate r = estimate_data(ring);
-    EXPECT_NEAR(r.comm_per_sync_seconds, sim::ring_all_gather_seconds(R, R * S, U, 2 * L), 1e-5 * r.comm_per_sync_seconds);
-    EXPECT_DOUBLE_EQ(r.bytes_per_rank_per_sync.at("pseudo_grad"), (R - 1) * S);
-    EXPECT_EQ(r.relay_node, -1);
+    const Estimate r = lowband::estimate(ring);
+    EXPECT_NEAR(r.sync->comm_per_sync_seconds, sim::ring_all_gather_seconds(R, R * S, U, 2 * L), 1e-5 * r.sync->comm_per_sync_seconds);
+    EXPECT_DOUBLE_EQ(r.sync->bytes_per_rank_per_sync.at("pseudo_grad"), (R - 1) * S);
+    EXPECT_EQ(r.sync->relay_node, -1);
   }
 }
 
@@ -244,17 +244,17 @@ TEST(DataEstimate, DilocoSyncOnAStarIsTheRingAllReduce) {
                               {"network.topology=star", "network.model=ideal", "network.bandwidth=1Gbps",
                                "network.latency=1ms"});
   const double N = double(model::ParamLayout(s.model).count());
-  const DataEstimate e = estimate_data(s);
+  const Estimate e = lowband::estimate(s);
   const double expected = sim::ring_all_reduce_seconds(R, 4 * N, 1e9 / 8, 2e-3);
   EXPECT_NEAR(expected, 2 * (R - 1) * (4 * N / (R * 1e9 / 8) + 2e-3), 1e-12 * expected);
-  EXPECT_NEAR(e.comm_per_sync_seconds, expected, 1e-5 * expected);
-  EXPECT_DOUBLE_EQ(e.message_bytes_per_replica, 4 * N);
+  EXPECT_NEAR(e.sync->comm_per_sync_seconds, expected, 1e-5 * expected);
+  EXPECT_DOUBLE_EQ(e.sync->message_bytes_per_replica, 4 * N);
   // H = 1: every step syncs, and comm per sync is still what the sync adds.
   Scenario every = s;
   every.parallel.data_sync.inner_steps = 1;
-  const DataEstimate one = estimate_data(every);
-  EXPECT_NEAR(one.comm_per_sync_seconds, expected, 1e-5 * expected);
-  EXPECT_DOUBLE_EQ(one.step_seconds, one.sync_step_seconds);
+  const Estimate one = lowband::estimate(every);
+  EXPECT_NEAR(one.sync->comm_per_sync_seconds, expected, 1e-5 * expected);
+  EXPECT_DOUBLE_EQ(one.step_seconds, one.sync->sync_step_seconds);
 }
 
 std::string place_of(const Scenario& s) {

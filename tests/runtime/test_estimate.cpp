@@ -3,7 +3,7 @@
 // compression, sparse sync).
 #include <gtest/gtest.h>
 
-#include "runtime/estimate.h"
+#include "runtime/estimate/estimate.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/sync/replica_sync.h"
@@ -16,7 +16,7 @@ namespace {
 TEST(Estimate, SingleRankStepIsItsCompute) {
   // P = 1: nothing to send, so the step is exactly the sum of the rank's compute.
   const Scenario s = testing::small_cp_scenario(1);
-  const EstimateResult e = estimate(s);
+  const Estimate e = estimate(s);
   const double compute = parallel::build_context_parallel_step(s).compute_seconds(0);
   EXPECT_GT(compute, 0);
   EXPECT_NEAR(e.step_seconds, compute, 1e-9 * compute);
@@ -32,7 +32,7 @@ TEST(Estimate, InfiniteBandwidthStepIsTheBusiestRanksCompute) {
     Scenario s = testing::small_cp_scenario(4);
     s.parallel.exchange = exchange;
     s.network.link = {1e18, 0};
-    const EstimateResult e = estimate(s);
+    const Estimate e = estimate(s);
     EXPECT_NEAR(e.step_seconds, e.compute_seconds, 1e-6 * e.compute_seconds);
     EXPECT_NEAR(e.exposed_comm_seconds, 0, 1e-6 * e.compute_seconds);
   }
@@ -76,7 +76,7 @@ TEST(Estimate, RingAllGatherOfTheWeightSyncFollowsTheExchange) {
   s.compression.weight_sync = WeightSync::topk_grad;
   const double M = sync::weight_sync_wire_bytes(s, model::ParamLayout(s.model));
   const double expected = 2 * layers * (P - 1) * (L + S / B) + (P - 1) * (L + M / B);
-  const EstimateResult e = estimate(s);
+  const Estimate e = estimate(s);
   EXPECT_NEAR(e.step_seconds, expected, 1e-3 * expected);
   EXPECT_NEAR(e.bytes_per_rank_per_step.at("grad_sync"), (P - 1) * M, 1e-9 * M);
 }
@@ -110,9 +110,9 @@ TEST(Estimate, SlowNodeSlowsTheStep) {
   // at least 312/121 on the compute-bound pieces, and the synchronous step follows it.
   Scenario s = testing::small_cp_scenario(4);
   s.network.link = {1e18, 0};
-  const EstimateResult fast = estimate(s);
+  const Estimate fast = estimate(s);
   s.devices.node_profiles.push_back({2, testing::builtin_device("L4")});
-  const EstimateResult slow = estimate(s);
+  const Estimate slow = estimate(s);
   EXPECT_GT(slow.compute_seconds, 1.5 * fast.compute_seconds);
   EXPECT_GE(slow.step_seconds, slow.compute_seconds * (1 - 1e-9));
   EXPECT_GT(slow.step_seconds, fast.step_seconds);
@@ -132,7 +132,7 @@ TEST(Estimate, PlacedRanksTakeTheirNodesFigures) {
   placed.network.nodes = 8;
   placed.parallel.placement = {0, 2, 4, 6};
   placed.devices.node_profiles.push_back({6, testing::builtin_device("A100-80GB")});
-  const EstimateResult a = estimate(plain), b = estimate(placed);
+  const Estimate a = estimate(plain), b = estimate(placed);
   EXPECT_EQ(b.peak_flops_per_s, a.peak_flops_per_s);
   EXPECT_EQ(b.peak_flops_per_s, 3 * testing::builtin_device("cpu").peak_flops(sim::DType::bf16) + 312e12);
   EXPECT_NEAR(b.compute_seconds, a.compute_seconds, 1e-12 * a.compute_seconds);
@@ -145,9 +145,9 @@ TEST(Estimate, ZigzagBeatsContiguousSplit) {
   // (cost-model test), so with free communication its compute sets a longer step.
   Scenario s = testing::small_cp_scenario(4);
   s.network.link = {1e18, 0};
-  const EstimateResult zigzag = estimate(s);
+  const Estimate zigzag = estimate(s);
   s.parallel.split = CpSplit::contiguous;
-  const EstimateResult contiguous = estimate(s);
+  const Estimate contiguous = estimate(s);
   EXPECT_GT(contiguous.compute_seconds, 1.1 * zigzag.compute_seconds);
   EXPECT_GT(contiguous.step_seconds, 1.1 * zigzag.step_seconds);
   EXPECT_DOUBLE_EQ(contiguous.model_flops_per_step, zigzag.model_flops_per_step);
@@ -162,10 +162,11 @@ TEST(Estimate, MosCompressionRatioIsTheRankRatio) {
   s.compression.v_rank_set = 4;
   const double n = 1024;
   const double expected = (n * 6 * 4 * 2 + 2 * 4 * 2 * 4) / (n * 2 * 256 * 2);
-  const EstimateResult e = estimate(s);
-  EXPECT_NEAR(e.kv_bytes_ratio, expected, 1e-12);
-  EXPECT_NEAR(e.kv_bytes_saved_fraction, 1 - expected, 1e-12);
-  EXPECT_EQ(estimate(testing::small_cp_scenario(4)).kv_bytes_ratio, 1.0);
+  const Estimate e = estimate(s);
+  ASSERT_TRUE(e.context);
+  EXPECT_NEAR(e.context->kv_bytes_ratio, expected, 1e-12);
+  EXPECT_NEAR(e.context->kv_bytes_saved_fraction, 1 - expected, 1e-12);
+  EXPECT_EQ(estimate(testing::small_cp_scenario(4)).context->kv_bytes_ratio, 1.0);
 }
 
 TEST(Estimate, SparseSyncAveragesOverItsPeriod) {
@@ -178,15 +179,24 @@ TEST(Estimate, SparseSyncAveragesOverItsPeriod) {
   const double with = sim::replay(s.network, parallel::build_context_parallel_step(s, true)).step_seconds;
   const double without = sim::replay(s.network, parallel::build_context_parallel_step(s, false)).step_seconds;
   ASSERT_GT(with, without);
-  const EstimateResult e = estimate(s);
+  const Estimate e = estimate(s);
   EXPECT_NEAR(e.step_seconds, (with + 3 * without) / 4, 1e-9 * with);
-  EXPECT_EQ(e.steps_averaged, 2);
+  ASSERT_TRUE(e.sync);
+  EXPECT_EQ(e.sync->method, "sparse");
+  EXPECT_EQ(e.sync->inner_steps, 4);
+  EXPECT_NEAR(e.sync->sync_step_seconds, with, 1e-12 * with);
+  EXPECT_NEAR(e.sync->inner_step_seconds, without, 1e-12 * with);
+  EXPECT_EQ(e.sync->comm_per_sync_seconds, e.sync->sync_step_seconds - e.sync->inner_step_seconds);
+  EXPECT_EQ(e.sync->exchange, "");  // no outer message
+  // Every step syncs with sync_every 1: no period.
+  s.compression.sync_every = 1;
+  EXPECT_FALSE(estimate(s).sync);
 }
 
 TEST(Estimate, ThroughputAndMfuFollowFromTheStep) {
   Scenario s = testing::small_cp_scenario(4);
   s.training.batch_size = 2;
-  const EstimateResult e = estimate(s);
+  const Estimate e = estimate(s);
   EXPECT_DOUBLE_EQ(e.tokens_per_s, 2 * 4096 / e.step_seconds);
   EXPECT_DOUBLE_EQ(e.mfu, e.model_flops_per_step / (e.step_seconds * 4 * 312e12));
   EXPECT_GT(e.mfu, 0);

@@ -13,8 +13,8 @@
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/pipeline/costs.h"
 #include "runtime/parallel/pipeline/step_graph.h"
-#include "runtime/pipeline_estimate.h"
 #include "runtime/sync/replica_sync.h"
+#include "runtime/estimate/estimate.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
 
@@ -217,12 +217,12 @@ TEST(PipelineContextGraph, FreeNetworkStepIsTheComputeCriticalPath) {
       double busiest = 0;
       for (int rank = 0; rank < 4; ++rank) busiest = std::max(busiest, g.compute_seconds(rank));
       EXPECT_GT(path, busiest);
-      const PipelineEstimate e = estimate_pipeline(s);
+      const Estimate e = lowband::estimate(s);
       EXPECT_NEAR(e.step_seconds, path, 1e-9 * path);
       EXPECT_NEAR(e.exposed_comm_seconds, 0, 1e-9 * path);
-      EXPECT_NEAR(e.context.exposed_kv_seconds, 0, 1e-9 * path);
-      EXPECT_NEAR(e.context.exposed_boundary_seconds, 0, 1e-9 * path);
-      EXPECT_NEAR(e.context.exposed_grad_sync_seconds, 0, 1e-9 * path);
+      EXPECT_NEAR(e.exposed_by_kind->kv_seconds, 0, 1e-9 * path);
+      EXPECT_NEAR(e.exposed_by_kind->boundary_seconds, 0, 1e-9 * path);
+      EXPECT_NEAR(e.exposed_by_kind->grad_sync_seconds, 0, 1e-9 * path);
     }
 }
 
@@ -268,20 +268,20 @@ TEST(PipelineContextGraph, ContextOneKeepsTheStageProgram) {
 TEST(PipelineContextEstimate, ReportsTheExchangeAndTheLayout) {
   const int P = 2, C = 2, M = 2;
   const Scenario s = pp_cp(P, C, M);
-  const PipelineEstimate e = estimate_pipeline(s);
+  const Estimate e = lowband::estimate(s);
   const double kv = 2 * 4 * 2.0 * (C - 1) / C * 4096 * 256 * 2;
-  EXPECT_EQ(e.context_ranks, C);
-  EXPECT_DOUBLE_EQ(e.context.kv_bytes_per_rank, kv);
-  EXPECT_DOUBLE_EQ(e.context.dkv_bytes_per_rank, kv);
-  EXPECT_DOUBLE_EQ(e.context.kv_bytes_ratio, 1);
-  ASSERT_EQ(e.boundaries.size(), 1u);  // the C rank pairs of the one boundary together
-  EXPECT_DOUBLE_EQ(e.boundaries[0].forward_bytes, 4 * 4096.0 * 256 * 2);
-  EXPECT_DOUBLE_EQ(e.boundary_bytes_ratio, 1);
+  EXPECT_EQ(e.context->context_ranks, C);
+  EXPECT_DOUBLE_EQ(e.bytes_per_rank_per_step.at("kv"), kv);
+  EXPECT_DOUBLE_EQ(e.bytes_per_rank_per_step.at("dkv"), kv);
+  EXPECT_DOUBLE_EQ(e.context->kv_bytes_ratio, 1);
+  ASSERT_EQ(e.pipeline->boundaries.size(), 1u);  // the C rank pairs of the one boundary together
+  EXPECT_DOUBLE_EQ(e.pipeline->boundaries[0].forward_bytes, 4 * 4096.0 * 256 * 2);
+  EXPECT_DOUBLE_EQ(e.pipeline->boundary_bytes_ratio, 1);
   // On the 1 Gbps mesh the exchange and the boundaries both cost time.
-  EXPECT_GT(e.context.exposed_kv_seconds, 0);
-  EXPECT_GT(e.context.exposed_boundary_seconds, 0);
-  EXPECT_GT(e.context.exposed_grad_sync_seconds, 0);
-  EXPECT_LE(e.context.exposed_kv_seconds, e.exposed_comm_seconds + 1e-9);
+  EXPECT_GT(e.exposed_by_kind->kv_seconds, 0);
+  EXPECT_GT(e.exposed_by_kind->boundary_seconds, 0);
+  EXPECT_GT(e.exposed_by_kind->grad_sync_seconds, 0);
+  EXPECT_LE(e.exposed_by_kind->kv_seconds, e.exposed_comm_seconds + 1e-9);
   double peak = 0;
   for (int r = 0; r < P * C; ++r) peak += s.devices.for_node(r).peak_flops(s.devices.dtype);
   EXPECT_DOUBLE_EQ(e.peak_flops_per_s, peak);
@@ -289,14 +289,14 @@ TEST(PipelineContextEstimate, ReportsTheExchangeAndTheLayout) {
   EXPECT_EQ(j.at("parallelism"), "pipeline x context");
   EXPECT_EQ(j.at("ranks"), P * C);
   EXPECT_DOUBLE_EQ(j.at("bytes_per_rank_per_step").at("kv").get<double>(), kv);
-  const std::string table = format_pipeline_table(s, e);
+  const std::string table = format_estimate_table(s, e);
   EXPECT_NE(table.find("2 stages x 2 context ranks"), std::string::npos) << table;
   EXPECT_NE(table.find("exposed by kind"), std::string::npos) << table;
   // MoS K 4, V 8 of 64: (4 + 8)/(2·64) of the K/V bytes plus θ per block.
   Scenario mos = s;
   mos.compression.method = CompressionMethod::mos;
   mos.compression.k_rank_set = 4, mos.compression.v_rank_set = 8;
-  EXPECT_NEAR(estimate_pipeline(mos).context.kv_bytes_ratio, 12.0 / 128, 0.01);
+  EXPECT_NEAR(lowband::estimate(mos).context->kv_bytes_ratio, 12.0 / 128, 0.01);
 }
 
 TEST(PipelineContextGraph, ErrorsNameTheirKeys) {

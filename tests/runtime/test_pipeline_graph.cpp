@@ -6,9 +6,9 @@
 
 #include "common/error.h"
 #include "runtime/parallel/pipeline/costs.h"
-#include "runtime/parallel/pipeline/schedule.h"
 #include "runtime/parallel/pipeline/step_graph.h"
-#include "runtime/pipeline_estimate.h"
+#include "runtime/parallel/pipeline/schedule.h"
+#include "runtime/estimate/estimate.h"
 #include "sim/collectives.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
@@ -21,7 +21,7 @@ using parallel::build_pipeline_parallel;
 using parallel::PipelineCosts;
 using test_support::Transfer;
 using lowband::BoundaryTraffic;
-using lowband::PipelineEstimate;
+using lowband::Estimate;
 
 constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b};
 
@@ -84,7 +84,7 @@ TEST(PipelineGraph, SubspaceBoundaryShrinksTheMessages) {
     EXPECT_DOUBLE_EQ(step.graph.bytes_sent(b, "act"), 2 * n * (k + 1) * 2);
     EXPECT_DOUBLE_EQ(step.graph.bytes_sent(b + 1, "act_grad"), 2 * n * k * 2);
   }
-  EXPECT_NEAR(estimate_pipeline(s).boundary_bytes_ratio, (2.0 * k + 1) / (2 * 256), 1e-15);
+  EXPECT_NEAR(lowband::estimate(s).pipeline->boundary_bytes_ratio, (2.0 * k + 1) / (2 * 256), 1e-15);
 }
 
 TEST(PipelineGraph, EachStageComputesInScheduleOrder) {
@@ -185,20 +185,20 @@ TEST(PipelineEstimate, BubbleAndBytesOnAFreeNetwork) {
     const double step = (M + P - 1) * 3 * t_f + slowest;
     double idle = 0;
     for (double o : optimizer) idle += step - (M * 3 * t_f + o);
-    const PipelineEstimate e = estimate_pipeline(s);
+    const Estimate e = lowband::estimate(s);
     EXPECT_NEAR(e.step_seconds, step, 1e-9 * step);
-    EXPECT_NEAR(e.bubble_fraction, idle / (P * step), 1e-9);
-    EXPECT_DOUBLE_EQ(e.ideal_bubble_fraction, 3.0 / 7);
+    EXPECT_NEAR(e.pipeline->bubble_fraction, idle / (P * step), 1e-9);
+    EXPECT_DOUBLE_EQ(e.pipeline->ideal_bubble_fraction, 3.0 / 7);
     EXPECT_NEAR(e.exposed_comm_seconds, 0, 1e-9 * step);
     EXPECT_NEAR(e.free_network_step_seconds, step, 1e-12 * step);
     EXPECT_NEAR(e.compute_seconds, M * 3 * t_f + slowest, 1e-9 * step);
     EXPECT_DOUBLE_EQ(e.tokens_per_s, 4 * 4096 / e.step_seconds);
-    ASSERT_EQ(e.boundaries.size(), 3u);
-    for (const BoundaryTraffic& b : e.boundaries) {
+    ASSERT_EQ(e.pipeline->boundaries.size(), 3u);
+    for (const BoundaryTraffic& b : e.pipeline->boundaries) {
       EXPECT_DOUBLE_EQ(b.forward_bytes, 4 * 4096.0 * 256 * 2);  // M microbatches of n = 4096 rows
       EXPECT_DOUBLE_EQ(b.backward_bytes, 4 * 4096.0 * 256 * 2);
     }
-    EXPECT_DOUBLE_EQ(e.boundary_bytes_ratio, 1);
+    EXPECT_DOUBLE_EQ(e.pipeline->boundary_bytes_ratio, 1);
     double peak = 0;
     for (const auto& [node, device] : s.devices.node_profiles) peak += device.peak_flops_bf16;
     EXPECT_DOUBLE_EQ(e.mfu, e.model_flops_per_step / (e.step_seconds * peak));
@@ -212,7 +212,7 @@ TEST(PipelineEstimate, ExposedCommIsWhatTheLinkAdds) {
   const double B = s.network.link.bandwidth_bytes_per_s, L = s.network.link.latency_s;
   const double S = 4 * 4096.0 * 256 * 2;
   const double comm = 2 * sim::point_to_point_seconds(S, B, L) + sim::ring_all_reduce_seconds(2, 16, B, L);
-  const PipelineEstimate e = estimate_pipeline(s);
+  const Estimate e = lowband::estimate(s);
   EXPECT_NEAR(e.exposed_comm_seconds, comm, 1e-6 * e.step_seconds);
   EXPECT_NEAR(e.step_seconds, e.free_network_step_seconds + comm, 1e-6 * e.step_seconds);
 }

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "runtime/estimate.h"
+#include "runtime/estimate/estimate.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
@@ -34,7 +34,7 @@ class RunProjection : public RunDirTest {};
 TEST_F(RunProjection, StepsTakeTheProjectedScenariosEstimatedTime) {
   const Scenario s = tiny_run_scenario({"projection.scenario=mos-paper-centralized-100gbps"});
   ASSERT_TRUE(s.projection.scenario);
-  const EstimateResult paper = estimate(builtin_scenario("mos-paper-centralized-100gbps"));
+  const Estimate paper = estimate(builtin_scenario("mos-paper-centralized-100gbps"));
   RunOptions options;
   options.out_dir = dir_.string();
   const RunResult r = run_training(s, options);
@@ -51,9 +51,9 @@ TEST_F(RunProjection, WarmUpStepsTakeTheUncompressedTime) {
   const Scenario s = tiny_run_scenario({"compression.method=mos", "compression.k_rank=1", "compression.v_rank=2",
                            "compression.warmup_steps=2", "projection.scenario=mos-paper-mos-300mbps"});
   Scenario paper_plain = builtin_scenario("mos-paper-mos-300mbps");
-  const EstimateResult compressed = estimate(paper_plain);
+  const Estimate compressed = estimate(paper_plain);
   paper_plain.compression.method = CompressionMethod::none;
-  const EstimateResult uncompressed = estimate(paper_plain);
+  const Estimate uncompressed = estimate(paper_plain);
   ASSERT_GT(uncompressed.step_seconds, 2 * compressed.step_seconds);
   RunOptions options;
   options.out_dir = dir_.string();

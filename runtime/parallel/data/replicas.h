@@ -2,7 +2,7 @@
 // The replicas of a data-parallel layout (parallel.data, or parallel.replicas)
 // and the scenario each one runs on its own: what the trainer
 // (layout_trainer.h) builds its ranks from and `estimate` builds each replica's
-// step from (data_estimate.h), so that the two cannot drift apart.
+// step from (runtime/estimate/), so that the two cannot drift apart.
 #include <functional>
 #include <vector>
 

@@ -1,0 +1,220 @@
+#include "runtime/estimate/estimate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "runtime/estimate/layout_steps.h"
+#include "runtime/parallel/layout.h"
+#include "runtime/scenario/layout_check.h"
+#include "sim/replay.h"
+
+namespace lowband {
+
+namespace {
+
+using estimate_detail::LayoutSteps;
+using BytesByKind = std::map<std::string, double>;
+
+// The kinds whose transfers are made free, one at a time, for ExposedByKind.
+const std::vector<std::set<std::string>> kKindGroups = {{"kv", "dkv"}, {"act", "act_grad"}, {"grad_sync"}};
+
+// `g` with the transfers of those kinds free: each becomes a zero-second task on
+// its source (ids and dependencies unchanged).
+sim::StepGraph without_transfers(const sim::StepGraph& g, const std::set<std::string>& kinds) {
+  sim::StepGraph out(g.ranks());
+  for (const sim::Task& t : g.tasks()) {
+    if (t.kind == sim::TaskKind::compute) out.add_compute(t.rank, t.seconds, t.deps, t.kind_tag);
+    else if (kinds.count(t.kind_tag)) out.add_compute(t.rank, 0.0, t.deps, t.kind_tag);
+    else out.add_transfer(t.rank, t.peer, t.bytes, t.deps, t.kind_tag);
+  }
+  return out;
+}
+
+// Per node, the bytes it sends over the network, by kind and "total".
+std::vector<BytesByKind> sent_by_node(const sim::StepGraph& g) {
+  std::vector<BytesByKind> out(static_cast<size_t>(g.ranks()));
+  for (const sim::Task& t : g.tasks()) {
+    if (t.kind != sim::TaskKind::transfer || t.peer == t.rank) continue;
+    out[size_t(t.rank)][t.kind_tag] += t.bytes;
+    out[size_t(t.rank)]["total"] += t.bytes;
+  }
+  return out;
+}
+
+// The most any rank's node sends, by kind: a relay's node is no rank's.
+BytesByKind busiest(const std::vector<BytesByKind>& per_node, const parallel::Layout& layout) {
+  BytesByKind out = {{"total", 0.0}};
+  for (int r = 0; r < layout.ranks(); ++r)
+    if (size_t(layout.node_of(r)) < per_node.size())
+      for (const auto& [kind, b] : per_node[size_t(layout.node_of(r))]) out[kind] = std::max(out[kind], b);
+  return out;
+}
+
+void add_common_figures(const Scenario& s, const LayoutSteps& steps, const std::vector<sim::ReplayResult>& replayed,
+                        Estimate& e) {
+  const parallel::Layout layout(s.parallel);
+  e.ranks = layout.ranks();
+  std::vector<double> compute(size_t(e.ranks), 0.0);
+  std::vector<BytesByKind> per_node(size_t(steps.graphs.front().ranks()));
+  for (size_t i = 0; i < steps.graphs.size(); ++i) {
+    const double w = steps.weights[i];
+    e.step_seconds += w * replayed[i].step_seconds;
+    e.free_network_step_seconds += w * free_network_step_seconds(steps.graphs[i]);
+    for (int r = 0; r < e.ranks; ++r) compute[size_t(r)] += w * replayed[i].rank_compute_busy_seconds[size_t(layout.node_of(r))];
+    const std::vector<BytesByKind> sent = sent_by_node(steps.graphs[i]);
+    for (size_t n = 0; n < sent.size() && n < per_node.size(); ++n)
+      for (const auto& [kind, b] : sent[n]) per_node[n][kind] += w * b;
+  }
+  e.compute_seconds = *std::max_element(compute.begin(), compute.end());
+  e.exposed_comm_seconds = e.step_seconds - e.free_network_step_seconds;
+  e.compute_utilisation = e.free_network_step_seconds / e.step_seconds;
+  e.bytes_per_rank_per_step = busiest(per_node, layout);
+  e.tokens_per_step = steps.tokens;
+  e.tokens_per_s = steps.tokens / e.step_seconds;
+  e.model_flops_per_step = steps.model_flops;
+  for (int r = 0; r < e.ranks; ++r) e.peak_flops_per_s += s.devices.for_node(layout.node_of(r)).peak_flops(s.devices.dtype);
+  e.mfu = e.model_flops_per_step / (e.step_seconds * e.peak_flops_per_s);
+  e.network_model = sim::to_string(s.network.model);
+  e.network = sim::describe(s.network);
+}
+
+ContextSection context_section(int context_ranks, const LayoutSteps& steps, const estimate_detail::Uncompressed& plain) {
+  ContextSection x;
+  x.context_ranks = context_ranks;
+  x.kv_codec = plain.kv_codec;
+  double kv = 0, kv_plain = 0;
+  for (size_t i = 0; i < steps.graphs.size(); ++i) {
+    double sent = 0;
+    for (const BytesByKind& node : sent_by_node(steps.graphs[i]))
+      for (const char* kind : {"kv", "dkv"})
+        if (node.count(kind)) sent += node.at(kind);
+    kv += steps.weights[i] * sent;
+    kv_plain += steps.weights[i] * plain.kv_bytes;
+  }
+  x.kv_bytes_ratio = kv_plain > 0 ? kv / kv_plain : 1.0;
+  x.kv_bytes_saved_fraction = 1.0 - x.kv_bytes_ratio;
+  return x;
+}
+
+// What crosses each stage boundary: the rank pairs (stage s, c) -> (s + 1, c) of
+// every replica, found by their nodes.
+std::vector<BoundaryTraffic> boundary_traffic(const parallel::Layout& layout, const LayoutSteps& steps, int stages) {
+  std::vector<BoundaryTraffic> out(size_t(std::max(stages - 1, 0)));
+  for (int b = 0; b < int(out.size()); ++b) out[size_t(b)].from_stage = b;
+  std::map<std::pair<int, int>, BoundaryTraffic*> by_nodes;
+  for (int r = 0; r < layout.ranks(); ++r) {
+    const std::vector<int> stage_ranks = layout.pipeline_group(r);
+    const size_t st = size_t(layout.place(r).stage);
+    if (st + 1 < stage_ranks.size()) by_nodes[{layout.node_of(r), layout.node_of(stage_ranks[st + 1])}] = &out[st];
+  }
+  for (size_t i = 0; i < steps.graphs.size(); ++i)
+    for (const sim::Task& t : steps.graphs[i].tasks()) {
+      const bool forward = t.kind_tag == "act";
+      if (t.kind != sim::TaskKind::transfer || (!forward && t.kind_tag != "act_grad")) continue;
+      const auto it = forward ? by_nodes.find({t.rank, t.peer}) : by_nodes.find({t.peer, t.rank});
+      if (it != by_nodes.end()) (forward ? it->second->forward_bytes : it->second->backward_bytes) += steps.weights[i] * t.bytes;
+    }
+  return out;
+}
+
+PipelineSection pipeline_section(const Scenario& s, int stages, const LayoutSteps& steps,
+                                 const std::vector<sim::ReplayResult>& replayed, const estimate_detail::Uncompressed& plain) {
+  const parallel::Layout layout(s.parallel);
+  PipelineSection p;
+  p.stages = stages;
+  p.microbatches = s.parallel.microbatches;
+  p.schedule = s.parallel.schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b";
+  for (size_t i = 0; i < steps.graphs.size(); ++i) {
+    const sim::ReplayResult& r = replayed[i];
+    double idle = 0;
+    for (int rank = 0; rank < layout.ranks(); ++rank)
+      idle += r.step_seconds - r.rank_compute_busy_seconds[size_t(layout.node_of(rank))];
+    p.bubble_fraction += steps.weights[i] * (idle / (layout.ranks() * r.step_seconds));
+  }
+  p.ideal_bubble_fraction = double(stages - 1) / double(p.microbatches + stages - 1);
+  p.boundaries = boundary_traffic(layout, steps, stages);
+  double sent = 0;
+  for (const BoundaryTraffic& b : p.boundaries) sent += b.forward_bytes + b.backward_bytes;
+  p.boundary_bytes_ratio = plain.boundary_bytes > 0 ? sent / plain.boundary_bytes : 1.0;
+  p.boundary_codec = plain.boundary_codec;
+  return p;
+}
+
+PeriodicSync periodic_sync(const Scenario& s, const LayoutSteps& steps, const std::vector<sim::ReplayResult>& replayed) {
+  const parallel::Layout layout(s.parallel);
+  PeriodicSync y;
+  y.method = steps.periodic_sync;
+  y.inner_steps = steps.period_steps;
+  y.sync_step_seconds = replayed[0].step_seconds;
+  y.inner_step_seconds = replayed[1].step_seconds;
+  y.comm_per_sync_seconds = y.sync_step_seconds - y.inner_step_seconds;
+  const std::vector<BytesByKind> sent = sent_by_node(steps.graphs[0]);
+  y.bytes_per_rank_per_sync = busiest(sent, layout);
+  if (y.method == "sparse") return y;
+  y.part_message_bytes = steps.part_message_bytes;
+  for (double b : steps.part_message_bytes) y.message_bytes_per_replica += b;
+  y.relay_node = layout.relay_node();
+  y.exchange = y.relay_node >= 0 ? "relay" : y.method == "sparseloco" ? "all_gather" : "all_reduce";
+  if (y.relay_node >= 0 && size_t(y.relay_node) < sent.size() && sent[size_t(y.relay_node)].count("total"))
+    y.relay_bytes_per_sync = sent[size_t(y.relay_node)].at("total");
+  return y;
+}
+
+}  // namespace
+
+// Dependencies always come earlier in the graph, so one pass in id order finds it.
+double free_network_step_seconds(const sim::StepGraph& g) {
+  std::vector<double> finish(g.tasks().size(), 0.0);
+  double last = 0;
+  for (size_t i = 0; i < g.tasks().size(); ++i) {
+    const sim::Task& t = g.tasks()[i];
+    double start = 0;
+    for (sim::TaskId d : t.deps) start = std::max(start, finish[size_t(d)]);
+    finish[i] = start + (t.kind == sim::TaskKind::compute ? t.seconds : 0.0);
+    last = std::max(last, finish[i]);
+  }
+  return last;
+}
+
+Estimate estimate(const Scenario& s) {
+  const LayoutSteps steps = estimate_detail::build_layout_steps(s);
+  const estimate_detail::Uncompressed plain = estimate_detail::uncompressed_traffic(s);
+  int stages = 1, context_ranks = 1;
+  for (const ReplicaConfig& r : replica_shapes(s.parallel))
+    stages = std::max(stages, r.pipeline), context_ranks = std::max(context_ranks, r.context);
+  // With both a K/V exchange and stage boundaries, also each step with each kind free.
+  const bool by_kind = stages > 1 && context_ranks > 1;
+  std::vector<sim::StepGraph> graphs = steps.graphs;
+  for (size_t i = 0; by_kind && i < steps.graphs.size(); ++i)
+    for (const std::set<std::string>& kinds : kKindGroups) graphs.push_back(without_transfers(steps.graphs[i], kinds));
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<sim::ReplayResult> replayed = sim::replay_batch(s.network, graphs);
+  Estimate e;
+  e.replay_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  add_common_figures(s, steps, replayed, e);
+  const parallel::LayoutKind kind = parallel::layout_kind(s.parallel);
+  e.parallelism = kind == parallel::LayoutKind::data       ? "data"
+                  : kind == parallel::LayoutKind::pipeline ? (context_ranks > 1 ? "pipeline x context" : "pipeline")
+                                                           : "context";
+  if (kind == parallel::LayoutKind::data)
+    e.data = DataSection{int(steps.replica_shapes.size()), steps.replica_shapes,
+                         data_sync_method_name(s.parallel.data_sync.method)};
+  if (context_ranks > 1) e.context = context_section(context_ranks, steps, plain);
+  if (stages > 1) e.pipeline = pipeline_section(s, stages, steps, replayed, plain);
+  if (by_kind) {
+    ExposedByKind x;
+    const size_t n = steps.graphs.size(), groups = kKindGroups.size();
+    for (size_t i = 0; i < n; ++i) {
+      const double w = steps.weights[i], step = replayed[i].step_seconds;
+      x.kv_seconds += w * (step - replayed[n + groups * i].step_seconds);
+      x.boundary_seconds += w * (step - replayed[n + groups * i + 1].step_seconds);
+      x.grad_sync_seconds += w * (step - replayed[n + groups * i + 2].step_seconds);
+    }
+    e.exposed_by_kind = x;
+  }
+  if (!steps.periodic_sync.empty()) e.sync = periodic_sync(s, steps, replayed);
+  return e;
+}
+
+}  // namespace lowband

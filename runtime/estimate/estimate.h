@@ -1,0 +1,127 @@
+#pragma once
+// `lowband estimate`: one training step of the scenario's layout (context ranks,
+// pipeline stages of them, or data-parallel replicas of either; parallel::layout_kind,
+// the rule make_trainer uses), from the training's own rank programs run dry
+// (runtime/parallel/dry_run.h), replayed on the SimGrid network (sim/replay.h).
+//
+// One result for every layout: the figures every step has, each defined once
+// here, and a section for each part of the layout that applies (they compose: a
+// data layout whose replicas are pipelines of context ranks has all of them).
+// With a periodic sync (a sparse weight sync every c > 1 steps, diloco or
+// sparseloco every H steps) the step with the sync and the step between syncs
+// are replayed, and every per-step figure is their average over one period
+// (one with, the others without).
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/scenario/scenario.h"
+#include "sim/step_graph.h"
+
+namespace lowband {
+
+// Context ranks (parallel.context > 1) in the layout or in its replicas.
+struct ContextSection {
+  int context_ranks = 0;
+  std::string kv_codec;
+  // "kv" + "dkv" bytes sent over what they carry uncompressed (all ranks): 1 without compression.
+  double kv_bytes_ratio = 1, kv_bytes_saved_fraction = 0;
+};
+
+struct BoundaryTraffic {
+  int from_stage = 0;         // the boundary between from_stage and from_stage + 1
+  double forward_bytes = 0;   // "act" from_stage -> from_stage + 1 per step, all rank pairs (all replicas)
+  double backward_bytes = 0;  // "act_grad" back
+};
+
+// Pipeline stages (parallel.pipeline > 1) in the layout or in its replicas.
+struct PipelineSection {
+  int stages = 0, microbatches = 0;  // stages: the deepest replica's
+  std::string schedule;              // "gpipe", "1f1b"
+  // Idle rank time over all rank time, Σ_r (step − compute_r) / (ranks · step):
+  // every wait (the schedule's fill and drain, messages). The ideal one is the
+  // schedule's alone for equal stages on a free network: (P − 1)/(M + P − 1).
+  double bubble_fraction = 0, ideal_bubble_fraction = 0;
+  std::vector<BoundaryTraffic> boundaries;  // one per stage pair, first to last
+  double boundary_bytes_ratio = 1;          // "act" + "act_grad" bytes over uncompressed (n·d·b each way)
+  std::string boundary_codec;
+};
+
+// K/V exchange and stage boundaries together (context and pipeline): step − the
+// step replayed with those transfers free, each kind on its own. They can
+// overlap, so they need not sum to exposed_comm_seconds.
+struct ExposedByKind {
+  double kv_seconds = 0, boundary_seconds = 0, grad_sync_seconds = 0;
+};
+
+// Data-parallel replicas (parallel.data > 1 or parallel.replicas).
+struct DataSection {
+  int replicas = 0;
+  std::vector<std::string> replica_shapes;
+  std::string data_sync;  // "all_reduce", "diloco", "sparseloco"
+};
+
+// A sync that not every step runs: a sparse weight sync every c > 1 steps, or
+// diloco / sparseloco every H steps.
+struct PeriodicSync {
+  std::string method;  // "sparse", "diloco", "sparseloco"
+  int inner_steps = 1;  // steps per sync period: c or H
+  double inner_step_seconds = 0;  // a step without the sync
+  double sync_step_seconds = 0;   // the step that ends with it
+  double comm_per_sync_seconds = 0;  // sync step − inner step
+  std::map<std::string, double> bytes_per_rank_per_sync;  // the sync step's, as bytes_per_rank_per_step
+  // diloco / sparseloco: one replica's message per sync (each of its context
+  // ranks sends one such set), summed over the parts, and per part.
+  double message_bytes_per_replica = 0;
+  std::vector<double> part_message_bytes;
+  std::string exchange;  // "all_reduce", "all_gather", "relay" ("" for the sparse weight sync)
+  // Exchange relay: its node (no rank's) and what it sends on per sync.
+  int relay_node = -1;
+  double relay_bytes_per_sync = 0;
+};
+
+struct Estimate {
+  std::string parallelism;  // "context", "pipeline", "pipeline x context", "data"
+  int ranks = 0;            // all ranks of the layout (a relay is none)
+  double step_seconds = 0;  // averaged over the sync period
+  double tokens_per_step = 0;  // batch_size · seq_len
+  double tokens_per_s = 0;
+  double compute_seconds = 0;  // the busiest rank's compute (its busy time)
+  // The step with every transfer free (its critical path of compute), and what
+  // communication adds: step − that. compute_utilisation = free network step / step.
+  // (Before one front-end, a data layout's compute_seconds was this critical path
+  // and a context layout's exposed comm step − compute_seconds.)
+  double free_network_step_seconds = 0, exposed_comm_seconds = 0, compute_utilisation = 0;
+  // Bytes one rank sends over the network per step, by kind and "total": the
+  // most any rank's node sends (transfers within a node are not counted).
+  std::map<std::string, double> bytes_per_rank_per_step;
+  double model_flops_per_step = 0;  // forward + backward, no recompute, all ranks
+  double peak_flops_per_s = 0;      // Σ ranks' peak FLOP/s at the scenario dtype
+  double mfu = 0;                   // model_flops_per_step / (step_seconds · peak_flops_per_s)
+  std::string network_model;        // sim::to_string(NetworkModel)
+  std::string network;              // sim::describe(network)
+  double replay_wall_seconds = 0;   // wall time of the replay (all graphs)
+  std::optional<DataSection> data;
+  std::optional<ContextSection> context;
+  std::optional<PipelineSection> pipeline;
+  std::optional<ExposedByKind> exposed_by_kind;
+  std::optional<PeriodicSync> sync;
+};
+
+// Throws InputError naming the scenario key for a layout the trainer refuses.
+Estimate estimate(const Scenario& scenario);
+
+// One flat object: the common keys always, each section's keys exactly when it
+// applies (step_seconds, bytes_per_rank_per_step, kv_bytes_ratio, boundary_bytes, ...).
+nlohmann::json to_json(const Estimate& result);
+
+// For the terminal: the scenario and layout in one block, the figures in another.
+std::string format_estimate_table(const Scenario& scenario, const Estimate& result);
+
+// The step with every transfer free: the longest chain of compute seconds
+// through `graph` (a rank's compute tasks are chained, so nothing shares a host).
+double free_network_step_seconds(const sim::StepGraph& graph);
+
+}  // namespace lowband

@@ -1,0 +1,35 @@
+#pragma once
+// The step graphs `estimate` replays for a scenario's layout, from the one place
+// that picks the graph builder by parallel::layout_kind (as make_trainer picks
+// the trainer), and what each replica's messages would carry uncompressed.
+#include <string>
+#include <vector>
+
+#include "runtime/scenario/scenario.h"
+#include "sim/step_graph.h"
+
+namespace lowband::estimate_detail {
+
+struct LayoutSteps {
+  // The step that syncs first; with a periodic sync also the step between syncs.
+  std::vector<sim::StepGraph> graphs;
+  std::vector<double> weights;  // each graph's share of one sync period
+  std::string periodic_sync;    // "sparse", "diloco", "sparseloco"; "" when every step is alike
+  int period_steps = 1;
+  double tokens = 0, model_flops = 0;
+  std::vector<std::string> replica_shapes;  // data layouts
+  std::vector<double> part_message_bytes;   // diloco / sparseloco
+};
+
+LayoutSteps build_layout_steps(const Scenario& scenario);
+
+// All replicas together: what the "kv" + "dkv" and the "act" + "act_grad"
+// transfers of one step would carry uncompressed, and the codecs' descriptions.
+struct Uncompressed {
+  double kv_bytes = 0, boundary_bytes = 0;
+  std::string kv_codec, boundary_codec;
+};
+
+Uncompressed uncompressed_traffic(const Scenario& scenario);
+
+}  // namespace lowband::estimate_detail
