@@ -8,6 +8,10 @@
 // relative (bit for bit on the machine and build that wrote them; another CPU's
 // -march=native kernels or a sanitizer build round differently in the last digits,
 // ~1e-8, while a state read wrongly moves them by far more), the rest exactly.
+// Not the replayed step times: the checkpoint holds none of them, and they move
+// whenever the network model or a schedule does (issue 25 moved the codec's error
+// sums onto the loss's all-reduce); of them only the simulated total restored
+// from the checkpoint (step 4's total less its step) is compared.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -64,9 +68,16 @@ TEST_P(OldCheckpoint, ResumesToTheOldBinarysNumbers) {
   const std::vector<nlohmann::json> want = read_jsonl(fixture / "after-resume.jsonl");
   ASSERT_EQ(got.size(), 6u);
   ASSERT_EQ(want.size(), 3u);
+  auto restored_total = [](const nlohmann::json& step4) {
+    return step4.at("sim_total_seconds").get<double>() - step4.at("sim_step_seconds").get<double>();
+  };
+  EXPECT_NEAR(restored_total(got[3]), restored_total(want[0]), 1e-12);
+  auto without_replay = [](nlohmann::json j) {
+    for (const char* key : {"sim_step_seconds", "sim_total_seconds", "exposed_comm_seconds"}) j.erase(key);
+    return without_wall_figures(j);
+  };
   for (size_t i = 0; i < want.size(); ++i)
-    expect_close(without_wall_figures(got[3 + i]), without_wall_figures(want[i]), "step " + std::to_string(4 + i),
-                 1e-6);
+    expect_close(without_replay(got[3 + i]), without_replay(want[i]), "step " + std::to_string(4 + i), 1e-6);
   fs::remove_all(dir);
 }
 

@@ -192,11 +192,12 @@ TEST(PipelineContextGraph, CollectivesPerRank) {
   s.compression.k_rank_set = 4, s.compression.v_rank_set = 8;
   const sim::StepGraph mos = build_pipeline_parallel(s).graph;
   // Learned rotation: ψ (head_dim) and b per (layer, K/V, kv head), float32; error
-  // sums 4 doubles per layer.
+  // sums 4 doubles per layer, on the loss's all-reduce (no collective of their own).
   const double codec_params = 4.0 * 2 * 4 * (64 + 1);
   for (int r = 0; r < N; ++r) {
     EXPECT_NEAR(mos.bytes_sent(r, "codec_grad"), 2.0 * (N - 1) / N * codec_params * 4, 1e-9);
-    EXPECT_NEAR(mos.bytes_sent(r, "codec_error"), 2.0 * (N - 1) / N * 4 * 4 * 8, 1e-9);
+    EXPECT_EQ(mos.bytes_sent(r, "codec_error"), 0);
+    EXPECT_NEAR(mos.bytes_sent(r, "loss"), 2.0 * (N - 1) / N * (16 + 4 * 4 * 8), 1e-9);
   }
 }
 

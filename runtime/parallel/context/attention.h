@@ -16,8 +16,8 @@
 // remote owner and sends it back: ring — one accumulator per owner passed
 // along, each rank adding its part; all_gather — straight to the owner, who
 // sums the partials in rank order. The codec's own collectives go over the same
-// group: its parameter gradients ("codec_grad"), its warm-up Gram sums
-// ("codec_fit") and its error sums ("codec_error").
+// group: its parameter gradients ("codec_grad") and its warm-up Gram sums
+// ("codec_fit"); its error sums ride on the loss's all-reduce ("loss").
 //
 // Compute spans are logged under "qkv", "attention" (per block), "mlp", and the
 // same with "_bwd".
@@ -65,11 +65,19 @@ class ContextAttention {
   void backward_layer(comm::Communicator& group, int l);
 
   // The codec's collectives, once per step: begin_step (after the warm-up every
-  // rank's Gram sums, summed); the summed error sums into `k`, `v` (per layer);
-  // the codec's AdamW step on its parameter gradients summed over the group.
+  // rank's Gram sums, summed); the codec's AdamW step on its parameter gradients
+  // summed over the group.
   void begin_codec_step(comm::Communicator& group, int step);
-  void reconstruction_errors(comm::Communicator& group, std::vector<double>& k, std::vector<double>& v);
   void step_codec(comm::Communicator& group, double lr);
+  // The codec's error sums of this step's forward (per layer, K and V: ‖Z − Ẑ‖²
+  // and ‖Z‖²; none unless it compresses over several ranks), a diagnostic: they
+  // ride on a message the step sends anyway (the loss's all-reduce) rather than
+  // a collective of their own on the critical path. append_error_sums adds them
+  // to that message, take_error_sums reads them back summed (`summed`: where
+  // they were appended), reconstruction_errors gives the figures per layer.
+  void append_error_sums(std::vector<double>& message);
+  void take_error_sums(const double* summed);
+  void reconstruction_errors(std::vector<double>& k, std::vector<double>& v) const;
   // The codec's state and its AdamW moments (checkpoints).
   void save_codec_state(std::ostream& out) const;
   void load_codec_state(std::istream& in);  // binary::BinaryFormatError on a mismatch

@@ -118,11 +118,20 @@ void ContextAttention::begin_codec_step(comm::Communicator& comm, int step) {
   codec_->begin_step(step);
 }
 
-void ContextAttention::reconstruction_errors(comm::Communicator& comm, std::vector<double>& k,
-                                             std::vector<double>& v) {
+void ContextAttention::append_error_sums(std::vector<double>& message) {
   compress::ErrorSums* e = codec_->error_sums();
   if (!e || context_ranks_ < 2) return;
-  comm.all_reduce_sum(e->data(), e->size(), comm::Wire("codec_error", -1, /*deferred=*/true));
+  message.insert(message.end(), e->data(), e->data() + e->size());
+}
+
+void ContextAttention::take_error_sums(const double* summed) {
+  compress::ErrorSums* e = codec_->error_sums();
+  if (!e || context_ranks_ < 2) return;
+  std::copy(summed, summed + e->size(), e->data());
+}
+
+void ContextAttention::reconstruction_errors(std::vector<double>& k, std::vector<double>& v) const {
+  if (!codec_->error_sums() || context_ranks_ < 2) return;
   k = codec_->reconstruction_errors(KvTensor::k);
   v = codec_->reconstruction_errors(KvTensor::v);
 }

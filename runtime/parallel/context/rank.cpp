@@ -26,13 +26,17 @@ void ContextRank::begin(const int32_t* inputs, const int32_t* targets, int seque
 float ContextRank::global_loss(comm::Communicator& comm, bool backward) {
   // Every rank reads the whole batch, so it counts the valid targets of all
   // ranks itself (begin); only the loss crosses ranks, for reporting (the
-  // backward does not wait for it).
+  // backward does not wait for it), and with it, training, the codec's error
+  // sums (a diagnostic; the loss stays element 0, so its sum is the same).
   const int64_t valid = attention_.valid();
   ComputeSpan head(spans_, "lm_head", costs_.head(rank_));
   const float loss = model_.head_forward();
   head.done();
-  double sum = valid > 0 ? double(loss) * double(valid) : 0.0;
-  comm.all_reduce_sum(&sum, 1, comm::Wire("loss", -1, /*deferred=*/backward));
+  std::vector<double> sums{valid > 0 ? double(loss) * double(valid) : 0.0};
+  if (backward) attention_.append_error_sums(sums);
+  comm.all_reduce_sum(sums.data(), int64_t(sums.size()), comm::Wire("loss", -1, /*deferred=*/backward));
+  if (backward) attention_.take_error_sums(sums.data() + 1);
+  const double sum = sums[0];
   if (backward) {
     model_.zero_grads();
     ComputeSpan sp(spans_, "lm_head_bwd", cost::dense_backward(costs_.head(rank_)));
@@ -80,7 +84,7 @@ RankStepResult ContextRank::train_step(comm::Communicator& comm, int step, const
   RankStepResult res;
   attention_.begin_codec_step(comm, step);
   res.loss = forward_backward(comm, inputs, targets, sequences, sync_.sums_gradients(), data);
-  attention_.reconstruction_errors(comm, res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
+  attention_.reconstruction_errors(res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
   res.weight_sync = sync_.syncs_at(step);
   res.lr = lr_.at(step + 1);
   spans_.log.join_deferred();  // the optimiser needs every gradient bucket

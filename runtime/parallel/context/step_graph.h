@@ -5,8 +5,8 @@
 // assembled as a recorded step is (comm::assemble_step_graph) and moved onto
 // the ranks' nodes (parallel.placement). `estimate` replays it.
 //
-// Transfers are tagged "kv", "dkv", "grad_sync", "loss" and the K/V codec's
-// "codec_error" and "codec_grad"; compute tasks "embed", "qkv", "attention",
+// Transfers are tagged "kv", "dkv", "grad_sync", "loss" (with the K/V codec's
+// error sums) and the codec's "codec_grad"; compute tasks "embed", "qkv", "attention",
 // "mlp", "lm_head", the same with "_bwd", and "optimizer" (a collective's
 // members end it with a zero-second task of its tag).
 #include "runtime/scenario/scenario.h"

@@ -252,7 +252,7 @@ RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t
   }
 
   model_.zero_grads();
-  double sums[2] = {0, 0};  // the loss sum, then the squared gradient norm
+  std::vector<double> sums = {0, 0};  // the loss sum, then the squared gradient norm
   for (const PipelineOp& op : pipeline_schedule(scenario_.parallel.schedule, stages_, stage_, M)) {
     const Microbatch& mb = mbs[size_t(op.microbatch)];
     const int slot = op.microbatch % in_flight;
@@ -266,12 +266,16 @@ RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t
     for (const sync::GradBucket& b : buckets) sync_.all_reduce_bucket(*g.context, model_, b);
   if (data && data->group)
     for (const sync::GradBucket& b : buckets) sync_.all_reduce_bucket(*data->group, model_, b);
-  if (context_)
-    context_->reconstruction_errors(g.world, res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
   if (context_ || (data && data->group)) spans_.log.join_deferred();
   constraint_.project(model_, /*grads=*/true);
   if (c_ == 0) sums[1] = optimizer_.squared_grad_norm(model_.grads());  // once per stage
-  g.world.all_reduce_sum(sums, 2, comm::Wire("loss"));
+  // With them the K/V codec's error sums (a diagnostic), not a collective of their own.
+  if (context_) context_->append_error_sums(sums);
+  g.world.all_reduce_sum(sums.data(), int64_t(sums.size()), comm::Wire("loss"));
+  if (context_) {
+    context_->take_error_sums(sums.data() + 2);
+    context_->reconstruction_errors(res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
+  }
 
   res.loss = valid_total > 0 ? float(sums[0] / double(valid_total)) : 0.0f;
   res.lr = lr_.at(step + 1);
