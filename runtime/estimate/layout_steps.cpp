@@ -5,10 +5,10 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/parallel/context/costs.h"
 #include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/data/replicas.h"
 #include "runtime/parallel/data/step_graph.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/parallel/pipeline/step_graph.h"
-#include "runtime/parallel/data/replicas.h"
 
 namespace lowband::estimate_detail {
 
