@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "runtime/scenario/load.h"
@@ -153,6 +155,51 @@ TEST(ScenarioErrors, OverrideIndicesOutOfRange) {
   d = base();
   d["devices"]["overrides"] = {{{"node", 9}, {"profile", "L4"}}};
   EXPECT_CONTAINS(error_of(d), "devices.overrides.0.node: expected a node index in 0..3");
+}
+
+// A bandwidth or latency SimGrid cannot time (a subnormal crashed it) is refused
+// at its path, on every kind of link: 1Kbps..1000Tbps, and 0s or 1ns..1000s.
+TEST(ScenarioErrors, LinksHavePhysicalRanges) {
+  for (const char* bandwidth : {"1e-310bps", "1e-300bps", "999bps", "1e-7Gbps", "1001Tbps", "1e17Bps"}) {
+    json d = base();
+    d["network"]["bandwidth"] = bandwidth;
+    EXPECT_CONTAINS(error_of(d), "network.bandwidth: \"" + std::string(bandwidth) + "\" is out of range");
+    d = base();
+    d["network"]["upload_bandwidth"] = bandwidth;
+    EXPECT_CONTAINS(error_of(d), "network.upload_bandwidth:");
+    d = base();
+    d["network"]["overrides"] = {{{"node", 1}, {"upload_bandwidth", bandwidth}}};
+    EXPECT_CONTAINS(error_of(d), "network.overrides.0.upload_bandwidth:");
+  }
+  for (const char* latency : {"1e-320s", "0.5ns", "1001s"}) {
+    json d = base();
+    d["network"]["latency"] = latency;
+    EXPECT_CONTAINS(error_of(d), "network.latency: \"" + std::string(latency) + "\" is out of range: a link's "
+                                 "latency is 0s or 1ns..1000s");
+  }
+  const json link = {{"nodes", 2}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}};
+  json d = base();
+  d["network"] = {{"model", "ideal"}, {"topology", "clusters"}, {"clusters", {link, link}},
+                  {"wan", {{"bandwidth", "1e-310bps"}, {"latency", "1ms"}}}};
+  EXPECT_CONTAINS(error_of(d), "network.wan.bandwidth: \"1e-310bps\" is out of range");
+  d["network"]["wan"] = {{"bandwidth", "1Gbps"}, {"latency", "1e-320s"}};
+  EXPECT_CONTAINS(error_of(d), "network.wan.latency:");
+  d["network"]["wan"] = {{"bandwidth", "1Gbps"}, {"latency", "1ms"}};
+  d["network"]["wan_overrides"] = {{{"between", {0, 1}}, {"bandwidth", "1e-300bps"}}};
+  EXPECT_CONTAINS(error_of(d), "network.wan_overrides.0.bandwidth:");
+  d["network"]["wan_overrides"] = json::array();
+  d["network"]["clusters"][1]["latency"] = "2000s";
+  EXPECT_CONTAINS(error_of(d), "network.clusters.1.latency:");
+  // The edges are in, and so is a latency of exactly 0.
+  d = base();
+  d["network"]["bandwidth"] = "1Kbps";
+  d["network"]["upload_bandwidth"] = "1000Tbps";
+  d["network"]["latency"] = "0s";
+  EXPECT_NO_THROW(parse_scenario(d, "test.json"));
+  d["network"]["latency"] = "1ns";
+  EXPECT_NO_THROW(parse_scenario(d, "test.json"));
+  d["network"]["latency"] = "1000s";
+  EXPECT_NO_THROW(parse_scenario(d, "test.json"));
 }
 
 TEST(ScenarioErrors, UnknownDeviceProfile) {
