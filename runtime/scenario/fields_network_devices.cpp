@@ -2,6 +2,7 @@
 // values are read by parse_network.cpp) and devices (dtype and timing read and
 // written from here; the profiles by parse_devices.cpp and to_json.cpp).
 #include "runtime/scenario/fields_build.h"
+#include "sim/simgrid_settings.h"
 
 namespace lowband::fields {
 
@@ -100,8 +101,9 @@ Section network_section() {
        doc_only("simgrid", Kind::object, "object of SimGrid setting → string, number or boolean",
                 {"`{}`",
                  "for experts: passed to SimGrid (`Engine::set_config`) after the model's own settings, so it can "
-                 "override them; SimGrid checks them (a refused one is an error naming `network.simgrid.KEY`); echoed "
-                 "wherever the network is printed",
+                 "override them; echoed wherever the network is printed. Only these, checked before anything runs "
+                 "(`sim/simgrid_settings.h`; any other is an error naming `network.simgrid.KEY`): " +
+                     sim::simgrid_settings_allowed(),
                  R"({"network/crosstraffic": "0"})"})}};
 }
 

@@ -6,6 +6,7 @@
 
 #include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
+#include "sim/simgrid_settings.h"
 
 namespace lowband::scenario_detail {
 namespace {
@@ -176,8 +177,9 @@ void check_connected(const ObjectReader& r, const sim::NetworkSpec& net) {
                                                 " is not connected to node 0 by any path of links");
 }
 
-// network.simgrid: SimGrid setting -> value (strings; numbers and booleans as written).
-// SimGrid itself checks them when the platform is built.
+// network.simgrid: SimGrid setting -> value (strings; numbers and booleans as written),
+// each checked here against the settings lowband passes on (sim/simgrid_settings.h),
+// so that SimGrid never sees one it would crash on.
 std::vector<std::pair<std::string, std::string>> simgrid_config(const ObjectReader& r) {
   std::vector<std::pair<std::string, std::string>> out;
   if (!r.has("simgrid")) return out;
@@ -194,6 +196,8 @@ std::vector<std::pair<std::string, std::string>> simgrid_config(const ObjectRead
       out.emplace_back(key, value.dump());
     else
       throw SchemaError(at, at + ": expected a string, number or boolean, got " + value.dump());
+    const std::string problem = sim::simgrid_setting_problem(key, out.back().second);
+    if (!problem.empty()) throw SchemaError(at, at + ": " + problem);
   }
   return out;
 }

@@ -49,4 +49,15 @@ TEST_F(BadInputCli, LinksSimGridCannotTimeAreRefusedBeforeAnythingIsWritten) {
   expect_bad_input(run("validate " + p.string()), {p.string(), "network.wan.bandwidth", "out of range"});
 }
 
+// Class 2: network.simgrid was checked by SimGrid in the replay child, after the
+// first step had trained and scenario.json, curve.csv and summary.json were written.
+TEST_F(BadInputCli, SimgridSettingsAreCheckedBeforeAnythingTrains) {
+  for (const std::string settings :
+       {R"({"maxmin/precision": -1})", R"({"network/model": "NS3"})", R"({"cpu/model": "nope"})",
+        R"({"network/bandwidth-factor": 0})", R"({"network/latency-factor": -5})", R"({"no/such-key": 1})"}) {
+    const std::string key = settings.substr(2, settings.find('"', 2) - 2);
+    expect_every_command_refuses("network.simgrid=" + settings, "network.simgrid." + key);
+  }
+}
+
 }  // namespace

@@ -77,6 +77,33 @@ TEST(ScenarioErrors, SimgridSettingsAreStringsByName) {
   EXPECT_CONTAINS(error_of(d), "expected a string, number or boolean");
 }
 
+// Each SimGrid setting is checked up front against what SimGrid survives
+// (sim/simgrid_settings.h): these crashed or aborted the replay child, or (an
+// unknown key) printed SimGrid's 100-line help, after the first step had trained.
+TEST(ScenarioErrors, SimgridSettingsAreCheckedBeforeSimGridSeesThem) {
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"maxmin/precision", -1}}, "network.simgrid.maxmin/precision: expected a number in [1e-12, 0.001], got \"-1\""},
+      {{{"maxmin/precision", "1e-5x"}}, "network.simgrid.maxmin/precision: expected a number"},
+      {{{"network/model", "NS3"}}, "network.simgrid.network/model: expected \"CM02\" or \"LV08\""},
+      {{{"network/model", "Constant"}}, "network.simgrid.network/model:"},
+      {{{"network/model", "help"}}, "network.simgrid.network/model:"},
+      {{{"cpu/model", "nope"}}, "network.simgrid.cpu/model: not a SimGrid setting lowband passes on"},
+      {{{"network/bandwidth-factor", 0}}, "network.simgrid.network/bandwidth-factor: expected a number in [0.001, 1000]"},
+      {{{"network/latency-factor", -5}}, "network.simgrid.network/latency-factor: expected a number"},
+      {{{"network/crosstraffic", "maybe"}}, "network.simgrid.network/crosstraffic: expected true or false"},
+      {{{"network/no-such-setting", 1}}, "network.simgrid.network/no-such-setting: not a SimGrid setting"},
+  };
+  for (const auto& [settings, message] : bad) {
+    json d = base();
+    d["network"]["simgrid"] = settings;
+    EXPECT_CONTAINS(error_of(d), message);
+  }
+  json d = base();
+  d["network"]["simgrid"] = {{"network/crosstraffic", true}, {"network/model", "LV08"}, {"maxmin/precision", 1e-5},
+                             {"network/latency-factor", "13.01"}, {"surf/precision", 1e-9}};
+  EXPECT_EQ(parse_scenario(d, "test.json").network.simgrid_config.size(), 5u);
+}
+
 TEST(ScenarioErrors, WrongTypeNamesPathAndExpectation) {
   json d = base();
   d["model"]["layers"] = "4";
