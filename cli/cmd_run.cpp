@@ -120,10 +120,11 @@ void add_run_command(CLI::App& app) {
                   "(one GPU per process; point-to-point messages still over MPI)")
       ->check(CLI::IsMember({"mpi", "nccl"}));
   cmd->callback([args, cmd] {
+    // The flags first: a bad one is the only line on stderr (no note about the default scenario).
+    if (cmd->count("--steps") && args->steps < 1) throw InputError("--steps", "must be at least 1");
+    if (cmd->count("--threads")) check_count_here("--threads", args->threads, "OpenMP threads");
     const bool resume = !args->resume.empty();
     const Scenario scenario = resume ? scenario_to_resume(*args) : load_scenario(args->source);
-    if (cmd->count("--steps") && args->steps < 1) throw InputError("--steps", "must be at least 1");
-    if (cmd->count("--threads") && args->threads < 1) throw InputError("--threads", "must be at least 1");
     train::RunOptions options;
     options.out_dir = resume ? args->resume : args->out;
     options.steps = args->steps;

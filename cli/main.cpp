@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   lowband::cli::add_report_command(app);
   lowband::cli::add_scenario_docs_command(app);
   try {
+    lowband::cli::check_no_empty_argument(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

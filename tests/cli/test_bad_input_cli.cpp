@@ -4,7 +4,11 @@
 // refuse a scenario the same way, so each is tried where it is cheap.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "runtime/scenario/load.h"
 #include "tests/cli/cli_support.h"
@@ -58,6 +62,51 @@ TEST_F(BadInputCli, SimgridSettingsAreCheckedBeforeAnythingTrains) {
     const std::string key = settings.substr(2, settings.find('"', 2) - 2);
     expect_every_command_refuses("network.simgrid=" + settings, "network.simgrid." + key);
   }
+}
+
+// Class 3: flags without bounds, and flag values read as "not given".
+TEST_F(BadInputCli, FlagsWithoutBoundsAreRefusedNamingTheFlag) {
+  const fs::path out = dir_ / "out";
+  for (const char* threads : {"100000", "4096", "0"}) {
+    expect_bad_input(run(std::string("run --builtin default --steps 1 --threads ") + threads + " --out " + out.string()),
+                     {"--threads", "4 x this machine's"});
+    EXPECT_FALSE(fs::exists(out));
+    expect_bad_input(run(std::string("sweep --builtin default --dry-run --threads ") + threads), {"--threads"});
+    expect_bad_input(run(std::string("sweep --builtin default --dry-run --jobs ") + threads), {"--jobs"});
+  }
+  expect_bad_input(run("bench-comm --builtin default --transport in-process --ranks 2048"), {"--ranks", "got 2048"});
+  expect_bad_input(run("bench-comm --builtin default --transport in-process --ranks 2 --iters 0"), {"--iters", "got 0"});
+  expect_bad_input(run("bench-comm --builtin default --iters 3"), {"--iters", "--transport"});
+  expect_bad_input(run("bench-comm --builtin default --sizes 0B"), {"--sizes", "\"0B\""});
+  expect_bad_input(run("bench-comm --builtin default --transport in-process --ranks 2 --sizes 1KB,0B"), {"--sizes", "\"0B\""});
+  expect_bad_input(run("bench-comm --builtin default --transport in-process --ranks 2 --sizes 2B"), {"--sizes", "float32"});
+  for (const char* target : {"-1", "0", "nan", "inf"}) {
+    expect_bad_input(run(std::string("report ") + dir_.string() + " --target-loss " + target), {"--target-loss"});
+    expect_bad_input(run(std::string("plot ") + dir_.string() + " --target-loss " + target), {"--target-loss"});
+  }
+  for (const char* command : {"run", "estimate", "sweep --dry-run", "bench-comm"})
+    expect_bad_input(run(std::string(command) + " --builtin nope"), {"--builtin", "no built-in scenario named \"nope\""});
+}
+
+// An empty value was read as "not given": `run --out ''` wrote runs/quickstart-*,
+// `validate ''` named no place.
+TEST_F(BadInputCli, EmptyFlagValuesAreRefused) {
+  for (const std::string& command : std::vector<std::string>{"run --builtin default --steps 1", "estimate --builtin default --json",
+                                    "sweep --builtin default --dry-run", "report " + dir_.string()})
+    for (const char* flag : {" --out ''", " --out="}) {
+      const std::string c = command + flag;
+      expect_bad_input(run(c), {"--out", "an empty value"});
+    }
+  expect_bad_input(run("validate ''"), {"argument 2", "an empty value"});
+  expect_bad_input(run("run ''"), {"argument 2", "an empty value"});
+  expect_bad_input(run("run --builtin default --set ''"), {"--set", "an empty value"});
+  // Run where the default run directory would go: nothing appears there.
+  const fs::path here = dir_ / "here";
+  fs::create_directories(here);
+  const int status = std::system(("cd " + here.string() + " && " + LOWBAND_BINARY +
+                                  " run --builtin default --steps 1 --out '' >/dev/null 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_TRUE(fs::is_empty(here));
 }
 
 }  // namespace
