@@ -27,14 +27,16 @@ class BadInputCli : public Cli {
   }
   // `set` refused by every command that reads a scenario, naming `--set SET` and `what`;
   // run leaves no directory and sweep --dry-run writes none.
-  void expect_every_command_refuses(const std::string& set, const std::string& what) {
+  void expect_every_command_refuses(const std::string& set, const std::string& what,
+                                    const std::string& builtin = "default") {
     const fs::path out = dir_ / "out";
     const std::string flag = "--set '" + set + "'";
-    expect_bad_input(run("run --builtin default --steps 1 " + flag + " --out " + out.string()), {"--set " + set, what});
+    const std::string b = "--builtin " + builtin + " ";
+    expect_bad_input(run("run " + b + "--steps 1 " + flag + " --out " + out.string()), {"--set " + set, what});
     EXPECT_FALSE(fs::exists(out)) << set;
-    expect_bad_input(run("sweep --builtin default --dry-run " + flag + " --out " + out.string()), {"--set " + set, what});
+    expect_bad_input(run("sweep " + b + "--dry-run " + flag + " --out " + out.string()), {"--set " + set, what});
     EXPECT_FALSE(fs::exists(out)) << set;
-    expect_bad_input(run("estimate --builtin default " + flag), {"--set " + set, what});
+    expect_bad_input(run("estimate " + b + flag), {"--set " + set, what});
   }
 };
 
@@ -62,6 +64,13 @@ TEST_F(BadInputCli, SimgridSettingsAreCheckedBeforeAnythingTrains) {
     const std::string key = settings.substr(2, settings.find('"', 2) - 2);
     expect_every_command_refuses("network.simgrid=" + settings, "network.simgrid." + key);
   }
+}
+
+// Class 4: keys that do nothing in their layout were accepted silently.
+TEST_F(BadInputCli, KeysWithoutEffectAreRefusedEverywhere) {
+  expect_every_command_refuses("parallel.context=1", "compression.method", "mos-paper-mos-300mbps");
+  expect_every_command_refuses("compression.sync_every=4", "compression.sync_every");
+  expect_every_command_refuses("compression.sync_value_bits=4", "compression.sync_value_bits");
 }
 
 // Class 3: flags without bounds, and flag values read as "not given".
