@@ -74,16 +74,24 @@ void check_each_replica(const Scenario& s, const std::vector<ReplicaConfig>& sha
       fail(path + ".compress_boundaries", "selective boundary compression needs parallel.data_sync.method diloco or "
                                           "sparseloco (under all_reduce every replica alike)",
            {"parallel.data_sync.method"});
-    if (r.context != first.context)
-      fail(path + ".context", "replicas of different context degrees are not trained (each context rank syncs with "
-                              "the same context rank of the others): " + std::to_string(first.context) +
-                                  ", like the first");
   }
 }
 
 }  // namespace
 
+void check_replica_contexts(const Scenario& s) {
+  const std::vector<ReplicaConfig>& replicas = s.parallel.replicas;
+  for (size_t q = 1; q < replicas.size(); ++q)
+    if (replicas[q].context != replicas[0].context)
+      fail(replica_path(q) + ".context",
+           "context " + std::to_string(replicas[q].context) + ", but replica 0 has context " +
+               std::to_string(replicas[0].context) + ": every replica needs the same context degree (each context "
+               "rank syncs with the same context rank of the others)",
+           {replica_path(0) + ".context", replica_path(0)});
+}
+
 void check_layout_schema(const Scenario& s) {
+  check_replica_contexts(s);
   check_pipeline_layout(s);
   check_keys_in_effect(s);
   const ParallelConfig& p = s.parallel;

@@ -224,6 +224,7 @@ void check_relay(const Scenario& s) {
 void check_across(const Scenario& s) {
   const auto& p = s.parallel;
   const auto& m = s.model;
+  check_replica_contexts(s);  // before the checks that read the first replica's context
   if (!p.placement.empty()) {
     const std::string where = p.replicas.empty() ? "parallel.placement" : "parallel.replicas";
     if (int(p.placement.size()) != p.ranks())

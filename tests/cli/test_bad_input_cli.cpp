@@ -73,6 +73,29 @@ TEST_F(BadInputCli, KeysWithoutEffectAreRefusedEverywhere) {
   expect_every_command_refuses("compression.sync_value_bits=4", "compression.sync_value_bits");
 }
 
+// Class 5: errors that named the wrong place, or said something untrue.
+TEST_F(BadInputCli, ErrorsNameTheRightPlace) {
+  const std::string hetero = std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-selective.json";
+  expect_bad_input(run("estimate " + hetero + " --set parallel.replicas.01.pipeline=1"),
+                   {"--set parallel.replicas.01.pipeline=1", "leading zeros"});
+  for (const char* command : {"estimate --builtin default", "sweep --builtin default --dry-run"}) {
+    const auto r = run(std::string(command) + " --set training.lr=1e309");
+    expect_bad_input(r, {"--set training.lr=1e309: training.lr: number out of range"});
+    EXPECT_EQ(r.err.find("top level"), std::string::npos) << r.err;
+  }
+  expect_bad_input(run("sweep --builtin default --dry-run --set training.lr=0.1,1e309"),
+                   {"--set training.lr=0.1,1e309: training.lr: number out of range"});
+  nlohmann::json d = nlohmann::json::parse(lowband::builtin_scenario_text("default"));
+  d["training"]["seed"] = 123456789;
+  std::string text = d.dump();
+  const auto p = write("seed.json", text.replace(text.find("123456789"), 9, "-0"));
+  const auto ok = run("validate " + p.string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  expect_bad_input(run("estimate " + hetero + R"( --set 'parallel.replicas.1={"context": 2, "nodes": [1, 2], )"
+                       R"("compress_boundaries": true}')"),
+                   {"parallel.replicas.1.context: context 2, but replica 0 has context 1"});
+}
+
 // Class 3: flags without bounds, and flag values read as "not given".
 TEST_F(BadInputCli, FlagsWithoutBoundsAreRefusedNamingTheFlag) {
   const fs::path out = dir_ / "out";
