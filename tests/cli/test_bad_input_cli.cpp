@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,33 @@ TEST_F(BadInputCli, ErrorsNameTheRightPlace) {
   expect_bad_input(run("estimate " + hetero + R"( --set 'parallel.replicas.1={"context": 2, "nodes": [1, 2], )"
                        R"("compress_boundaries": true}')"),
                    {"parallel.replicas.1.context: context 2, but replica 0 has context 1"});
+}
+
+// --steps meant two things: run kept training.steps (the schedule's length and
+// scenario.json's), sweep set it, so "the same" 3 steps differed. Both set it now.
+TEST_F(BadInputCli, RunAndSweepStepsAreTheSameSteps) {
+  const std::string tiny =
+      " --builtin default --set model.layers=2 --set model.d_model=32 --set model.heads=4 --set model.kv_heads=2"
+      " --set model.ffn_hidden=64 --set model.seq_len=64 --set devices.timing=profile --set training.lr_warmup_steps=1"
+      " --set training.eval_every=0 --threads 1 --steps 3";
+  const auto r = run("run" + tiny + " --out " + (dir_ / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto s = run("sweep" + tiny + " --jobs 1 --out " + (dir_ / "sweep").string());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto recorded = nlohmann::json::parse(lowband::test_support::slurp(dir_ / "run" / "scenario.json"));
+  EXPECT_EQ(recorded["training"]["steps"], 3);
+  fs::path point;
+  for (const auto& e : fs::directory_iterator(dir_ / "sweep"))
+    if (fs::exists(e.path() / "steps.jsonl")) point = e.path();
+  ASSERT_FALSE(point.empty());
+  EXPECT_EQ(lowband::test_support::slurp(point / "scenario.json"), lowband::test_support::slurp(dir_ / "run" / "scenario.json"));
+  std::ifstream a(dir_ / "run" / "steps.jsonl"), b(point / "steps.jsonl");
+  int lines = 0;
+  for (std::string la, lb; std::getline(a, la) && std::getline(b, lb); ++lines)
+    EXPECT_EQ(nlohmann::json::parse(la)["train_loss"], nlohmann::json::parse(lb)["train_loss"]) << "step " << lines;
+  EXPECT_EQ(lines, 3);
+  // Resuming keeps the run's count: another --steps is refused naming it.
+  expect_bad_input(run("run --resume " + (dir_ / "run").string() + " --steps 5"), {"--steps"});
 }
 
 // Class 3: flags without bounds, and flag values read as "not given".
