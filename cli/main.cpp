@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <string>
 #include <new>
 
 #include "cli/commands.h"
@@ -46,6 +48,12 @@ int main(int argc, char** argv) {
     // Sizes are checked up front (run checks the model against this machine's memory);
     // what still runs out is the machine's, not a bug.
     std::fprintf(stderr, "lowband: error: out of memory: try a smaller model (model.*), batch or fewer ranks\n");
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path given that the system cannot follow (a symlink loop, a permission): the
+    // user's to fix, named like any bad input.
+    const std::string place = e.path1().empty() ? "" : e.path1().string() + ": ";
+    std::fprintf(stderr, "lowband: error: %s%s\n", place.c_str(), e.code().message().c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lowband: internal error: %s\n", e.what());

@@ -124,6 +124,22 @@ TEST_F(BadInputCli, RunAndSweepStepsAreTheSameSteps) {
   expect_bad_input(run("run --resume " + (dir_ / "run").string() + " --steps 5"), {"--steps"});
 }
 
+// A path that is a symlink loop was an internal error (exit 1) where a command
+// asked the file system about it: now exit 2 naming it.
+TEST_F(BadInputCli, ASymlinkLoopIsBadInputNamingThePath) {
+  const fs::path loop = dir_ / "loop";
+  fs::create_symlink(loop, loop);
+  for (const std::string command : {"validate", "report", "plot", "run --resume", "sweep --resume"}) {
+    const auto r = run(command + " " + loop.string());
+    expect_bad_input(r, {loop.string()});
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << command << ": " << r.err;
+  }
+  expect_bad_input(run("run --builtin default --steps 1 --set training.data=" + loop.string() + " --out " +
+                       (dir_ / "out").string()),
+                   {"training.data", loop.string()});
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
 // Class 3: flags without bounds, and flag values read as "not given".
 TEST_F(BadInputCli, FlagsWithoutBoundsAreRefusedNamingTheFlag) {
   const fs::path out = dir_ / "out";
