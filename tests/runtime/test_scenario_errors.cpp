@@ -229,6 +229,27 @@ TEST(ScenarioErrors, LinksHavePhysicalRanges) {
   EXPECT_NO_THROW(parse_scenario(d, "test.json"));
 }
 
+// A custom device whose step would take 1e298 s (1e-300 TFLOP/s): refused at its key.
+TEST(ScenarioErrors, CustomDevicesHavePhysicalRanges) {
+  const auto with = [](const char* key, json value) {
+    json d = base();
+    json p = {{"name", "mine"}, {"peak_tflops_fp32", 10}, {"memory_bandwidth", "1TBps"}, {"memory", "16GiB"},
+              {"efficiency", 0.5}};
+    p[key] = std::move(value);
+    d["devices"]["custom_profiles"] = json::array({p});
+    d["devices"]["profile"] = "mine";
+    return d;
+  };
+  EXPECT_CONTAINS(error_of(with("peak_tflops_fp32", 1e-300)), "devices.custom_profiles.0.peak_tflops_fp32:");
+  EXPECT_CONTAINS(error_of(with("peak_tflops_fp32", 1e7)), "devices.custom_profiles.0.peak_tflops_fp32:");
+  EXPECT_CONTAINS(error_of(with("peak_tflops_bf16", 1e-300)), "devices.custom_profiles.0.peak_tflops_bf16: expected 0");
+  EXPECT_CONTAINS(error_of(with("memory_bandwidth", "1e-300Bps")),
+                  "devices.custom_profiles.0.memory_bandwidth: \"1e-300Bps\" is out of range");
+  EXPECT_CONTAINS(error_of(with("efficiency", 1e-300)), "devices.custom_profiles.0.efficiency:");
+  EXPECT_NO_THROW(parse_scenario(with("peak_tflops_bf16", 0), "test.json"));
+  EXPECT_NO_THROW(parse_scenario(with("efficiency", 1), "test.json"));
+}
+
 TEST(ScenarioErrors, UnknownDeviceProfile) {
   json d = base();
   d["devices"]["profile"] = "A100-80G";
