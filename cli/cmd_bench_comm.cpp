@@ -95,7 +95,7 @@ void add_bench_comm_command(CLI::App& app) {
                       "ranks 1..p-1 each send S to rank 0 at once)")
           ->delimiter(',');
   cmd->add_option("--ranks", args->ranks,
-                  "participants 0..N-1 (default: the scenario's ranks; every node for a file with only a "
+                  "participants 0..N-1 (in-process: at most 4 x the cores; default: the scenario's ranks; every node for a file with only a "
                   "\"network\" section, which is enough here)");
   cmd->add_option("--pair", args->pair, "simulated p2p from node A to node B (default: 0,1)")
       ->delimiter(',')

@@ -111,7 +111,7 @@ void add_run_command(CLI::App& app) {
                   "continue the run in this directory from its last checkpoint (training.checkpoint_every); "
                   "a scenario given must equal its scenario.json");
   cmd->add_option("--threads", args->threads,
-                  "OpenMP threads (default OMP_NUM_THREADS, else one per core); with --resume the default is the "
+                  "OpenMP threads, at most 4 x the cores (default OMP_NUM_THREADS, else one per core); with --resume the default is the "
                   "count the run was trained with (its checkpoint records it), and another count given here may "
                   "change the numbers in their last digits");
   cmd->add_option("--also-time-on", args->also_time_on,

@@ -135,9 +135,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "sweep directory (default runs/<scenario name>-sweep-<UTC timestamp>); "
                                       "points already done there are skipped");
   cmd->add_option("--resume", args->resume, "finish the sweep in this directory (reads its sweep.json)");
-  cmd->add_option("--jobs", args->jobs, "trainings at once (default: as many as fit, one per core)");
+  cmd->add_option("--jobs", args->jobs, "trainings at once, at most 4 x the cores (default: as many as fit, one per core)");
   cmd->add_option("--threads", args->threads,
-                  "OpenMP threads per training (default OMP_NUM_THREADS, else cores / jobs); a training resumed "
+                  "OpenMP threads per training, at most 4 x the cores (default OMP_NUM_THREADS, else cores / jobs); a training resumed "
                   "from its checkpoint keeps the count it was trained with unless this is given (its numbers may "
                   "then change in their last digits)");
   cmd->add_option("--steps", args->steps, "training steps of every point (sets training.steps)");
