@@ -16,6 +16,9 @@ struct TransportBenchArgs {
   int iters = 0;                          // timed calls per row (0: ~0.2 s worth)
 };
 
+// One --sizes value in bytes: a size with its unit, above 0 ("0B" is an error naming --sizes).
+double bench_size_bytes(const std::string& text);
+
 // Prints the table (under MPI: rank 0 only). Throws InputError on bad
 // arguments, CommandFailed (exit 1) when a result had wrong elements.
 void run_transport_bench(const TransportBenchArgs& args, const std::function<int()>& scenario_ranks);

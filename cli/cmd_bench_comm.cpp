@@ -95,7 +95,7 @@ void add_bench_comm_command(CLI::App& app) {
                       "ranks 1..p-1 each send S to rank 0 at once)")
           ->delimiter(',');
   cmd->add_option("--ranks", args->ranks,
-                  "participants 0..N-1 (default: the scenario's ranks; every node for a file with only a "
+                  "participants 0..N-1 (in-process: at most 4 x the cores; default: the scenario's ranks; every node for a file with only a "
                   "\"network\" section, which is enough here)");
   cmd->add_option("--pair", args->pair, "simulated p2p from node A to node B (default: 0,1)")
       ->delimiter(',')
@@ -108,15 +108,20 @@ void add_bench_comm_command(CLI::App& app) {
   cmd->add_option("--iters", args->iters, "in-process/mpi/nccl: timed calls per row (default: about 0.2 s worth)");
   cmd->callback([args, cmd, sizes_option, collectives_option] {
     if (cmd->count("--ranks") && args->ranks < 1) throw InputError("--ranks", "must be at least 1, got " + std::to_string(args->ranks));
+    if (cmd->count("--iters") && (args->iters < 1 || args->iters > 1000000))
+      throw InputError("--iters", "must be 1..1000000 (leave it out for about 0.2 s of calls per row), got " +
+                                      std::to_string(args->iters));
+    if (cmd->count("--iters") && args->transport == "simulated")
+      throw InputError("--iters", "only with --transport in-process, mpi or nccl: a simulated row is timed once");
     if (args->transport != "simulated")
       return run_transport_bench({args->transport, sizes_option->count() ? args->sizes : std::vector<std::string>{},
                                   collectives_option->count() ? args->collectives : std::vector<std::string>{},
                                   args->ranks, args->iters},
                                  [&] { return load_scenario(args->source).parallel.ranks(); });
+    std::vector<double> sizes_bytes;
+    for (const auto& s : args->sizes) sizes_bytes.push_back(bench_size_bytes(s));
     bool network_only = false;
     const Scenario scenario = load_bench_scenario(args->source, network_only);
-    std::vector<double> sizes_bytes;
-    for (const auto& s : args->sizes) sizes_bytes.push_back(units::parse_bytes(s, "--sizes"));
     std::vector<sim::Collective> collectives, p2p;
     for (const auto& c : args->collectives) {
       const sim::Collective collective = parse_collective(c);

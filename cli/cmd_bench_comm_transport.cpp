@@ -26,8 +26,10 @@ Plan make_plan(const TransportBenchArgs& args) {
   const std::vector<std::string> sizes =
       args.sizes.empty() ? std::vector<std::string>{"1KB", "64KB", "1MB", "16MB", "256MB"} : args.sizes;
   for (const auto& s : sizes) {
-    const double bytes = units::parse_bytes(s, "--sizes");
-    plan.counts.push_back(static_cast<int64_t>(bytes / static_cast<double>(comm::dtype_bytes(comm::DType::f32))));
+    const double bytes = bench_size_bytes(s);
+    const double elements = bytes / static_cast<double>(comm::dtype_bytes(comm::DType::f32));
+    if (elements < 1) throw InputError("--sizes", "\"" + s + "\" is less than one float32 (4B)");
+    plan.counts.push_back(static_cast<int64_t>(elements));
   }
   const std::vector<comm::Collective> known = {comm::Collective::all_reduce, comm::Collective::all_gather,
                                                comm::Collective::reduce_scatter, comm::Collective::broadcast};
@@ -60,12 +62,21 @@ int64_t run_rows(comm::Communicator& comm, const Plan& plan, bool print) {
 
 }  // namespace
 
+double bench_size_bytes(const std::string& text) {
+  const double bytes = units::parse_bytes(text, "--sizes");
+  if (!(bytes > 0)) throw InputError("--sizes", "\"" + text + "\": a buffer size must be above 0");
+  return bytes;
+}
+
 void run_transport_bench(const TransportBenchArgs& args, const std::function<int()>& scenario_ranks) {
   const Plan plan = make_plan(args);
   int64_t wrong = 0;
   if (args.transport == "in-process") {
     const int p = args.ranks > 0 ? args.ranks : scenario_ranks();
-    if (p < 1) throw InputError("--ranks", "need at least 1 rank, got " + std::to_string(p));
+    if (args.ranks > 0) check_count_here("--ranks", p, "in-process ranks, one thread each");
+    if (p > max_threads_here())
+      throw InputError("--ranks", "the scenario's " + std::to_string(p) + " ranks are more in-process threads than 4 x "
+                                  "this machine's cores (" + std::to_string(max_threads_here()) + "): give --ranks N");
     std::cout << "# transport in-process: " << p
               << " ranks as threads of one process, free-running (no baton); float32; time: the slowest rank's mean\n";
     comm::InProcessWorld world(p, /*baton=*/false);

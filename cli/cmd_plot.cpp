@@ -45,7 +45,7 @@ void add_plot_command(CLI::App& app) {
     for (const std::string& f : args->formats)
       if (!report::is_image_format(f)) throw InputError("--format", "unknown format \"" + f + "\" (expected png, svg)");
     if (args->formats.empty()) throw InputError("--format", "give at least one of png, svg");
-    if (args->target_loss && !std::isfinite(*args->target_loss)) throw InputError("--target-loss", "must be finite");
+    check_target_loss(args->target_loss);
     const report::LoadedRuns loaded = report::load_runs(args->inputs, "dirs");
     for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
     const double target = args->target_loss ? *args->target_loss : report::default_target_loss(loaded.runs);

@@ -35,7 +35,7 @@ void add_report_command(CLI::App& app) {
                   "with the highest bandwidth)");
   cmd->add_option("--out", args->out, "markdown file to write (default: standard output)");
   cmd->callback([args] {
-    if (args->target_loss && !std::isfinite(*args->target_loss)) throw InputError("--target-loss", "must be finite");
+    check_target_loss(args->target_loss);
     report::LoadedRuns loaded = report::load_runs(args->inputs, "dirs");
     for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
     const report::Report r = report::build_report(std::move(loaded), {args->target_loss, args->baseline});

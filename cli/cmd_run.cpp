@@ -1,7 +1,8 @@
 // `lowband run [SCENARIO] [--set k=v]... [--out RUN_DIR] [--steps N]`: train with
 // context parallelism over simulated ranks and write a run directory
-// (runtime/train/run.h). Exit status 3 when the loss diverges. Under mpirun
-// (`mpirun -np P lowband run ...`) each process is one rank and rank 0 writes.
+// (runtime/train/run.h); --steps N sets training.steps, as sweep --steps does.
+// Exit status 3 when the loss diverges. Under mpirun (`mpirun -np P lowband run
+// ...`) each process is one rank and rank 0 writes.
 // `lowband run --resume RUN_DIR [SCENARIO | --builtin NAME] [--set k=v]...`:
 // continue that run from its checkpoint.bin (runtime/train/checkpoint.h); a scenario
 // given must equal RUN_DIR/scenario.json, and the training continues with the
@@ -103,12 +104,14 @@ void add_run_command(CLI::App& app) {
              "and write a run directory (scenario.json, steps.jsonl, curve.csv, summary.json, checkpoint.bin)");
   add_scenario_options(cmd, args->source);
   cmd->add_option("--out", args->out, "run directory (default runs/<scenario name>-<UTC timestamp>)");
-  cmd->add_option("--steps", args->steps, "training steps (default training.steps)");
+  cmd->add_option("--steps", args->steps,
+                  "training steps: sets training.steps (the learning-rate schedule's length and scenario.json's, as "
+                  "sweep --steps does); with --resume it must equal the run's");
   cmd->add_option("--resume", args->resume,
                   "continue the run in this directory from its last checkpoint (training.checkpoint_every); "
                   "a scenario given must equal its scenario.json");
   cmd->add_option("--threads", args->threads,
-                  "OpenMP threads (default OMP_NUM_THREADS, else one per core); with --resume the default is the "
+                  "OpenMP threads, at most 4 x the cores (default OMP_NUM_THREADS, else one per core); with --resume the default is the "
                   "count the run was trained with (its checkpoint records it), and another count given here may "
                   "change the numbers in their last digits");
   cmd->add_option("--also-time-on", args->also_time_on,
@@ -120,13 +123,18 @@ void add_run_command(CLI::App& app) {
                   "(one GPU per process; point-to-point messages still over MPI)")
       ->check(CLI::IsMember({"mpi", "nccl"}));
   cmd->callback([args, cmd] {
+    // The flags first: a bad one is the only line on stderr (no note about the default scenario).
+    if (cmd->count("--steps") && (args->steps < 1 || args->steps > (1 << 30)))
+      throw InputError("--steps", "must be 1..1073741824, got " + std::to_string(args->steps));
+    if (cmd->count("--threads")) check_count_here("--threads", args->threads, "OpenMP threads");
     const bool resume = !args->resume.empty();
+    // --steps N is training.steps = N, as for sweep: the schedule spans the N steps and
+    // scenario.json says N. A resumed run's count is its own (run_plan checks --steps).
+    if (cmd->count("--steps") && !resume) args->source.sets.push_back("training.steps=" + std::to_string(args->steps));
     const Scenario scenario = resume ? scenario_to_resume(*args) : load_scenario(args->source);
-    if (cmd->count("--steps") && args->steps < 1) throw InputError("--steps", "must be at least 1");
-    if (cmd->count("--threads") && args->threads < 1) throw InputError("--threads", "must be at least 1");
     train::RunOptions options;
     options.out_dir = resume ? args->resume : args->out;
-    options.steps = args->steps;
+    options.steps = resume ? args->steps : -1;
     options.resume = resume;
     options.threads = args->threads;
     options.threads_forced = args->threads > 0;

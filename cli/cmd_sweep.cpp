@@ -68,8 +68,8 @@ void print_plan(const sweep::SweepPlan& plan) {
 }
 
 void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
-  if (cmd.count("--jobs") && a.jobs < 1) throw InputError("--jobs", "must be at least 1");
-  if (cmd.count("--threads") && a.threads < 1) throw InputError("--threads", "must be at least 1");
+  if (cmd.count("--jobs")) check_count_here("--jobs", a.jobs, "trainings at once");
+  if (cmd.count("--threads")) check_count_here("--threads", a.threads, "OpenMP threads per training");
   if (cmd.count("--steps") && a.steps < 1) throw InputError("--steps", "must be at least 1");
   std::string text, source, out = a.out;
   std::vector<std::string> sets = a.source.sets;
@@ -87,6 +87,7 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
     source = a.source.file;
     text = read_scenario_text(source);
   } else {
+    if (!a.source.builtin.empty()) check_builtin_name(a.source.builtin);
     const std::string name = a.source.builtin.empty() ? "default" : a.source.builtin;
     if (a.source.builtin.empty())
       std::cerr << "lowband: no scenario file given: using the built-in scenario \"default\" (scenarios/"
@@ -134,9 +135,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "sweep directory (default runs/<scenario name>-sweep-<UTC timestamp>); "
                                       "points already done there are skipped");
   cmd->add_option("--resume", args->resume, "finish the sweep in this directory (reads its sweep.json)");
-  cmd->add_option("--jobs", args->jobs, "trainings at once (default: as many as fit, one per core)");
+  cmd->add_option("--jobs", args->jobs, "trainings at once, at most 4 x the cores (default: as many as fit, one per core)");
   cmd->add_option("--threads", args->threads,
-                  "OpenMP threads per training (default OMP_NUM_THREADS, else cores / jobs); a training resumed "
+                  "OpenMP threads per training, at most 4 x the cores (default OMP_NUM_THREADS, else cores / jobs); a training resumed "
                   "from its checkpoint keeps the count it was trained with unless this is given (its numbers may "
                   "then change in their last digits)");
   cmd->add_option("--steps", args->steps, "training steps of every point (sets training.steps)");

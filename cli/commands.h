@@ -4,6 +4,7 @@
 // (main prints it on one line and exits with status 2).
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +28,19 @@ struct ScenarioSource {
 };
 void add_scenario_options(CLI::App* command, ScenarioSource& source);
 Scenario load_scenario(const ScenarioSource& source);
+
+// Flags that size the work on this machine (cli/flag_limits.cpp). --threads, --jobs
+// and in-process --ranks: 1..4 x the cores (past that, threads only wait on each
+// other: --threads 100000 ended in a libgomp failure, --threads 4096 took 32 s).
+int max_threads_here();
+void check_count_here(const std::string& flag, int n, const char* what);
+// report and plot --target-loss: positive and finite.
+void check_target_loss(const std::optional<double>& target);
+// --builtin NAME: one of builtin_scenario_names(), else an error naming the flag.
+void check_builtin_name(const std::string& name);
+// An empty argument ("--out ''", "--out=", a file '') is an error naming its flag:
+// no command reads an empty value as anything but a mistake.
+void check_no_empty_argument(int argc, char** argv);
 
 void add_validate_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <string>
 #include <new>
 
 #include "cli/commands.h"
@@ -26,6 +28,7 @@ int main(int argc, char** argv) {
   lowband::cli::add_report_command(app);
   lowband::cli::add_scenario_docs_command(app);
   try {
+    lowband::cli::check_no_empty_argument(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -45,6 +48,12 @@ int main(int argc, char** argv) {
     // Sizes are checked up front (run checks the model against this machine's memory);
     // what still runs out is the machine's, not a bug.
     std::fprintf(stderr, "lowband: error: out of memory: try a smaller model (model.*), batch or fewer ranks\n");
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path given that the system cannot follow (a symlink loop, a permission): the
+    // user's to fix, named like any bad input.
+    const std::string place = e.path1().empty() ? "" : e.path1().string() + ": ";
+    std::fprintf(stderr, "lowband: error: %s%s\n", place.c_str(), e.code().message().c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lowband: internal error: %s\n", e.what());

@@ -22,6 +22,7 @@ Scenario load_scenario(const ScenarioSource& source) {
   if (!source.file.empty() && !source.builtin.empty())
     throw InputError("--builtin", "give a scenario file or --builtin, not both");
   if (!source.file.empty()) return load_scenario_file(source.file, source.sets);
+  if (!source.builtin.empty()) check_builtin_name(source.builtin);
   const std::string name = source.builtin.empty() ? "default" : source.builtin;
   if (source.builtin.empty())
     std::cerr << "lowband: no scenario file given: using the built-in scenario \"default\" ("

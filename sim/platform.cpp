@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "sim/simgrid_settings.h"
 #include "sim/tcp_model.h"
 
 namespace lowband::sim {
@@ -254,6 +255,10 @@ void install_tcp_model(const TcpSettings& tcp) {
 void reset_tcp_connections() { tcp_connections().by_pair.clear(); }
 
 void validate_network(const NetworkSpec& net) {
+  for (const auto& [key, value] : net.simgrid_config) {
+    const std::string problem = simgrid_setting_problem(key, value);
+    if (!problem.empty()) throw InputError("network.simgrid." + key, problem);
+  }
   if (net.nodes < 1)
     throw InputError("network.nodes", "must be at least 1, got " + std::to_string(net.nodes));
   switch (net.topology) {

@@ -52,7 +52,8 @@ std::vector<Field> weight_sync_fields() {
                  "shared by all ranks, all-reduced, values only; `topk_grad`: SparseLoCo's per-chunk top-k, 2-bit "
                  "values and 12-bit indices, all-gathered; `lowrank_grad`: PowerSGD's rank-r factors of each matrix, "
                  "two all-reduces, every coordinate served every step) and all apply the same aggregate. "
-                 "Context-parallel ranks only (docs/design.md §3)",
+                 "Context-parallel ranks only (docs/design.md §3): other than `all_reduce`, an error with "
+                 "`parallel.context` 1",
                  "\"sparse\""})),
        hand_read(number("sync_fraction", kAt, &CompressionConfig::sync_fraction, Bounds{0, 1, true, false},
                 {"`0.05`",
@@ -61,13 +62,13 @@ std::vector<Field> weight_sync_fields() {
                  "chunk, `k = max(1, round(fraction · 4096))`; `lowrank_grad`: rank `round(fraction · n·m / (n + m))` "
                  "of each n × m matrix (its factors hold about `fraction` of it; vectors sent whole)",
                  "0.1"})),
-       hand_read(integer("sync_every", kAt, &CompressionConfig::sync_every, 1, kMaxInt,
-                {"`1`", "`sparse`: steps between syncs; the error-feedback variants exchange every step (only 1)", "2",
-                 {}, "steps"})),
+       tested_from(hand_read(integer("sync_every", kAt, &CompressionConfig::sync_every, 1, kMaxInt,
+                {"`1`", "`sparse`: steps between syncs; `all_reduce` and the error-feedback variants exchange every "
+                 "step (only 1)", "2", {}, "steps"})), "", {"compression.weight_sync=sparse"}),
        typed(hand_read(integer("sync_value_bits", kAt, &CompressionConfig::sync_value_bits, 1, 32,
                 {"`2`",
                  "bits per sent value (2^bits bins over ±3σ with a per-tensor table, as SparseLoCo), or 32 for float32 "
-                 "values; read with other weight syncs but not used (nor recorded)",
+                 "values; an error with other weight syncs (they send none)",
                  "4", {"weight_sync", {"topk_grad"}}})), "1..8 or 32")};
 }
 
@@ -101,7 +102,8 @@ Section compression_section() {
                          {"topk", CompressionMethod::topk}, {"quantize", CompressionMethod::quantize}},
                 {"`\"none\"`",
                  "K/V codec: mixtures of subspaces, or the baselines top-k sparsification and absmax block "
-                 "quantisation (runtime/compress/)",
+                 "quantisation (runtime/compress/); other than `none`, an error with `parallel.context` 1 (no K/V is "
+                 "exchanged)",
                  "\"topk\""})),
        doc_only("ratio", Kind::number, "number in [0, 1)",
                 {"—",

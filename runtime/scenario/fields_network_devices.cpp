@@ -2,6 +2,7 @@
 // values are read by parse_network.cpp) and devices (dtype and timing read and
 // written from here; the profiles by parse_devices.cpp and to_json.cpp).
 #include "runtime/scenario/fields_build.h"
+#include "sim/simgrid_settings.h"
 
 namespace lowband::fields {
 
@@ -49,7 +50,9 @@ Section network_section() {
                  "nodes of the network; with clusters optional, and if given it must equal the sum", "8"}),
        doc_only("bandwidth", Kind::bandwidth, "bandwidth",
                 {"**required**",
-                 "star: every access link (its download when `upload_bandwidth` is given); full_mesh: every pair link",
+                 "star: every access link (its download when `upload_bandwidth` is given); full_mesh: every pair link. "
+                 "Every link's bandwidth, here and below, is 1Kbps..1000Tbps (1 Pbps): SimGrid cannot time a "
+                 "bandwidth near its solver's precision, and none slower than a modem or faster than a petabit is real",
                  "\"1Gbps\"", kStarMesh}),
        doc_only("upload_bandwidth", Kind::bandwidth, "bandwidth",
                 {"`bandwidth`",
@@ -57,7 +60,10 @@ Section network_section() {
                  "out share it, its messages in share `bandwidth`; the two directions never share)",
                  "\"100Mbps\"", {"topology", {"star"}}}),
        doc_only("latency", Kind::duration, "duration",
-                {"**required**", "star: every access link, one way (a path crosses two); full_mesh: every pair link",
+                {"**required**",
+                 "star: every access link, one way (a path crosses two); full_mesh: every pair link. Every link's "
+                 "latency, here and below, is 0s or 1ns..1000s: SimGrid's clock works to 1 ns, and no terrestrial or "
+                 "satellite path takes 1000 s",
                  "\"5ms\"", kStarMesh}),
        doc_only("overrides", Kind::array,
                 "array of `{\"node\", \"bandwidth\"?, \"upload_bandwidth\"?, \"latency\"?}` (full_mesh: "
@@ -95,8 +101,9 @@ Section network_section() {
        doc_only("simgrid", Kind::object, "object of SimGrid setting → string, number or boolean",
                 {"`{}`",
                  "for experts: passed to SimGrid (`Engine::set_config`) after the model's own settings, so it can "
-                 "override them; SimGrid checks them (a refused one is an error naming `network.simgrid.KEY`); echoed "
-                 "wherever the network is printed",
+                 "override them; echoed wherever the network is printed. Only these, checked before anything runs "
+                 "(`sim/simgrid_settings.h`; any other is an error naming `network.simgrid.KEY`): " +
+                     sim::simgrid_settings_allowed(),
                  R"({"network/crosstraffic": "0"})"})}};
 }
 

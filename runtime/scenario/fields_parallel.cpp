@@ -67,7 +67,8 @@ Section parallel_section() {
                  "`data_sync` diloco or sparseloco (their weights meet part by part, the common refinement of their "
                  "stages; every replica needs the same `context`); synchronous all_reduce needs one shape. "
                  "`compress_boundaries` true: `compression.boundary` applies to that replica, the others send dense "
-                 "boundaries (selective compression; under all_reduce every replica alike); with `parallel.data` every "
+                 "boundaries (selective compression; under all_reduce every replica alike; an error on a one-stage "
+                 "replica or with boundary method `none`, where it would do nothing); with `parallel.data` every "
                  "replica follows `compression.boundary`",
                  R"([{"pipeline": 2, "context": 4, "nodes": [8, 9, 10, 11, 12, 13, 14, 15]}])"}),
        choice("split", p, &ParallelConfig::split, {{"zigzag", CpSplit::zigzag}, {"contiguous", CpSplit::contiguous}},

@@ -108,6 +108,8 @@ int64_t as_integer(const json& v, const std::string& path, int64_t lo, int64_t h
 }
 
 uint64_t as_uint64(const json& v, const std::string& path) {
+  // -0 is read as a signed integer zero: it is 0.
+  if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() == 0) return 0;
   if (!v.is_number_unsigned()) expected(path, "a non-negative integer", v);
   return v.get<uint64_t>();
 }

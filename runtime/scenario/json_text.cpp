@@ -133,7 +133,8 @@ class Builder {
 }  // namespace
 
 std::optional<json> parse_json_limited(const std::string& text, const std::string& source, const std::string& place,
-                                       bool syntax_errors_throw, const json_limits& limits) {
+                                       bool syntax_errors_throw, const json_limits& limits,
+                                       const std::string& value_path) {
   if (text.size() > limits.max_bytes)
     throw InputError(place, "larger than " + std::to_string(limits.max_bytes) + " bytes (" + std::to_string(text.size()) +
                                 "): not a scenario");
@@ -147,7 +148,10 @@ std::optional<json> parse_json_limited(const std::string& text, const std::strin
     where += ":" + std::to_string(line) + ":" + std::to_string(column);
   }
   if (b.syntax_) throw InputError(where, "invalid JSON: " + b.error);
-  throw InputError(where, (b.error_path.empty() ? "" : b.error_path + ": ") + b.error);
+  // A --set value's paths are under its key: "training.lr", not "(top level)".
+  std::string path = b.error_path;
+  if (!value_path.empty()) path = path == "(top level)" || path.empty() ? value_path : join_path(value_path, path);
+  throw InputError(where, (path.empty() ? "" : path + ": ") + b.error);
 }
 
 json parse_json_text(const std::string& text, const std::string& source) {

@@ -15,6 +15,34 @@ namespace {
 
 std::string replica_path(size_t q) { return "parallel.replicas." + std::to_string(q); }
 
+// Keys that would have no effect in this layout: refused rather than ignored.
+void check_keys_in_effect(const Scenario& s) {
+  const ParallelConfig& p = s.parallel;
+  const CompressionConfig& c = s.compression;
+  // Only context-parallel ranks exchange K/V, and only they sync weights other
+  // than by all_reduce (replicas all have the first one's context degree).
+  if (p.context == 1 && c.method != CompressionMethod::none)
+    fail("compression.method", "compresses the K/V that context-parallel ranks exchange, but parallel.context is 1 "
+                               "(nothing to compress): use method \"none\" or more context ranks",
+         {"parallel.context", "parallel.replicas"});
+  if (p.context == 1 && c.weight_sync != WeightSync::all_reduce)
+    fail("compression.weight_sync", std::string(weight_sync_name(c.weight_sync)) +
+                                        " syncs context-parallel ranks, but parallel.context is 1 (nothing to sync): "
+                                        "expected \"all_reduce\"",
+         {"parallel.context", "parallel.pipeline", "parallel.replicas"});
+  // compress_boundaries selects which replicas' stage boundaries compression.boundary codes.
+  for (size_t q = 0; q < p.replicas.size(); ++q) {
+    const ReplicaConfig& r = p.replicas[q];
+    if (!r.compress_boundaries) continue;
+    const std::string path = replica_path(q) + ".compress_boundaries";
+    if (c.boundary.method == BoundaryMethod::none)
+      fail(path, "compression.boundary.method is \"none\": no codec to apply to this replica's boundaries",
+           {"compression.boundary.method"});
+    if (r.pipeline == 1)
+      fail(path, "the replica has one stage: no stage boundary to compress", {replica_path(q) + ".pipeline"});
+  }
+}
+
 void check_pipeline_layout(const Scenario& s) {
   int deepest = s.parallel.pipeline;
   for (const ReplicaConfig& r : s.parallel.replicas) deepest = std::max(deepest, r.pipeline);
@@ -46,17 +74,26 @@ void check_each_replica(const Scenario& s, const std::vector<ReplicaConfig>& sha
       fail(path + ".compress_boundaries", "selective boundary compression needs parallel.data_sync.method diloco or "
                                           "sparseloco (under all_reduce every replica alike)",
            {"parallel.data_sync.method"});
-    if (r.context != first.context)
-      fail(path + ".context", "replicas of different context degrees are not trained (each context rank syncs with "
-                              "the same context rank of the others): " + std::to_string(first.context) +
-                                  ", like the first");
   }
 }
 
 }  // namespace
 
+void check_replica_contexts(const Scenario& s) {
+  const std::vector<ReplicaConfig>& replicas = s.parallel.replicas;
+  for (size_t q = 1; q < replicas.size(); ++q)
+    if (replicas[q].context != replicas[0].context)
+      fail(replica_path(q) + ".context",
+           "context " + std::to_string(replicas[q].context) + ", but replica 0 has context " +
+               std::to_string(replicas[0].context) + ": every replica needs the same context degree (each context "
+               "rank syncs with the same context rank of the others)",
+           {replica_path(0) + ".context", replica_path(0)});
+}
+
 void check_layout_schema(const Scenario& s) {
+  check_replica_contexts(s);
   check_pipeline_layout(s);
+  check_keys_in_effect(s);
   const ParallelConfig& p = s.parallel;
   if (p.data <= 1 && p.replicas.empty()) return;
   const std::vector<ReplicaConfig> shapes = replica_shapes(p);

@@ -30,7 +30,11 @@ void apply_one(json& document, const std::string& text) {
   std::stringstream ss(path);
   for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
   if (path.back() == '.') parts.push_back("");
-  const std::optional<json> parsed = scenario_detail::parse_json_limited(raw, "", flag, /*syntax_errors_throw=*/false);
+  for (const std::string& part : parts)
+    if (is_index(part) && part.size() > 1 && part[0] == '0')
+      throw InputError(flag, "index \"" + part + "\" in \"" + path + "\": write an array index without leading zeros");
+  const std::optional<json> parsed =
+      scenario_detail::parse_json_limited(raw, "", flag, /*syntax_errors_throw=*/false, {}, path);
   json value = parsed ? *parsed : json(raw);  // not JSON: a string such as 300Mbps
 
   json* at = &document;

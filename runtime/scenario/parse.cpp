@@ -160,12 +160,18 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     if (sync == weight_sync_name(w)) c.weight_sync = w;
   c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
   c.sync_every = static_cast<int>(r.integer_or("sync_every", 1, 1, kMaxInt));
-  // The error-feedback variants step every rank on one aggregate every step.
-  if (c.sync_every != 1 && c.weight_sync != WeightSync::sparse && c.weight_sync != WeightSync::all_reduce)
-    fail(r.path_of("sync_every"), std::string("weight_sync \"") + sync + "\" exchanges every step: expected 1 or no key");
+  // all_reduce sums the gradients every step; the error-feedback variants step every
+  // rank on one aggregate every step. (1 is recorded in every resolved scenario.)
+  if (c.sync_every != 1 && c.weight_sync != WeightSync::sparse)
+    fail(r.path_of("sync_every"), std::string("weight_sync \"") + sync + "\" exchanges every step: expected 1 or no key",
+         {r.path_of("weight_sync")});
   c.sync_value_bits = static_cast<int>(r.integer_or("sync_value_bits", 2, 1, 32));
   if (c.sync_value_bits > 8 && c.sync_value_bits != 32)
     fail(r.path_of("sync_value_bits"), "expected 1..8 or 32, got " + std::to_string(c.sync_value_bits));
+  // Only topk_grad quantises what it sends (the resolved scenario records it only there).
+  if (r.has("sync_value_bits") && c.weight_sync != WeightSync::topk_grad)
+    fail(r.path_of("sync_value_bits"), std::string("weight_sync \"") + sync + "\" sends no quantised values (only "
+                                       "\"topk_grad\" does): no key", {r.path_of("weight_sync")});
   if (has_ratio && ratio == 0) {
     // Uncompressed whatever the method: the identity codec, keeping only the keys
     // every method shares (so to_json and back give the same scenario).
@@ -218,6 +224,7 @@ void check_relay(const Scenario& s) {
 void check_across(const Scenario& s) {
   const auto& p = s.parallel;
   const auto& m = s.model;
+  check_replica_contexts(s);  // before the checks that read the first replica's context
   if (!p.placement.empty()) {
     const std::string where = p.replicas.empty() ? "parallel.placement" : "parallel.replicas";
     if (int(p.placement.size()) != p.ranks())

@@ -16,14 +16,27 @@ sim::DeviceProfile parse_custom(const ObjectReader& r) {
   if (sim::find_builtin_device(p.name))
     throw SchemaError(r.path_of("name"), r.path_of("name") + ": \"" + p.name +
                                              "\" is a built-in profile; give a custom profile another name");
+  // Physical ranges, so that a step's compute time stays a time (1e-300 TFLOP/s made
+  // steps of 1e298 s): 1 MFLOP/s..1 EFLOP/s, memory 1 MBps..1000 TBps, efficiency
+  // at least 0.1 % of peak.
   constexpr double kTera = 1e12;
-  p.peak_flops_fp32 = r.number("peak_tflops_fp32", Bounds::above(0)) * kTera;
-  p.peak_flops_tf32 = r.number_or("peak_tflops_tf32", 0, Bounds::at_least(0)) * kTera;
-  p.peak_flops_bf16 = r.number_or("peak_tflops_bf16", 0, Bounds::at_least(0)) * kTera;
+  const Bounds tflops = Bounds::closed(1e-6, 1e6);
+  p.peak_flops_fp32 = r.number("peak_tflops_fp32", tflops) * kTera;
+  for (const char* key : {"peak_tflops_tf32", "peak_tflops_bf16"}) {
+    const double v = r.number_or(key, 0, Bounds::closed(0, 1e6));
+    if (v != 0 && !tflops.contains(v))
+      throw SchemaError(r.path_of(key), r.path_of(key) + ": expected 0 (as fp32) or a number in [1e-06, 1e+06], got " +
+                                            r.need(key).dump());
+    (std::string(key) == "peak_tflops_tf32" ? p.peak_flops_tf32 : p.peak_flops_bf16) = v * kTera;
+  }
   p.memory_bandwidth_bytes_per_s = r.bandwidth("memory_bandwidth");
+  if (!(p.memory_bandwidth_bytes_per_s >= 1e6))
+    throw SchemaError(r.path_of("memory_bandwidth"), r.path_of("memory_bandwidth") + ": " +
+                                                         r.need("memory_bandwidth").dump() +
+                                                         " is out of range: a device's memory bandwidth is at least 1MBps");
   p.memory_bytes = r.bytes("memory");
   if (!(p.memory_bytes > 0)) throw SchemaError(r.path_of("memory"), r.path_of("memory") + ": must be positive");
-  p.efficiency = r.number("efficiency", Bounds{0, 1, true, false});
+  p.efficiency = r.number("efficiency", Bounds::closed(1e-3, 1));
   return p;
 }
 

@@ -32,6 +32,9 @@ BoundaryConfig parse_boundary(const ObjectReader& r);
 // The pipeline's checks across sections: stages against model.layers, microbatches
 // against training.batch_size, the boundary codec against the model and the stages.
 void check_pipeline(const Scenario& s);
+// Replicas of different context degrees (layout_check.cpp): checked before the
+// pipeline's and boundary's checks, which read the first replica's degree.
+void check_replica_contexts(const Scenario& s);
 // The layouts no trainer runs (layout_check.cpp; check_layout outside).
 void check_layout_schema(const Scenario& s);
 // The whole document, with the checks across sections.
@@ -51,8 +54,11 @@ struct json_limits {
 // column) or, when source is "", `place`. syntax_errors_throw false: nullopt for
 // text that is not JSON (a --set value such as 300Mbps), but an out-of-range number
 // or a limit is still an error.
+// `value_path`: where the text goes in the scenario (a --set's key), named in errors
+// instead of "(top level)".
 std::optional<json> parse_json_limited(const std::string& text, const std::string& source, const std::string& place,
-                                       bool syntax_errors_throw, const json_limits& limits = {});
+                                       bool syntax_errors_throw, const json_limits& limits = {},
+                                       const std::string& value_path = "");
 // Validates `document` (overrides already applied); an error at or under an
 // overridden path names the --set flag that set it, any other names `source`.
 Scenario parse_with_overrides(const json& document, const std::string& source,

@@ -6,6 +6,7 @@
 
 #include "runtime/scenario/fields.h"
 #include "runtime/scenario/parse_internal.h"
+#include "sim/simgrid_settings.h"
 
 namespace lowband::scenario_detail {
 namespace {
@@ -65,6 +66,33 @@ std::pair<int, int> between(const ObjectReader& r, int count, const char* thing)
   return {std::min(a, b), std::max(a, b)};
 }
 
+// A link's physical range, the same for every link of every topology (access
+// links, pair links, WAN links, overrides). SimGrid's max-min solver works to 1e-5
+// bytes/s and its clock to 1e-9 s: a bandwidth near that precision (1e-310bps is a
+// subnormal) or a latency under a nanosecond crashes or stalls it, and a link slower
+// than 1 kbps or a latency past 1000 s turns a step into centuries. 1 kbps is below
+// any modem still in use; 1 Pbps is far above any one link (the fastest are 1.6 Tbps);
+// 1000 s is past any terrestrial or satellite path (geostationary: 0.25 s).
+constexpr double kMinLinkBandwidth = 125;      // bytes/s: 1 kbps
+constexpr double kMaxLinkBandwidth = 1.25e14;  // bytes/s: 1 Pbps
+constexpr double kMinLatency = 1e-9;           // s, or exactly 0
+constexpr double kMaxLatency = 1000;           // s
+
+double link_bandwidth(const ObjectReader& r, const std::string& key) {
+  const double v = r.bandwidth(key);
+  if (!(v >= kMinLinkBandwidth && v <= kMaxLinkBandwidth))
+    throw SchemaError(r.path_of(key), r.path_of(key) + ": " + r.need(key).dump() +
+                                          " is out of range: a link's bandwidth is 1Kbps..1000Tbps (1 Pbps)");
+  return v;
+}
+double link_latency(const ObjectReader& r, const std::string& key) {
+  const double v = r.duration(key);
+  if (!(v == 0 || (v >= kMinLatency && v <= kMaxLatency)))
+    throw SchemaError(r.path_of(key), r.path_of(key) + ": " + r.need(key).dump() +
+                                          " is out of range: a link's latency is 0s or 1ns..1000s");
+  return v;
+}
+
 // An override: the base link with whichever of bandwidth, latency and (access
 // links) upload_bandwidth it gives; a new bandwidth without an upload_bandwidth
 // is the same both ways.
@@ -72,17 +100,18 @@ sim::Link override_link(const ObjectReader& r, const sim::Link& base) {
   if (!r.has("bandwidth") && !r.has("latency") && !r.has("upload_bandwidth"))
     throw SchemaError(r.path(), r.path() + ": an override needs \"bandwidth\" or \"latency\" (access links: or \"upload_bandwidth\")");
   const double upload = r.has("bandwidth") ? 0.0 : base.upload_bytes_per_s;
-  return {r.bandwidth_or("bandwidth", base.bandwidth_bytes_per_s), r.duration_or("latency", base.latency_s),
-          r.has("upload_bandwidth") ? r.bandwidth("upload_bandwidth") : upload};
+  return {r.has("bandwidth") ? link_bandwidth(r, "bandwidth") : base.bandwidth_bytes_per_s,
+          r.has("latency") ? link_latency(r, "latency") : base.latency_s,
+          r.has("upload_bandwidth") ? link_bandwidth(r, "upload_bandwidth") : upload};
 }
 
-sim::Link full_link(const ObjectReader& r) { return {r.bandwidth("bandwidth"), r.duration("latency")}; }
+sim::Link full_link(const ObjectReader& r) { return {link_bandwidth(r, "bandwidth"), link_latency(r, "latency")}; }
 
 // An access link: bandwidth (the download), latency, and upload_bandwidth if it
 // differs.
 sim::Link access_link(const ObjectReader& r) {
   sim::Link link = full_link(r);
-  if (r.has("upload_bandwidth")) link.upload_bytes_per_s = r.bandwidth("upload_bandwidth");
+  if (r.has("upload_bandwidth")) link.upload_bytes_per_s = link_bandwidth(r, "upload_bandwidth");
   return link;
 }
 
@@ -148,8 +177,9 @@ void check_connected(const ObjectReader& r, const sim::NetworkSpec& net) {
                                                 " is not connected to node 0 by any path of links");
 }
 
-// network.simgrid: SimGrid setting -> value (strings; numbers and booleans as written).
-// SimGrid itself checks them when the platform is built.
+// network.simgrid: SimGrid setting -> value (strings; numbers and booleans as written),
+// each checked here against the settings lowband passes on (sim/simgrid_settings.h),
+// so that SimGrid never sees one it would crash on.
 std::vector<std::pair<std::string, std::string>> simgrid_config(const ObjectReader& r) {
   std::vector<std::pair<std::string, std::string>> out;
   if (!r.has("simgrid")) return out;
@@ -166,6 +196,8 @@ std::vector<std::pair<std::string, std::string>> simgrid_config(const ObjectRead
       out.emplace_back(key, value.dump());
     else
       throw SchemaError(at, at + ": expected a string, number or boolean, got " + value.dump());
+    const std::string problem = sim::simgrid_setting_problem(key, out.back().second);
+    if (!problem.empty()) throw SchemaError(at, at + ": " + problem);
   }
   return out;
 }

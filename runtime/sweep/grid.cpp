@@ -135,8 +135,9 @@ std::vector<std::string> split_top_level(const std::string& text) {
   return parts;
 }
 
-json parse_set_value(const std::string& text) {
-  const std::optional<json> value = scenario_detail::parse_json_limited(text, "", "--set", /*syntax_errors_throw=*/false);
+json parse_set_value(const std::string& text, const std::string& place, const std::string& key) {
+  const std::optional<json> value =
+      scenario_detail::parse_json_limited(text, "", place, /*syntax_errors_throw=*/false, {}, key);
   return value ? *value : json(text);
 }
 
@@ -183,7 +184,7 @@ SweepSpec make_spec(const std::string& text, const std::string& source, const st
     Axis axis{key, {}, flag};
     for (const std::string& item : items) {
       if (item.empty()) throw InputError(flag, "empty value in the list (values are separated by commas)");
-      axis.values.push_back(parse_set_value(item));
+      axis.values.push_back(parse_set_value(item, flag, key));
     }
     set_axis_keys.push_back(key);
     if (section_axis != spec.axes.end()) *section_axis = std::move(axis);

@@ -44,7 +44,9 @@ struct SweepPlan {
 std::vector<std::string> split_top_level(const std::string& text);
 
 // A --set or sweep value as apply_overrides reads it: JSON when it parses, else a string.
-nlohmann::json parse_set_value(const std::string& text);
+// Errors name `place` (the --set flag) and `key` (the path the value goes to).
+nlohmann::json parse_set_value(const std::string& text, const std::string& place = "--set",
+                               const std::string& key = "");
 
 // Builds the spec from a scenario file's text: its "sweep" section (removed from
 // base) gives axes in the file's order; each --set with a top-level comma in its

@@ -27,15 +27,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+}  // namespace
+
 std::string hms(double seconds) {
-  const long s = long(std::max(0.0, seconds) + 0.5);
   std::ostringstream out;
+  if (!(seconds < 1e12)) {  // past what a scenario can make of a step (and NaN): no clock, a number
+    out << std::scientific << std::setprecision(2) << seconds << " s";
+    return out.str();
+  }
+  const long s = long(std::max(0.0, seconds) + 0.5);
   out << s / 3600 << ":" << std::setw(2) << std::setfill('0') << (s / 60) % 60 << ":" << std::setw(2)
       << std::setfill('0') << s % 60;
   return out.str();
 }
-
-}  // namespace
 
 parallel::ComputeTiming compute_timing(const Scenario& s) {
   if (s.devices.timing == DeviceTiming::measured) return parallel::ComputeTiming::measured;

@@ -116,6 +116,10 @@ parallel::ComputeTiming compute_timing(const Scenario& scenario);
 
 // The default run directory: runs/<name>-<YYYYmmdd-HHMMSS> (UTC), with -2, -3...
 // appended when it exists.
+// The progress line's clock: "12:03:09" (hours unbounded), or "7.00e+305 s" past
+// 1e12 s (a long's seconds, and any real run), so no step time overflows it.
+std::string hms(double seconds);
+
 std::string default_run_dir(const std::string& scenario_name);
 
 }  // namespace lowband::train

@@ -23,7 +23,9 @@ bin=$(realpath "$1")
 out=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-common=(--steps 6 --set devices.timing=profile --set training.checkpoint_every=3)
+# training.steps rather than --steps: the same schedule for binaries before and after
+# run --steps came to set training.steps (issue 28), so --compare works across it.
+common=(--set training.steps=6 --set devices.timing=profile --set training.checkpoint_every=3)
 tiny_pp=(--set parallel.pipeline=2 --set parallel.context=2 --set parallel.microbatches=2 --set "parallel.stage_layers=[2,2]")
 cases=(
   "default|"

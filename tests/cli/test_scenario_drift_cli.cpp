@@ -1,7 +1,7 @@
 // End to end, what the resolved scenario.json holds is what `run --resume` and
 // `--also-time-on` compare: a replica that changed is refused (exit 2, naming
-// it), and a key the resolved scenario leaves out (compression.sync_value_bits
-// without topk_grad) does not make the run's own scenario "another".
+// it), and a key the resolved scenario leaves out (compression.ratio, resolved
+// into the method's own keys) does not make the run's own scenario "another".
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -31,9 +31,11 @@ using ScenarioDriftCli = Cli;
 
 TEST_F(ScenarioDriftCli, ResumingWithTheRunsOwnScenarioWorks) {
   const std::string out = (dir_ / "run").string();
-  const auto first = run("run" + kTiny + " --set compression.sync_value_bits=5 --out " + out);
+  const auto first = run("run" + kTiny + " --set compression.method=topk --set compression.ratio=0.5 --out " + out);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  const auto again = run("run --resume " + out + kTiny + " --set compression.sync_value_bits=5");
+  // The scenario named again (the --sets on the recorded scenario.json would meet its topk_fraction).
+  const auto again = run("run --resume " + out + " --builtin default" + kTiny +
+                         " --set compression.method=topk --set compression.ratio=0.5");
   EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
 }
 
@@ -68,19 +70,23 @@ TEST_F(ScenarioDriftCli, AlsoTimeOnRefusesOtherReplicas) {
 }
 
 // A sweep run again skips the points it finished, and only those: the run's own
-// sync_value_bits is the same point; a replica compressed now is another.
+// compression.ratio is the same point; a replica compressed now is another.
 TEST_F(ScenarioDriftCli, ASweepRunAgainSkipsExactlyTheSamePoints) {
   const std::string out = " --out " + (dir_ / "sweep").string();
-  const auto first = run("sweep" + kTiny + " --set compression.sync_value_bits=5 --set training.seed=1,2" + out);
+  const std::string points = " --set compression.method=topk --set compression.ratio=0.5 --set training.seed=1,2";
+  const auto first = run("sweep" + kTiny + points + out);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  const auto again = run("sweep" + kTiny + " --set compression.sync_value_bits=5 --set training.seed=1,2" + out);
+  const auto again = run("sweep" + kTiny + points + out);
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("(2 points already done)"), std::string::npos) << again.out;
 
-  const std::string replicas = " --out " + (dir_ / "replicas").string() + kReplicas;
+  // compress_boundaries needs a boundary codec (with none it would do nothing, and is refused).
+  const std::string replicas = " --out " + (dir_ / "replicas").string() + kReplicas +
+                               " --set 'compression.boundary={\"method\":\"lowrank\",\"rank\":8}'";
   const auto plain = run("sweep" + kTiny + replicas + " --set parallel.replicas.2.compress_boundaries=false");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   const auto compressed = run("sweep" + kTiny + replicas + " --set parallel.replicas.2.compress_boundaries=true");
+  EXPECT_EQ(compressed.exit_code, 0) << compressed.err;
   EXPECT_EQ(compressed.out.find("already done"), std::string::npos) << compressed.out << compressed.err;
 }
 

@@ -34,6 +34,17 @@ Scenario tiny(std::vector<std::string> extra = {}) {
 
 class Run : public RunDirTest {};
 
+// The progress line's clock: hours past 24, and a number where a long would overflow
+// (1e-300bps once printed "sim -2562047788015215:-30:-8").
+TEST(RunProgress, TheClockNeverOverflows) {
+  EXPECT_EQ(hms(0), "0:00:00");
+  EXPECT_EQ(hms(3725.4), "1:02:05");
+  EXPECT_EQ(hms(100 * 3600.0), "100:00:00");
+  EXPECT_EQ(hms(7e305), "7.00e+305 s");
+  EXPECT_EQ(hms(1e300 * 1e300), "inf s");
+  EXPECT_EQ(hms(-1), "0:00:00");
+}
+
 TEST_F(Run, WritesAValidRunDirectory) {
   const Scenario s = tiny();
   RunOptions options;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
 
@@ -33,11 +34,13 @@ TEST(ScenarioDrift, DifferenceComparesEachReplica) {
 }
 
 // compression.sync_value_bits only matters with weight_sync topk_grad: the
-// resolved scenario leaves it out otherwise, and a scenario that gives it
-// equals that resolved scenario (resuming with the run's own scenario works).
+// resolved scenario leaves it out otherwise (and a scenario that gives it there
+// is refused: it would do nothing), and with topk_grad it is compared.
 TEST(ScenarioDrift, WhatToJsonDropsIsNotCompared) {
-  const Scenario s = hetero({"compression.sync_value_bits=5"});
+  const Scenario s = hetero({});
+  EXPECT_FALSE(to_json(s)["compression"].contains("sync_value_bits"));
   EXPECT_EQ(scenario_difference(parse_scenario(to_json(s), "resolved"), s), "");
+  EXPECT_THROW(hetero({"compression.sync_value_bits=5"}), InputError);
   const Scenario topk = builtin_scenario("default", {"compression.weight_sync=topk_grad", "compression.sync_value_bits=5"});
   EXPECT_EQ(scenario_difference(parse_scenario(to_json(topk), "resolved"), topk), "");
   EXPECT_EQ(scenario_difference(topk, builtin_scenario("default", {"compression.weight_sync=topk_grad"})),

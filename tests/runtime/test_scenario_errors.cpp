@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "runtime/scenario/load.h"
@@ -73,6 +75,33 @@ TEST(ScenarioErrors, SimgridSettingsAreStringsByName) {
   EXPECT_CONTAINS(error_of(d), "network.simgrid: expected an object of SimGrid settings");
   d["network"]["simgrid"] = {{"network/optim", json::array()}};
   EXPECT_CONTAINS(error_of(d), "expected a string, number or boolean");
+}
+
+// Each SimGrid setting is checked up front against what SimGrid survives
+// (sim/simgrid_settings.h): these crashed or aborted the replay child, or (an
+// unknown key) printed SimGrid's 100-line help, after the first step had trained.
+TEST(ScenarioErrors, SimgridSettingsAreCheckedBeforeSimGridSeesThem) {
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"maxmin/precision", -1}}, "network.simgrid.maxmin/precision: expected a number in [1e-12, 0.001], got \"-1\""},
+      {{{"maxmin/precision", "1e-5x"}}, "network.simgrid.maxmin/precision: expected a number"},
+      {{{"network/model", "NS3"}}, "network.simgrid.network/model: expected \"CM02\" or \"LV08\""},
+      {{{"network/model", "Constant"}}, "network.simgrid.network/model:"},
+      {{{"network/model", "help"}}, "network.simgrid.network/model:"},
+      {{{"cpu/model", "nope"}}, "network.simgrid.cpu/model: not a SimGrid setting lowband passes on"},
+      {{{"network/bandwidth-factor", 0}}, "network.simgrid.network/bandwidth-factor: expected a number in [0.001, 1000]"},
+      {{{"network/latency-factor", -5}}, "network.simgrid.network/latency-factor: expected a number"},
+      {{{"network/crosstraffic", "maybe"}}, "network.simgrid.network/crosstraffic: expected true or false"},
+      {{{"network/no-such-setting", 1}}, "network.simgrid.network/no-such-setting: not a SimGrid setting"},
+  };
+  for (const auto& [settings, message] : bad) {
+    json d = base();
+    d["network"]["simgrid"] = settings;
+    EXPECT_CONTAINS(error_of(d), message);
+  }
+  json d = base();
+  d["network"]["simgrid"] = {{"network/crosstraffic", true}, {"network/model", "LV08"}, {"maxmin/precision", 1e-5},
+                             {"network/latency-factor", "13.01"}, {"surf/precision", 1e-9}};
+  EXPECT_EQ(parse_scenario(d, "test.json").network.simgrid_config.size(), 5u);
 }
 
 TEST(ScenarioErrors, WrongTypeNamesPathAndExpectation) {
@@ -153,6 +182,72 @@ TEST(ScenarioErrors, OverrideIndicesOutOfRange) {
   d = base();
   d["devices"]["overrides"] = {{{"node", 9}, {"profile", "L4"}}};
   EXPECT_CONTAINS(error_of(d), "devices.overrides.0.node: expected a node index in 0..3");
+}
+
+// A bandwidth or latency SimGrid cannot time (a subnormal crashed it) is refused
+// at its path, on every kind of link: 1Kbps..1000Tbps, and 0s or 1ns..1000s.
+TEST(ScenarioErrors, LinksHavePhysicalRanges) {
+  for (const char* bandwidth : {"1e-310bps", "1e-300bps", "999bps", "1e-7Gbps", "1001Tbps", "1e17Bps"}) {
+    json d = base();
+    d["network"]["bandwidth"] = bandwidth;
+    EXPECT_CONTAINS(error_of(d), "network.bandwidth: \"" + std::string(bandwidth) + "\" is out of range");
+    d = base();
+    d["network"]["upload_bandwidth"] = bandwidth;
+    EXPECT_CONTAINS(error_of(d), "network.upload_bandwidth:");
+    d = base();
+    d["network"]["overrides"] = {{{"node", 1}, {"upload_bandwidth", bandwidth}}};
+    EXPECT_CONTAINS(error_of(d), "network.overrides.0.upload_bandwidth:");
+  }
+  for (const char* latency : {"1e-320s", "0.5ns", "1001s"}) {
+    json d = base();
+    d["network"]["latency"] = latency;
+    EXPECT_CONTAINS(error_of(d), "network.latency: \"" + std::string(latency) + "\" is out of range: a link's "
+                                 "latency is 0s or 1ns..1000s");
+  }
+  const json link = {{"nodes", 2}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}};
+  json d = base();
+  d["network"] = {{"model", "ideal"}, {"topology", "clusters"}, {"clusters", {link, link}},
+                  {"wan", {{"bandwidth", "1e-310bps"}, {"latency", "1ms"}}}};
+  EXPECT_CONTAINS(error_of(d), "network.wan.bandwidth: \"1e-310bps\" is out of range");
+  d["network"]["wan"] = {{"bandwidth", "1Gbps"}, {"latency", "1e-320s"}};
+  EXPECT_CONTAINS(error_of(d), "network.wan.latency:");
+  d["network"]["wan"] = {{"bandwidth", "1Gbps"}, {"latency", "1ms"}};
+  d["network"]["wan_overrides"] = {{{"between", {0, 1}}, {"bandwidth", "1e-300bps"}}};
+  EXPECT_CONTAINS(error_of(d), "network.wan_overrides.0.bandwidth:");
+  d["network"]["wan_overrides"] = json::array();
+  d["network"]["clusters"][1]["latency"] = "2000s";
+  EXPECT_CONTAINS(error_of(d), "network.clusters.1.latency:");
+  // The edges are in, and so is a latency of exactly 0.
+  d = base();
+  d["network"]["bandwidth"] = "1Kbps";
+  d["network"]["upload_bandwidth"] = "1000Tbps";
+  d["network"]["latency"] = "0s";
+  EXPECT_NO_THROW(parse_scenario(d, "test.json"));
+  d["network"]["latency"] = "1ns";
+  EXPECT_NO_THROW(parse_scenario(d, "test.json"));
+  d["network"]["latency"] = "1000s";
+  EXPECT_NO_THROW(parse_scenario(d, "test.json"));
+}
+
+// A custom device whose step would take 1e298 s (1e-300 TFLOP/s): refused at its key.
+TEST(ScenarioErrors, CustomDevicesHavePhysicalRanges) {
+  const auto with = [](const char* key, json value) {
+    json d = base();
+    json p = {{"name", "mine"}, {"peak_tflops_fp32", 10}, {"memory_bandwidth", "1TBps"}, {"memory", "16GiB"},
+              {"efficiency", 0.5}};
+    p[key] = std::move(value);
+    d["devices"]["custom_profiles"] = json::array({p});
+    d["devices"]["profile"] = "mine";
+    return d;
+  };
+  EXPECT_CONTAINS(error_of(with("peak_tflops_fp32", 1e-300)), "devices.custom_profiles.0.peak_tflops_fp32:");
+  EXPECT_CONTAINS(error_of(with("peak_tflops_fp32", 1e7)), "devices.custom_profiles.0.peak_tflops_fp32:");
+  EXPECT_CONTAINS(error_of(with("peak_tflops_bf16", 1e-300)), "devices.custom_profiles.0.peak_tflops_bf16: expected 0");
+  EXPECT_CONTAINS(error_of(with("memory_bandwidth", "1e-300Bps")),
+                  "devices.custom_profiles.0.memory_bandwidth: \"1e-300Bps\" is out of range");
+  EXPECT_CONTAINS(error_of(with("efficiency", 1e-300)), "devices.custom_profiles.0.efficiency:");
+  EXPECT_NO_THROW(parse_scenario(with("peak_tflops_bf16", 0), "test.json"));
+  EXPECT_NO_THROW(parse_scenario(with("efficiency", 1), "test.json"));
 }
 
 TEST(ScenarioErrors, UnknownDeviceProfile) {

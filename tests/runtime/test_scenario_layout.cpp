@@ -56,6 +56,39 @@ TEST(ScenarioLayout, LoadingRefusesWhatNoTrainerRuns) {
   }
 }
 
+// Keys that would do nothing in their layout were accepted silently (issue 28):
+// each is refused naming its own path, and the neighbour that uses it loads.
+TEST(ScenarioLayout, KeysWithoutEffectAreRefused) {
+  const std::vector<BadLayout> cases = {
+      {false, {"compression.method=mos", "compression.k_ratio=0.5", "compression.v_ratio=0.5", "parallel.context=1"},
+       "compression.method"},
+      {false, {"compression.method=topk", "parallel.context=1"}, "compression.method"},
+      {false, {"parallel.context=1", "parallel.pipeline=2", "model.tie_embeddings=false",
+               "compression.weight_sync=sparse"}, "compression.weight_sync"},
+      {false, {"parallel.context=1", "compression.weight_sync=lowrank_grad"}, "compression.weight_sync"},
+      {false, {"compression.sync_every=4"}, "compression.sync_every"},
+      {false, {"compression.weight_sync=all_reduce", "compression.sync_value_bits=4"}, "compression.sync_value_bits"},
+      {false, {"compression.weight_sync=sparse", "compression.sync_value_bits=32"}, "compression.sync_value_bits"},
+      {true, {"parallel.replicas.0.compress_boundaries=true"}, "parallel.replicas.0.compress_boundaries"},
+      {true, {R"(compression.boundary={"method": "none"})"}, "parallel.replicas.2.compress_boundaries"},
+  };
+  for (const BadLayout& c : cases) {
+    SCOPED_TRACE(c.sets.back());
+    const std::string e = load_error(c);
+    EXPECT_NE(e.find(c.path + ": "), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  for (const BadLayout& c : std::vector<BadLayout>{
+           {false, {"compression.method=mos", "compression.k_ratio=0.5", "compression.v_ratio=0.5"}, ""},
+           {false, {"compression.method=mos", "compression.ratio=0", "parallel.context=1"}, ""},  // ratio 0: none
+           {false, {"compression.weight_sync=sparse", "compression.sync_every=4"}, ""},
+           {false, {"compression.weight_sync=topk_grad", "compression.sync_value_bits=4"}, ""},
+           {true, {"parallel.replicas.2.compress_boundaries=false"}, ""}}) {
+    SCOPED_TRACE(c.sets.back());
+    EXPECT_EQ(load_error(c), "");
+  }
+}
+
 // The good layouts next to them still load.
 TEST(ScenarioLayout, GoodNeighboursLoad) {
   EXPECT_NO_THROW(load_scenario_file(kHetero));

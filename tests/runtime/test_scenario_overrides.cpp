@@ -87,6 +87,36 @@ TEST(ScenarioOverrides, PipelineErrorsNameTheFlag) {
             "--set model.d_model=4: compression.boundary.rank: rank 8 exceeds model.d_model 4");
 }
 
+// Issue 28's unclear errors: each names the flag and the key it set.
+TEST(ScenarioOverrides, ErrorsNameTheFlagAndTheKeyPlainly) {
+  // "01" was read as index 1, and the error then blamed the file.
+  EXPECT_EQ(error_of("hetero-selective.json", {"parallel.replicas.01.pipeline=1"}),
+            "--set parallel.replicas.01.pipeline=1: index \"01\" in \"parallel.replicas.01.pipeline\": write an "
+            "array index without leading zeros");
+  // A value out of range named "(top level)".
+  EXPECT_EQ(error_of("quickstart.json", {"training.lr=1e309"}),
+            "--set training.lr=1e309: training.lr: number out of range: '1e309'");
+  EXPECT_EQ(error_of("quickstart.json", {"parallel.replicas=[{\"nodes\": [0], \"x\": 1e999}]"}).rfind(
+                "--set parallel.replicas=[{\"nodes\": [0], \"x\": 1e999}]: parallel.replicas.0.x: number out of range", 0),
+            0u);
+  // A replica whose context differs: named as such (not as a boundary), and a --set
+  // of replica 0 is to blame when it is replica 0 that changed.
+  EXPECT_EQ(error_of("hetero-selective.json",
+                     {R"(parallel.replicas.1={"pipeline": 1, "context": 2, "nodes": [1, 2], "compress_boundaries": true})"}),
+            R"(--set parallel.replicas.1={"pipeline": 1, "context": 2, "nodes": [1, 2], "compress_boundaries": true}: )"
+            "parallel.replicas.1.context: context 2, but replica 0 has context 1: every replica needs the same context "
+            "degree (each context rank syncs with the same context rank of the others)");
+  EXPECT_EQ(error_of("hetero-selective.json", {R"(parallel.replicas.0={"context": 2, "nodes": [0, 2]})"}).rfind(
+                R"(--set parallel.replicas.0={"context": 2, "nodes": [0, 2]}: parallel.replicas.1.context: context 1, )", 0),
+            0u);
+}
+
+// "seed": -0 is 0 (it said "expected a non-negative integer, got 0").
+TEST(ScenarioOverrides, MinusZeroIsZero) {
+  EXPECT_EQ(builtin_scenario("default", {"training.seed=-0"}).training.seed, 0u);
+  EXPECT_NE(error_of("quickstart.json", {"training.seed=-1"}).find("got -1"), std::string::npos);
+}
+
 TEST(ScenarioOverrides, UnknownKeyNamesTheFlag) {
   EXPECT_EQ(error_of("quickstart.json", {"network.bandwith=300Mbps"}),
             "--set network.bandwith=300Mbps: unknown key \"bandwith\" at network (did you mean \"bandwidth\"?)");

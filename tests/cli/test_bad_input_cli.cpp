@@ -1,0 +1,188 @@
+// Issue 28's bad inputs, class by class: each must end in exit 2, one line on
+// stderr naming the place (a JSON path, a --set or another flag), and nothing
+// written (docs/reliability.md). validate, sweep --dry-run, run and estimate all
+// refuse a scenario the same way, so each is tried where it is cheap.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "runtime/scenario/load.h"
+#include "tests/cli/cli_support.h"
+
+namespace {
+
+using lowband::test_support::Cli;
+using lowband::test_support::CommandResult;
+
+class BadInputCli : public Cli {
+ protected:
+  void expect_bad_input(const CommandResult& r, std::initializer_list<std::string> places) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    for (const std::string& place : places) EXPECT_NE(r.err.find(place), std::string::npos) << place << ": " << r.err;
+  }
+  // `set` refused by every command that reads a scenario, naming `--set SET` and `what`;
+  // run leaves no directory and sweep --dry-run writes none.
+  void expect_every_command_refuses(const std::string& set, const std::string& what,
+                                    const std::string& builtin = "default") {
+    const fs::path out = dir_ / "out";
+    const std::string flag = "--set '" + set + "'";
+    const std::string b = "--builtin " + builtin + " ";
+    expect_bad_input(run("run " + b + "--steps 1 " + flag + " --out " + out.string()), {"--set " + set, what});
+    EXPECT_FALSE(fs::exists(out)) << set;
+    expect_bad_input(run("sweep " + b + "--dry-run " + flag + " --out " + out.string()), {"--set " + set, what});
+    EXPECT_FALSE(fs::exists(out)) << set;
+    expect_bad_input(run("estimate " + b + flag), {"--set " + set, what});
+  }
+};
+
+// Class 1: a bandwidth or latency SimGrid cannot time crashed the replay (exit 1,
+// a backtrace, a partial run directory); now refused at validation.
+TEST_F(BadInputCli, LinksSimGridCannotTimeAreRefusedBeforeAnythingIsWritten) {
+  for (const std::string set : {"network.bandwidth=1e-310bps", "network.bandwidth=1e-300bps",
+                                "network.latency=1e-320s", "network.upload_bandwidth=1e-310bps",
+                                "network.bandwidth=2000Tbps", "network.latency=2000s"})
+    expect_every_command_refuses(set, "out of range");
+  nlohmann::json d = nlohmann::json::parse(lowband::builtin_scenario_text("default"));
+  const nlohmann::json link = {{"nodes", 2}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}};
+  d["network"] = {{"model", "ideal"}, {"topology", "clusters"}, {"clusters", {link, link}},
+                  {"wan", {{"bandwidth", "1e-310bps"}, {"latency", "10ms"}}}};
+  const auto p = write("wan.json", d.dump());
+  expect_bad_input(run("validate " + p.string()), {p.string(), "network.wan.bandwidth", "out of range"});
+}
+
+// Class 2: network.simgrid was checked by SimGrid in the replay child, after the
+// first step had trained and scenario.json, curve.csv and summary.json were written.
+TEST_F(BadInputCli, SimgridSettingsAreCheckedBeforeAnythingTrains) {
+  for (const std::string settings :
+       {R"({"maxmin/precision": -1})", R"({"network/model": "NS3"})", R"({"cpu/model": "nope"})",
+        R"({"network/bandwidth-factor": 0})", R"({"network/latency-factor": -5})", R"({"no/such-key": 1})"}) {
+    const std::string key = settings.substr(2, settings.find('"', 2) - 2);
+    expect_every_command_refuses("network.simgrid=" + settings, "network.simgrid." + key);
+  }
+}
+
+// Class 4: keys that do nothing in their layout were accepted silently.
+TEST_F(BadInputCli, KeysWithoutEffectAreRefusedEverywhere) {
+  expect_every_command_refuses("parallel.context=1", "compression.method", "mos-paper-mos-300mbps");
+  expect_every_command_refuses("compression.sync_every=4", "compression.sync_every");
+  expect_every_command_refuses("compression.sync_value_bits=4", "compression.sync_value_bits");
+}
+
+// Class 5: errors that named the wrong place, or said something untrue.
+TEST_F(BadInputCli, ErrorsNameTheRightPlace) {
+  const std::string hetero = std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-selective.json";
+  expect_bad_input(run("estimate " + hetero + " --set parallel.replicas.01.pipeline=1"),
+                   {"--set parallel.replicas.01.pipeline=1", "leading zeros"});
+  for (const char* command : {"estimate --builtin default", "sweep --builtin default --dry-run"}) {
+    const auto r = run(std::string(command) + " --set training.lr=1e309");
+    expect_bad_input(r, {"--set training.lr=1e309: training.lr: number out of range"});
+    EXPECT_EQ(r.err.find("top level"), std::string::npos) << r.err;
+  }
+  expect_bad_input(run("sweep --builtin default --dry-run --set training.lr=0.1,1e309"),
+                   {"--set training.lr=0.1,1e309: training.lr: number out of range"});
+  nlohmann::json d = nlohmann::json::parse(lowband::builtin_scenario_text("default"));
+  d["training"]["seed"] = 123456789;
+  std::string text = d.dump();
+  const auto p = write("seed.json", text.replace(text.find("123456789"), 9, "-0"));
+  const auto ok = run("validate " + p.string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  expect_bad_input(run("estimate " + hetero + R"( --set 'parallel.replicas.1={"context": 2, "nodes": [1, 2], )"
+                       R"("compress_boundaries": true}')"),
+                   {"parallel.replicas.1.context: context 2, but replica 0 has context 1"});
+}
+
+// --steps meant two things: run kept training.steps (the schedule's length and
+// scenario.json's), sweep set it, so "the same" 3 steps differed. Both set it now.
+TEST_F(BadInputCli, RunAndSweepStepsAreTheSameSteps) {
+  const std::string tiny =
+      " --builtin default --set model.layers=2 --set model.d_model=32 --set model.heads=4 --set model.kv_heads=2"
+      " --set model.ffn_hidden=64 --set model.seq_len=64 --set devices.timing=profile --set training.lr_warmup_steps=1"
+      " --set training.eval_every=0 --threads 1 --steps 3";
+  const auto r = run("run" + tiny + " --out " + (dir_ / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto s = run("sweep" + tiny + " --jobs 1 --out " + (dir_ / "sweep").string());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto recorded = nlohmann::json::parse(lowband::test_support::slurp(dir_ / "run" / "scenario.json"));
+  EXPECT_EQ(recorded["training"]["steps"], 3);
+  fs::path point;
+  for (const auto& e : fs::directory_iterator(dir_ / "sweep"))
+    if (fs::exists(e.path() / "steps.jsonl")) point = e.path();
+  ASSERT_FALSE(point.empty());
+  EXPECT_EQ(lowband::test_support::slurp(point / "scenario.json"), lowband::test_support::slurp(dir_ / "run" / "scenario.json"));
+  std::ifstream a(dir_ / "run" / "steps.jsonl"), b(point / "steps.jsonl");
+  int lines = 0;
+  for (std::string la, lb; std::getline(a, la) && std::getline(b, lb); ++lines)
+    EXPECT_EQ(nlohmann::json::parse(la)["train_loss"], nlohmann::json::parse(lb)["train_loss"]) << "step " << lines;
+  EXPECT_EQ(lines, 3);
+  // Resuming keeps the run's count: another --steps is refused naming it.
+  expect_bad_input(run("run --resume " + (dir_ / "run").string() + " --steps 5"), {"--steps"});
+}
+
+// A path that is a symlink loop was an internal error (exit 1) where a command
+// asked the file system about it: now exit 2 naming it.
+TEST_F(BadInputCli, ASymlinkLoopIsBadInputNamingThePath) {
+  const fs::path loop = dir_ / "loop";
+  fs::create_symlink(loop, loop);
+  for (const std::string command : {"validate", "report", "plot", "run --resume", "sweep --resume"}) {
+    const auto r = run(command + " " + loop.string());
+    expect_bad_input(r, {loop.string()});
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << command << ": " << r.err;
+  }
+  expect_bad_input(run("run --builtin default --steps 1 --set training.data=" + loop.string() + " --out " +
+                       (dir_ / "out").string()),
+                   {"training.data", loop.string()});
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+// Class 3: flags without bounds, and flag values read as "not given".
+TEST_F(BadInputCli, FlagsWithoutBoundsAreRefusedNamingTheFlag) {
+  const fs::path out = dir_ / "out";
+  for (const char* threads : {"100000", "4096", "0"}) {
+    expect_bad_input(run(std::string("run --builtin default --steps 1 --threads ") + threads + " --out " + out.string()),
+                     {"--threads", "4 x this machine's"});
+    EXPECT_FALSE(fs::exists(out));
+    expect_bad_input(run(std::string("sweep --builtin default --dry-run --threads ") + threads), {"--threads"});
+    expect_bad_input(run(std::string("sweep --builtin default --dry-run --jobs ") + threads), {"--jobs"});
+  }
+  expect_bad_input(run("bench-comm --builtin default --transport in-process --ranks 2048"), {"--ranks", "got 2048"});
+  expect_bad_input(run("bench-comm --builtin default --transport in-process --ranks 2 --iters 0"), {"--iters", "got 0"});
+  expect_bad_input(run("bench-comm --builtin default --iters 3"), {"--iters", "--transport"});
+  expect_bad_input(run("bench-comm --builtin default --sizes 0B"), {"--sizes", "\"0B\""});
+  expect_bad_input(run("bench-comm --builtin default --transport in-process --ranks 2 --sizes 1KB,0B"), {"--sizes", "\"0B\""});
+  expect_bad_input(run("bench-comm --builtin default --transport in-process --ranks 2 --sizes 2B"), {"--sizes", "float32"});
+  for (const char* target : {"-1", "0", "nan", "inf"}) {
+    expect_bad_input(run(std::string("report ") + dir_.string() + " --target-loss " + target), {"--target-loss"});
+    expect_bad_input(run(std::string("plot ") + dir_.string() + " --target-loss " + target), {"--target-loss"});
+  }
+  for (const char* command : {"run", "estimate", "sweep --dry-run", "bench-comm"})
+    expect_bad_input(run(std::string(command) + " --builtin nope"), {"--builtin", "no built-in scenario named \"nope\""});
+}
+
+// An empty value was read as "not given": `run --out ''` wrote runs/quickstart-*,
+// `validate ''` named no place.
+TEST_F(BadInputCli, EmptyFlagValuesAreRefused) {
+  for (const std::string& command : std::vector<std::string>{"run --builtin default --steps 1", "estimate --builtin default --json",
+                                    "sweep --builtin default --dry-run", "report " + dir_.string()})
+    for (const char* flag : {" --out ''", " --out="}) {
+      const std::string c = command + flag;
+      expect_bad_input(run(c), {"--out", "an empty value"});
+    }
+  expect_bad_input(run("validate ''"), {"argument 2", "an empty value"});
+  expect_bad_input(run("run ''"), {"argument 2", "an empty value"});
+  expect_bad_input(run("run --builtin default --set ''"), {"--set", "an empty value"});
+  // Run where the default run directory would go: nothing appears there.
+  const fs::path here = dir_ / "here";
+  fs::create_directories(here);
+  const int status = std::system(("cd " + here.string() + " && " + LOWBAND_BINARY +
+                                  " run --builtin default --steps 1 --out '' >/dev/null 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_TRUE(fs::is_empty(here));
+}
+
+}  // namespace
