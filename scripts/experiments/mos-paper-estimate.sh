@@ -110,8 +110,12 @@ for topo, exch, o in lat_rows:
     for lat in ("10ms", "1ms", "0ms"):
         row(topo, exch, "0" if lat == "0ms" else lat.replace("ms", " ms"),
             *(tok(est(MOS, *(EVERY10 + o + ("network.bandwidth=" + bw, "network.latency=" + lat)))) for bw in bws))
-r = est(MOS, *(EVERY10 + ("network.bandwidth=100Gbps", "network.latency=10ms")))
-print("\n(star, ring, 10 ms at 100 Gbps: %s)" % tok(r))
+print("\nBeside the table:")
+for label, o, bw, lat in (("full_mesh, all_gather", MESH, "3.5Gbps", "1ms"), ("star, ring", (), "6Gbps", "1ms"),
+                          ("full_mesh, all_gather", MESH, "10Gbps", "10ms"), ("full_mesh, all_gather", MESH, "10Gbps", "0ms"),
+                          ("full_mesh, all_gather", MESH, "100Gbps", "10ms"), ("star, ring", (), "100Gbps", "10ms")):
+    r = est(MOS, *(EVERY10 + o + ("network.bandwidth=" + bw, "network.latency=" + lat)))
+    print("- %s, %s, %s: %s (%s s)" % (label, bw, lat, tok(r), sec(r["step_seconds"])))
 print("\nUncompressed, weight all-reduce every step:\n")
 bws = ("300Mbps", "1Gbps", "10Gbps", "100Gbps")
 head("topology", "exchange", "latency", "300 Mbps", "1 Gbps", "10 Gbps", "100 Gbps", right=4)
