@@ -36,7 +36,7 @@ def est(scenario, *sets):
     return _cache[key]
 
 
-def tok(r):  # tokens/s as the page writes it: 277, 6.1K, 26.3K
+def tok(r):  # tokens/s as the page writes it: 277, 6.2K, 27.1K
     x = r["tokens_per_s"]
     return "%.1fK" % (x / 1000) if x >= 999.5 else "%.0f" % x
 
