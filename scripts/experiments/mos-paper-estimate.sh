@@ -97,8 +97,9 @@ for label, f, s in (("MoS, sparse sync every 10 steps", MOS, EVERY10), ("MoS, sp
     r = est(f, *s)
     total = r["bytes_per_rank_per_step"]["total"]
     t = total / (7 * 37.5e6)
-    print("- %s: %.4g MB per rank, %.3g s over 7 links, compute %.3g s -> %s tokens/s"
-          % (label, total / 1e6, t, r["compute_seconds"],
+    size = "%.4g GB" % (total / 1e9) if total >= 1e10 else "%.4g MB" % (total / 1e6)
+    print("- %s: %s per rank, %.3g s over 7 links, compute %.3g s -> %s tokens/s"
+          % (label, size, t, r["compute_seconds"],
              tok({"tokens_per_s": r["tokens_per_step"] / max(t, r["compute_seconds"])})))
 
 print("\n## 3. What it takes to reach 55K with MoS\n")
