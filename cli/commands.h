@@ -28,6 +28,15 @@ struct ScenarioSource {
 void add_scenario_options(CLI::App* command, ScenarioSource& source);
 Scenario load_scenario(const ScenarioSource& source);
 
+// A scenario file's text; InputError naming the path when it cannot be read.
+std::string read_scenario_text(const std::string& path);
+// The source's text and name ("FILE" or "builtin:NAME"), without its --sets: the
+// base of a grid (sweep::make_spec), as `sweep` and `estimate` read it.
+struct ScenarioText {
+  std::string text, source;
+};
+ScenarioText scenario_text(const ScenarioSource& source);
+
 void add_validate_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
 void add_bench_comm_command(CLI::App& app);
