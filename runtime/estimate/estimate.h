@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/scenario/scenario.h"
+#include "sim/bound.h"
 #include "sim/step_graph.h"
 
 namespace lowband {
@@ -147,6 +148,14 @@ nlohmann::json to_json(const Estimate& result);
 
 // For the terminal: the scenario and layout in one block, the figures in another.
 std::string format_estimate_table(const Scenario& scenario, const Estimate& result);
+
+// The physical bound of a step made of `graphs`, each weighted as the step is
+// averaged (one graph: weight 1), on the network `links` describes; step_seconds
+// and tokens_per_step for step_over_bound and max_tokens_per_s.
+BoundSection physical_bound(const sim::NetworkLinks& links, const std::vector<const sim::StepGraph*>& graphs,
+                            const std::vector<double>& weights, double step_seconds, double tokens_per_step);
+// Its JSON keys (bound_seconds, bound_kind, busiest_link, ...), as to_json writes them.
+nlohmann::json to_json(const BoundSection& bound);
 
 // The step with every transfer free: the longest chain of compute seconds
 // through `graph` (a rank's compute tasks are chained, so nothing shares a host).
