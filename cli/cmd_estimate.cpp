@@ -68,7 +68,8 @@ void single_point(const EstimateArgs& a, const Scenario& scenario) {
 void run_estimate(const EstimateArgs& a) {
   const ScenarioText base = scenario_text(a.source);
   const sweep::SweepSpec spec = sweep::make_spec(base.text, base.source, a.source.sets);
-  const bool had_sweep_section = spec.axes.size() > 0 || nlohmann::json::parse(base.text, nullptr, false).contains("sweep");
+  const bool had_sweep_section =
+      !spec.axes.empty() || nlohmann::json::parse(base.text, nullptr, false).contains("sweep");
   if (!a.plot.empty() && spec.axes.empty())
     throw InputError("--plot", "needs a grid with a numeric axis, e.g. --set network.bandwidth=80Mbps,300Mbps,1Gbps");
   if (!had_sweep_section) {  // one point, as before grids

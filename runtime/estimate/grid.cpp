@@ -78,7 +78,8 @@ EstimateGrid estimate_grid(const sweep::SweepPlan& plan) {
 
 std::string format_grid_table(const EstimateGrid& grid) {
   std::vector<std::string> header = grid.axes;
-  for (const char* h : {"step s", "tokens/s", "exposed comm s", "bound s", "bound", "step/bound", "MFU"}) header.push_back(h);
+  for (const char* h : {"step s", "tokens/s", "exposed comm s", "bound s", "bound", "step/bound", "MFU"})
+    header.push_back(h);
   std::vector<std::vector<std::string>> rows;
   for (const EstimateGridPoint& g : grid.points) {
     std::vector<std::string> row;
