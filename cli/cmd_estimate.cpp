@@ -1,42 +1,135 @@
+// `lowband estimate [SCENARIO] [--set KEY=VALUE]... [--json] [--out FILE]`: one
+// step of the scenario's layout (runtime/estimate/). A --set whose value has
+// top-level commas, or the file's "sweep" section, makes it a grid (the axes as
+// `lowband sweep` reads them, runtime/sweep/grid.h): one row per point, and
+// --csv FILE, --json, --plot FILE.svg|png.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
+#include "common/error.h"
 #include "runtime/estimate/estimate.h"
+#include "runtime/estimate/grid.h"
+#include "runtime/report/plot_gnuplot.h"
+#include "runtime/sweep/grid.h"
 
 namespace lowband::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
+
 struct EstimateArgs {
   ScenarioSource source;
   bool json = false;
-  std::string out;
+  std::string out, csv, plot;
 };
+
+// --plot FILE.svg (or .png): its directory must exist; gnuplot must run.
+void check_plot_target(const std::string& path) {
+  const fs::path p(path);
+  const std::string ext = p.extension().string();
+  if (ext.size() < 2 || !report::is_image_format(ext.substr(1)))
+    throw InputError("--plot", "expected FILE.svg or FILE.png, got " + path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError("--plot", "no such directory: " + dir.string());
+  try {
+    report::require_gnuplot();
+  } catch (const report::GnuplotError& e) {
+    throw InputError("--plot", e.what());
+  }
+}
+
+void write_outputs(const EstimateArgs& a, const nlohmann::json& json, const std::string& csv) {
+  if (!a.out.empty()) write_file_atomically(a.out, json.dump(2) + "\n");
+  if (!a.csv.empty()) write_file_atomically(a.csv, csv);
+}
+
+void single_point(const EstimateArgs& a, const Scenario& scenario) {
+  const Estimate result = estimate(scenario);  // picks the layout as make_trainer does
+  nlohmann::json json = to_json(result);
+  json["scenario"] = scenario.name;
+  json["scenario_source"] = scenario.source;
+  if (a.json)
+    std::cout << json.dump(2) << "\n";
+  else
+    std::cout << format_estimate_table(scenario, result);
+  std::string csv;
+  if (!a.csv.empty()) {  // one row, as a grid's
+    sweep::SweepPoint point{scenario.name, {}, scenario};
+    csv = grid_csv(EstimateGrid{scenario.name, scenario.source, {}, {EstimateGridPoint{point, result}}});
+  }
+  write_outputs(a, json, csv);
+}
+
+void run_estimate(const EstimateArgs& a) {
+  const ScenarioText base = scenario_text(a.source);
+  const sweep::SweepSpec spec = sweep::make_spec(base.text, base.source, a.source.sets);
+  const bool had_sweep_section =
+      !spec.axes.empty() || nlohmann::json::parse(base.text, nullptr, false).contains("sweep");
+  if (!a.plot.empty() && spec.axes.empty())
+    throw InputError("--plot", "needs a grid with a numeric axis, e.g. --set network.bandwidth=80Mbps,300Mbps,1Gbps");
+  if (!had_sweep_section) {  // one point, as before grids
+    ScenarioSource source = a.source;
+    if (source.file.empty() && source.builtin.empty()) source.builtin = "default";  // scenario_text said so
+    single_point(a, load_scenario(source));
+    return;
+  }
+  const sweep::SweepPlan plan = sweep::plan_sweep(spec);  // every point validated before any estimate
+  if (spec.axes.empty()) {  // a sweep section whose every axis a --set fixed
+    single_point(a, plan.points.front().scenario);
+    return;
+  }
+  int axis = -1;
+  if (!a.plot.empty()) {
+    axis = numeric_axis(plan, "--plot");
+    check_plot_target(a.plot);
+  }
+  const EstimateGrid grid = estimate_grid(plan);
+  const nlohmann::json json = grid_json(grid);
+  if (a.json)
+    std::cout << json.dump(2) << "\n";
+  else
+    std::cout << format_grid_table(grid);
+  write_outputs(a, json, a.csv.empty() ? "" : grid_csv(grid));
+  if (axis >= 0) {
+    const fs::path p(a.plot);
+    const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+    const report::Figure figure = grid_figure(grid, plan, axis, p.stem().string());
+    try {
+      report::render_figure(figure, dir.string(), {p.extension().string().substr(1)});
+    } catch (const report::GnuplotError& e) {
+      throw CommandFailed(std::string("--plot: ") + e.what(), 1);
+    }
+    if (!a.json) std::cout << "plot: " << a.plot << " (data and gnuplot script beside it: " << p.stem().string()
+                           << ".dat, .gp)\n";
+  }
+}
+
 }  // namespace
 
 void add_estimate_command(CLI::App& app) {
   auto args = std::make_shared<EstimateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "estimate",
-      "step time and tokens/s of context-, pipeline- (parallel.pipeline > 1, with parallel.context ranks per "
-      "stage) or data-parallel training (parallel.data > 1 or parallel.replicas: all_reduce, diloco, sparseloco), "
-      "from the training's own rank programs run dry (shapes only)");
+      "step time, tokens/s and the physical bound (busiest link, latency chain, compute) of context-, pipeline- "
+      "(parallel.pipeline > 1, with parallel.context ranks per stage) or data-parallel training (parallel.data > 1 "
+      "or parallel.replicas: all_reduce, diloco, sparseloco), from the training's own rank programs run dry (shapes "
+      "only); over a grid with --set KEY=V1,V2,... or the file's \"sweep\" section");
   add_scenario_options(cmd, args->source);
-  cmd->add_flag("--json", args->json, "print one JSON object instead of a table");
+  cmd->get_option("--set")->description(
+      "override a key; a value with top-level commas is an axis of a grid, as in lowband sweep, e.g. "
+      "--set network.bandwidth=80Mbps,300Mbps,1Gbps (repeatable)");
+  cmd->add_flag("--json", args->json, "print one JSON object instead of a table (a grid: {\"points\": [...]})");
   cmd->add_option("--out", args->out, "also write the JSON object to this file (atomically)");
-  cmd->callback([args] {
-    const Scenario scenario = load_scenario(args->source);
-    const Estimate result = estimate(scenario);  // picks the layout as make_trainer does
-    nlohmann::json json = to_json(result);
-    json["scenario"] = scenario.name;
-    json["scenario_source"] = scenario.source;
-    if (args->json)
-      std::cout << json.dump(2) << "\n";
-    else
-      std::cout << format_estimate_table(scenario, result);
-    if (!args->out.empty()) write_file_atomically(args->out, json.dump(2) + "\n");
-  });
+  cmd->add_option("--csv", args->csv, "also write one CSV row per point (a header line first) to this file");
+  cmd->add_option("--plot", args->plot,
+                  "a grid: draw tokens/s (and its bound) against the first numeric axis into FILE.svg or FILE.png "
+                  "(gnuplot; FILE.dat and FILE.gp beside it), one series per value of the other axes");
+  cmd->callback([args] { run_estimate(*args); });
 }
 
 }  // namespace lowband::cli

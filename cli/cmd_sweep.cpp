@@ -34,17 +34,6 @@ struct SweepArgs {
   bool dry_run = false;
 };
 
-std::string read_scenario_text(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(path, "no such scenario file");
-  if (!fs::is_regular_file(path, ec)) throw InputError(path, "not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) throw InputError(path, "cannot read the file");
-  return text.str();
-}
-
 // The program itself, started again for each training (runtime/sweep/worker.h).
 std::string self_executable() {
   std::string path(4096, '\0');
@@ -82,18 +71,9 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
     if (!fs::is_regular_file(source)) throw InputError("--resume", a.resume + " is not a sweep directory (no sweep.json)");
     text = read_scenario_text(source);
     out = a.resume;
-  } else if (!a.source.file.empty()) {
-    if (!a.source.builtin.empty()) throw InputError("--builtin", "give a scenario file or --builtin, not both");
-    source = a.source.file;
-    text = read_scenario_text(source);
   } else {
-    if (!a.source.builtin.empty()) check_builtin_name(a.source.builtin);
-    const std::string name = a.source.builtin.empty() ? "default" : a.source.builtin;
-    if (a.source.builtin.empty())
-      std::cerr << "lowband: no scenario file given: using the built-in scenario \"default\" (scenarios/"
-                << builtin_scenario_file(name) << ")\n";
-    source = "builtin:" + name;
-    text = builtin_scenario_text(name);
+    const ScenarioText base = scenario_text(a.source);  // as estimate reads a grid
+    text = base.text, source = base.source;
   }
   if (cmd.count("--steps")) sets.push_back("training.steps=" + std::to_string(a.steps));
   const sweep::SweepPlan plan = sweep::plan_sweep(sweep::make_spec(text, source, sets));

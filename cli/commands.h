@@ -41,6 +41,14 @@ void check_builtin_name(const std::string& name);
 // An empty argument ("--out ''", "--out=", a file '') is an error naming its flag:
 // no command reads an empty value as anything but a mistake.
 void check_no_empty_argument(int argc, char** argv);
+// A scenario file's text; InputError naming the path when it cannot be read.
+std::string read_scenario_text(const std::string& path);
+// The source's text and name ("FILE" or "builtin:NAME"), without its --sets: the
+// base of a grid (sweep::make_spec), as `sweep` and `estimate` read it.
+struct ScenarioText {
+  std::string text, source;
+};
+ScenarioText scenario_text(const ScenarioSource& source);
 
 void add_validate_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);

@@ -177,6 +177,30 @@ double free_network_step_seconds(const sim::StepGraph& g) {
   return last;
 }
 
+BoundSection physical_bound(const sim::NetworkLinks& links, const std::vector<const sim::StepGraph*>& graphs,
+                            const std::vector<double>& weights, double step_seconds, double tokens_per_step) {
+  sim::LinkLoad load;
+  BoundSection b;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    sim::add_link_load(links, *graphs[i], weights[i], load);
+    b.latency_bound_seconds += weights[i] * sim::latency_chain_seconds(links, *graphs[i]);
+    b.compute_bound_seconds += weights[i] * free_network_step_seconds(*graphs[i]);
+  }
+  const sim::BusiestLink busiest = sim::busiest_link(links, load);
+  b.busiest_link = busiest.name;
+  b.busiest_link_bytes = busiest.bytes;
+  b.busiest_link_bandwidth_bytes_per_s = busiest.bandwidth_bytes_per_s;
+  b.busiest_link_seconds = busiest.seconds;
+  for (size_t i = 0; busiest.link >= 0 && i < graphs.size(); ++i)
+    sim::add_link_bytes_by_kind(links, *graphs[i], busiest.link, weights[i], b.busiest_link_bytes_by_kind);
+  b.bound_seconds = b.compute_bound_seconds, b.bound_kind = "compute";
+  if (b.busiest_link_seconds > b.bound_seconds) b.bound_seconds = b.busiest_link_seconds, b.bound_kind = "bandwidth";
+  if (b.latency_bound_seconds > b.bound_seconds) b.bound_seconds = b.latency_bound_seconds, b.bound_kind = "latency";
+  b.step_over_bound = b.bound_seconds > 0 ? step_seconds / b.bound_seconds : 0.0;
+  b.max_tokens_per_s = b.bound_seconds > 0 ? tokens_per_step / b.bound_seconds : 0.0;
+  return b;
+}
+
 Estimate estimate(const Scenario& s) {
   const LayoutSteps steps = estimate_detail::build_layout_steps(s);
   const estimate_detail::Uncompressed plain = estimate_detail::uncompressed_traffic(s);
@@ -214,6 +238,9 @@ Estimate estimate(const Scenario& s) {
     e.exposed_by_kind = x;
   }
   if (!steps.periodic_sync.empty()) e.sync = periodic_sync(s, steps, replayed);
+  std::vector<const sim::StepGraph*> step_graphs;
+  for (const sim::StepGraph& g : steps.graphs) step_graphs.push_back(&g);
+  e.bound = physical_bound(sim::NetworkLinks(s.network), step_graphs, steps.weights, e.step_seconds, e.tokens_per_step);
   return e;
 }
 

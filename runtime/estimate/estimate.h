@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/scenario/scenario.h"
+#include "sim/bound.h"
 #include "sim/step_graph.h"
 
 namespace lowband {
@@ -82,6 +83,33 @@ struct PeriodicSync {
   double relay_bytes_per_sync = 0;
 };
 
+// The physical bound beside the step (sim/bound.h): what no schedule of this
+// step's transfers and compute can beat on this network, each averaged over the
+// sync period as the step is. Three lower bounds, each the step if only one
+// resource were finite (or less):
+//  bandwidth: the busiest link's bytes over its capacity. Every transfer is routed
+//             as the platform routes it (star: the sender's uplink, the receiver's
+//             downlink; full mesh: the pair's link one way; clusters: access links
+//             and the WAN link; explicit links: each node's cut, out and in), the
+//             bytes of every step graph of the period weighted as the step is.
+//  latency:   the longest chain of dependent tasks with compute free and each
+//             transfer its route's latency (no bytes).
+//  compute:   the step with every transfer free (free_network_step_seconds: its
+//             chain of compute, never less than the busiest rank's compute_seconds).
+// bound_seconds is their maximum, bound_kind which one; step_over_bound = step / bound.
+struct BoundSection {
+  double bound_seconds = 0;
+  std::string bound_kind;     // "bandwidth", "latency", "compute"
+  std::string busiest_link;   // "node 3's uplink", ...; "" when no transfer crosses a link
+  double busiest_link_bytes = 0, busiest_link_bandwidth_bytes_per_s = 0;
+  double busiest_link_seconds = 0;  // the bandwidth bound
+  std::map<std::string, double> busiest_link_bytes_by_kind;  // its bytes by kind tag ("kv", "grad_sync", ...)
+  double latency_bound_seconds = 0;
+  double compute_bound_seconds = 0;
+  double step_over_bound = 0;
+  double max_tokens_per_s = 0;  // tokens_per_step / bound_seconds: no schedule does more here
+};
+
 struct Estimate {
   std::string parallelism;  // "context", "pipeline", "pipeline x context", "data"
   int ranks = 0;            // all ranks of the layout (a relay is none)
@@ -108,6 +136,7 @@ struct Estimate {
   std::optional<PipelineSection> pipeline;
   std::optional<ExposedByKind> exposed_by_kind;
   std::optional<PeriodicSync> sync;
+  BoundSection bound;  // every layout has one
 };
 
 // Throws InputError naming the scenario key for a layout the trainer refuses.
@@ -119,6 +148,14 @@ nlohmann::json to_json(const Estimate& result);
 
 // For the terminal: the scenario and layout in one block, the figures in another.
 std::string format_estimate_table(const Scenario& scenario, const Estimate& result);
+
+// The physical bound of a step made of `graphs`, each weighted as the step is
+// averaged (one graph: weight 1), on the network `links` describes; step_seconds
+// and tokens_per_step for step_over_bound and max_tokens_per_s.
+BoundSection physical_bound(const sim::NetworkLinks& links, const std::vector<const sim::StepGraph*>& graphs,
+                            const std::vector<double>& weights, double step_seconds, double tokens_per_step);
+// Its JSON keys (bound_seconds, bound_kind, busiest_link, ...), as to_json writes them.
+nlohmann::json to_json(const BoundSection& bound);
 
 // The step with every transfer free: the longest chain of compute seconds
 // through `graph` (a rank's compute tasks are chained, so nothing shares a host).

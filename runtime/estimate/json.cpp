@@ -49,6 +49,20 @@ void add_sync(const PeriodicSync& y, nlohmann::json& out) {
 
 }  // namespace
 
+nlohmann::json to_json(const BoundSection& b) {
+  return {{"bound_seconds", b.bound_seconds},
+          {"bound_kind", b.bound_kind},
+          {"busiest_link", b.busiest_link},
+          {"busiest_link_bytes", b.busiest_link_bytes},
+          {"busiest_link_bandwidth_bytes_per_s", b.busiest_link_bandwidth_bytes_per_s},
+          {"busiest_link_seconds", b.busiest_link_seconds},
+          {"busiest_link_bytes_by_kind", b.busiest_link_bytes_by_kind},
+          {"latency_bound_seconds", b.latency_bound_seconds},
+          {"compute_bound_seconds", b.compute_bound_seconds},
+          {"step_over_bound", b.step_over_bound},
+          {"max_tokens_per_s", b.max_tokens_per_s}};
+}
+
 nlohmann::json to_json(const Estimate& e) {
   nlohmann::json out = {
       {"parallelism", e.parallelism},
@@ -68,6 +82,7 @@ nlohmann::json to_json(const Estimate& e) {
       {"network", e.network},
       {"replay_wall_seconds", e.replay_wall_seconds},
   };
+  out.update(to_json(e.bound));
   add_sections(e, out);
   if (e.sync) add_sync(*e.sync, out);
   return out;

@@ -138,6 +138,24 @@ void section_rows(const Scenario& s, const Estimate& e, std::string& out) {
   if (y.relay_node >= 0) row("relay sent/sync", si(y.relay_bytes_per_sync, "B") + "  (every message to the other replicas)");
 }
 
+// "bound  14.1 s (bandwidth): the step is 1.35x its bound; at most 9.3k tokens/s here"
+void bound_rows(const Estimate& e, std::string& out) {
+  auto row = [&out](const std::string& key, const std::string& value) { add_row(out, key, value); };
+  const BoundSection& b = e.bound;
+  row("bound", fmt("%.4g s (", b.bound_seconds) + b.bound_kind + fmt("): the step is %.3gx its bound", b.step_over_bound) +
+                   fmt("; no schedule beats %.4g tokens/s on this network", b.max_tokens_per_s));
+  std::string kinds;  // "dkv 264 MB, kv 264 MB, ..."
+  for (const auto& [kind, bytes] : b.busiest_link_bytes_by_kind) kinds += (kinds.empty() ? "" : ", ") + kind + " " + si(bytes, "B");
+  if (!b.busiest_link.empty())
+    row("busiest link", b.busiest_link + ": " + si(b.busiest_link_bytes, "B") + " per step at " +
+                            si(8 * b.busiest_link_bandwidth_bytes_per_s, "bps") + fmt(" = %.4g s", b.busiest_link_seconds) +
+                            " (" + kinds + ")");
+  else
+    row("busiest link", "none (no transfer crosses a link)");
+  row("latency bound", fmt("%.4g s", b.latency_bound_seconds) + "  (longest chain of dependent transfers' route latencies)");
+  row("compute bound", fmt("%.4g s", b.compute_bound_seconds) + "  (the step with every transfer free)");
+}
+
 }  // namespace
 
 std::string format_estimate_table(const Scenario& s, const Estimate& e) {
@@ -155,6 +173,7 @@ std::string format_estimate_table(const Scenario& s, const Estimate& e) {
   row("model FLOPs/step", si(e.model_flops_per_step, "FLOP"));
   row("MFU", fmt("%.1f %%", 100.0 * e.mfu));
   section_rows(s, e, out);
+  bound_rows(e, out);
   row("replay", fmt("%.3g s wall", e.replay_wall_seconds));
   return out;
 }

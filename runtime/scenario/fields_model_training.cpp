@@ -32,8 +32,9 @@ Section top_level_section() {
            object("devices", "`{\"profile\": \"cpu\", \"dtype\": \"bf16\"}`", ""),
            object("training", "all defaults", ""),
            object("sweep", "—",
-                  "only for `lowband sweep` (see the main README's Sweeps): `{\"dotted.key\": [value, ...]}`, one "
-                  "axis per key, in file order; `lowband run` and `validate` refuse a file that has one"),
+                  "only for `lowband sweep` and `lowband estimate` (see the main README's Sweeps): "
+                  "`{\"dotted.key\": [value, ...]}`, one axis per key, in file order; `lowband run` and `validate` "
+                  "refuse a file that has one"),
            object("projection", "none", "projected timing (below)")}};
 }
 

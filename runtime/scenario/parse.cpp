@@ -283,7 +283,7 @@ void check_across(const Scenario& s) {
 Scenario parse_document(const json& document) {
   if (document.is_object() && document.contains("sweep"))
     fail("sweep", "a sweep section makes this file a grid of scenarios: run it with \"lowband sweep FILE\" "
-                  "(check every point with \"lowband sweep FILE --dry-run\")");
+                  "(check every point with \"lowband sweep FILE --dry-run\"; estimate them with \"lowband estimate FILE\")");
   const ObjectReader root(document, "", fields::section("").keys());
   Scenario s;
   s.name = root.string("name");

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "runtime/scenario/equal.h"
+#include "runtime/scenario/fields.h"
 #include "runtime/scenario/load.h"
 #include "runtime/scenario/parse_internal.h"
 
@@ -104,6 +105,40 @@ std::vector<std::vector<size_t>> group_points(const std::vector<SweepPoint>& poi
     groups[it->second].push_back(i);
   }
   return groups;
+}
+
+// An axis that sets a section's choice (compression.method, network.topology,
+// parallel.data_sync.method) drops, at each point, the keys of that section in
+// the base document that apply only with its other values (compression.k_ratio
+// where method is "none"): the file's settings for another method, left out as a
+// file written for that point would leave them. Keys a --set gives are kept (and
+// refused as before where they do not apply).
+void drop_keys_for_other_choices(json& doc, const std::vector<std::pair<std::string, json>>& settings,
+                                 const std::vector<std::string>& sets) {
+  std::vector<std::string> set_keys;
+  for (const std::string& set : sets) set_keys.push_back(set.substr(0, set.find('=')));
+  for (const auto& [key, value] : settings) {
+    const size_t dot = key.rfind('.');
+    if (dot == std::string::npos || !value.is_string()) continue;
+    const std::string path = key.substr(0, dot), choice = key.substr(dot + 1), chosen = value.get<std::string>();
+    const auto& all = fields::sections();
+    const auto section = std::find_if(all.begin(), all.end(), [&](const fields::Section& s) { return s.path == path; });
+    if (section == all.end()) continue;
+    json* at = &doc;  // the section's object in the document, if any
+    for (size_t start = 0; at && start <= path.size();) {
+      const size_t end = std::min(path.find('.', start), path.size());
+      const std::string part = path.substr(start, end - start);
+      at = at->is_object() && at->contains(part) ? &(*at)[part] : nullptr;
+      start = end + 1;
+    }
+    if (!at || !at->is_object()) continue;
+    for (const fields::Field& f : section->fields) {
+      const std::vector<std::string>& values = f.applies.values;
+      if (f.applies.key != choice || std::find(values.begin(), values.end(), chosen) != values.end()) continue;
+      if (std::find(set_keys.begin(), set_keys.end(), path + "." + f.key) != set_keys.end()) continue;
+      at->erase(f.key);
+    }
+  }
 }
 
 }  // namespace
@@ -213,6 +248,7 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
     const std::string at_point = " at point " + p.name + (p.settings.empty() ? "" : " (" + describe_settings(p.settings) + ")");
     try {
       json doc = base;
+      drop_keys_for_other_choices(doc, p.settings, all_sets);
       apply_overrides(doc, point_sets);
       if (doc.is_object() && doc.contains("name") && doc["name"].is_string()) doc["name"] = p.name;
       p.scenario = scenario_detail::parse_with_overrides(doc, spec.source, all_sets);

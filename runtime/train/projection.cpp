@@ -39,7 +39,9 @@ nlohmann::json StepTimeProjection::describe() const {
           {"tokens_per_step", compressed_.tokens_per_step},
           {"step_seconds", compressed_.step_seconds},
           {"uncompressed_step_seconds", uncompressed_.step_seconds},
-          {"bytes_per_rank_per_step", compressed_.bytes_per_rank_per_step}};
+          {"bytes_per_rank_per_step", compressed_.bytes_per_rank_per_step},
+          {"bound", to_json(compressed_.bound)},  // the projected step's physical bound
+          {"uncompressed_bound_seconds", uncompressed_.bound.bound_seconds}};
 }
 
 }  // namespace lowband::train

@@ -113,6 +113,7 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
     bytes_all_ranks_sum[name] += all;
   }
   kv_bytes_sent += traffic.sent(rec.graph);
+  if (links) last_bound = physical_bound(*links, {&rec.graph}, {1.0}, replay.step_seconds, tokens_per_step);
   double compute = 0;
   for (double c : replay.rank_compute_busy_seconds) compute = std::max(compute, c);
 
@@ -172,6 +173,7 @@ nlohmann::json RunTotals::summary_json() const {
   s["process_step_wall_seconds"] = step_wall_seconds / n;
   s["bytes_sent_per_rank_per_step"] = bytes;  // max over ranks, mean over steps
   s["bytes_sent_all_ranks_per_step"] = bytes_all;  // sum over ranks, mean over steps
+  if (last_bound) s["bound_last_step"] = to_json(*last_bound);  // step_over_bound: that step's simulated seconds
   // Measured: what the codec's real messages (K/V and dK/dV, or the pipeline
   // boundaries' both ways) carried over what they would have carried uncompressed.
   // Nothing to measure where the layout has no such traffic (one context rank).

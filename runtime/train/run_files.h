@@ -2,12 +2,14 @@
 // The files of a run directory (runtime/train/run.h) and the running totals
 // behind steps.jsonl, curve.csv and summary.json.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/estimate/estimate.h"
 #include "runtime/parallel/trainer.h"
 #include "sim/replay.h"
 
@@ -67,6 +69,12 @@ struct RunTotals {
   // Per step added: K and V reconstruction errors per layer (both empty for steps
   // the codec did not compress), for summary.json's last and late-mean values.
   std::vector<std::vector<double>> kv_recon_k, kv_recon_v;
+  // The physical bound of the last step (runtime/estimate/estimate.h), from its
+  // graph on this target's network (`links`): summary.json's bound_last_step. Not
+  // checkpointed (from the scenario and the next step). A projected target has
+  // none here: its time_projection holds the projected scenario's.
+  std::shared_ptr<const sim::NetworkLinks> links;
+  std::optional<BoundSection> last_bound;
   std::string curve_csv = "step,sim_seconds,sim_hours,wall_seconds,train_loss,val_loss,lr,bytes_sent_per_rank\n";
 
   // Takes one replayed step into the totals, appends its steps.jsonl line and

@@ -53,9 +53,11 @@ void RunTargets::start_totals(const RunFacts& facts, const Checkpoint* resumed) 
       totals = resumed->targets[index].totals;
       totals.traffic = facts.traffic;
       totals.relay_node = relay_node;
+      totals.last_bound.reset();
       totals.header["run_dir"] = t.files.dir();
       t.replayer.wall_seconds = totals.replay_wall_seconds;
     }
+    if (!t.projection) totals.links = std::make_shared<const sim::NetworkLinks>(t.scenario.network);
   }
 }
 

@@ -24,7 +24,11 @@ using Keys = std::set<std::string>;
 const Keys kCommon = {"parallelism", "ranks", "step_seconds", "tokens_per_step", "tokens_per_s", "compute_seconds",
                       "free_network_step_seconds", "exposed_comm_seconds", "compute_utilisation",
                       "bytes_per_rank_per_step", "model_flops_per_step", "peak_flops_per_s", "mfu", "network_model",
-                      "network", "replay_wall_seconds"};
+                      "network", "replay_wall_seconds",
+                      // the physical bound: every layout has one
+                      "bound_seconds", "bound_kind", "busiest_link", "busiest_link_bytes",
+                      "busiest_link_bandwidth_bytes_per_s", "busiest_link_seconds", "busiest_link_bytes_by_kind", "latency_bound_seconds",
+                      "compute_bound_seconds", "step_over_bound", "max_tokens_per_s"};
 const Keys kData = {"replicas", "replica_shapes", "data_sync"};
 const Keys kContext = {"context_ranks", "kv_codec", "kv_bytes_ratio", "kv_bytes_saved_fraction"};
 const Keys kPipeline = {"stages", "microbatches", "schedule", "bubble_fraction", "ideal_bubble_fraction",

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/estimate/estimate.h"
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
@@ -101,6 +102,12 @@ TEST_F(Run, WritesAValidRunDirectory) {
   EXPECT_NEAR(summary.at("final_val_perplexity").get<double>(), std::exp(val), 1e-9 * std::exp(val));
   EXPECT_NEAR(summary.at("sim_tokens_per_s").get<double>(), 6 * 128 / total, 1e-9 * 6 * 128 / total);
   EXPECT_GE(summary.at("harness_overhead_fraction").get<double>(), 0.0);
+  // The last step's physical bound: below its simulated seconds, the uplinks carry its bytes.
+  const auto& bound = summary.at("bound_last_step");
+  const double last = steps.back().at("sim_step_seconds").get<double>();
+  EXPECT_LE(bound.at("bound_seconds").get<double>(), last);
+  EXPECT_NEAR(bound.at("step_over_bound").get<double>(), last / bound.at("bound_seconds").get<double>(), 1e-12 * last);
+  EXPECT_GT(bound.at("busiest_link_bytes").get<double>(), 0.0);
   // Training works: the loss after 6 steps is below the first step's.
   EXPECT_LT(steps.back().at("train_loss").get<double>(), steps.front().at("train_loss").get<double>());
 }
@@ -117,6 +124,15 @@ TEST_F(Run, ProfileTimingMatchesTheEstimatedGraph) {
   for (const auto& j : read_jsonl(dir_ / "steps.jsonl"))
     EXPECT_NEAR(j.at("sim_step_seconds").get<double>(), expected, 1e-9 * expected);
   EXPECT_NEAR(r.sim_total_seconds, 3 * expected, 1e-9 * expected);
+  // So is its bound estimate's.
+  const Estimate e = estimate(s);
+  const auto bound = nlohmann::json::parse(slurp(dir_ / "summary.json")).at("bound_last_step");
+  EXPECT_EQ(bound.at("bound_kind"), e.bound.bound_kind);
+  EXPECT_EQ(bound.at("busiest_link"), e.bound.busiest_link);
+  EXPECT_DOUBLE_EQ(bound.at("busiest_link_seconds").get<double>(), e.bound.busiest_link_seconds);
+  EXPECT_DOUBLE_EQ(bound.at("latency_bound_seconds").get<double>(), e.bound.latency_bound_seconds);
+  EXPECT_NEAR(bound.at("compute_bound_seconds").get<double>(), e.bound.compute_bound_seconds,
+              1e-12 * e.bound.compute_bound_seconds);
 }
 
 // SparseLoCo through a relay (node 3, which runs no rank): on a sync step each of

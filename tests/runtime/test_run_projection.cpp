@@ -45,6 +45,9 @@ TEST_F(RunProjection, StepsTakeTheProjectedScenariosEstimatedTime) {
   // Throughput is the projected scenario's: its tokens over its step time.
   EXPECT_NEAR(r.summary.at("sim_tokens_per_s").get<double>(), paper.tokens_per_s, 1e-9 * paper.tokens_per_s);
   EXPECT_EQ(r.summary.at("time_projection").at("scenario"), "mos-paper-centralized-100gbps");
+  // The projected step's physical bound, and none of the small run's own.
+  EXPECT_GT(r.summary.at("time_projection").at("bound").at("bound_seconds").get<double>(), 0.0);
+  EXPECT_FALSE(r.summary.contains("bound_last_step"));
 }
 
 TEST_F(RunProjection, WarmUpStepsTakeTheUncompressedTime) {

@@ -121,6 +121,25 @@ TEST(SweepGrid, BadValueNamesTheFlagAndThePoint) {
                   "--set training.steps=0 at point");
 }
 
+TEST(SweepGrid, AMethodAxisDropsTheFilesKeysForOtherMethods) {
+  // The MoS paper's file sets k_ratio, v_ratio and warmup_steps (mos only): at
+  // method "none" they are left out, as a file written for that point would.
+  const std::string text = slurp(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/mos-paper-mos-300mbps.json");
+  const SweepPlan plan = plan_of({"compression.method=none,mos"}, text);
+  ASSERT_EQ(plan.points.size(), 2u);
+  EXPECT_EQ(plan.points[0].scenario.compression.method, CompressionMethod::none);
+  EXPECT_EQ(plan.points[1].scenario.compression.method, CompressionMethod::mos);
+  EXPECT_DOUBLE_EQ(plan.points[1].scenario.compression.k_ratio, 0.98);
+  // The other keys stay (the sparse weight sync applies to every method).
+  EXPECT_EQ(plan.points[0].scenario.compression.weight_sync, WeightSync::sparse);
+  // The mos point is the file itself.
+  const Scenario file = load_scenario_file(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/mos-paper-mos-300mbps.json", {});
+  EXPECT_EQ(training_key(plan.points[1].scenario), training_key(file));
+  // A key a --set gives is kept, and refused where it does not apply.
+  EXPECT_CONTAINS(error_of({"compression.method=none,mos", "compression.k_ratio=0.9"}, text),
+                  "compression.k_ratio: only used with method \"mos\"");
+}
+
 // The default scenario's file text with a "sweep" section (given as text: key order matters).
 std::string with_section(const std::string& section) {
   const std::string text = builtin_scenario_text("default");
