@@ -209,18 +209,25 @@ class GraphRun {
       if (task.rank == task.peer) return finished(id);
       const double latency = latencies_ ? latencies_->seconds(task.rank, task.peer) : 0;
       if (latency > 0)
-        simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() { send(id); });
+        simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() {
+          send(id);
+          drain();  // a message of no bytes finished at once
+        });
       else
         send(id);
     }
   }
 
-  // Starts the transfer's SimGrid Comm.
+  // Starts the transfer's SimGrid Comm. With the latency paid here (latencies_), a
+  // message of no bytes is done now: SimGrid would finish it at this date too
+  // (its latency phase, scaled by 2^-900, is below the clock's resolution).
   void send(TaskId id) {
     const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
+    const uint64_t bytes = static_cast<uint64_t>(std::llround(task.amount));
+    if (bytes == 0 && latencies_) return finished(id);
     sg4::CommPtr comm =
         sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)], hosts_[static_cast<size_t>(task.peer)]);
-    comm->set_payload_size(static_cast<uint64_t>(std::llround(task.amount)));
+    comm->set_payload_size(bytes);
     const size_t slot = take_slot();
     comm->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot)));
     comm->start();
