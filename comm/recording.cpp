@@ -329,8 +329,13 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
   // pipeline replica beside a context replica) number one group differently.
   // Blocking collectives on one member set run in one order on all its members.
   std::map<std::pair<int, int>, std::vector<int>> arrived;  // (group number, sequence) -> world ranks that reached it
-  std::vector<std::vector<int>> coll_seq(static_cast<size_t>(P),
-                                         std::vector<int>(members_of.size(), 0));  // [rank][group] -> collectives passed
+  // [rank] -> (group number, collectives passed on it): a rank is in few groups.
+  std::vector<std::vector<std::pair<int, int>>> coll_seq(static_cast<size_t>(P));
+  auto passed = [&](int rank, int gr) -> int& {
+    for (auto& [g, n] : coll_seq[size_t(rank)])
+      if (g == gr) return n;
+    return coll_seq[size_t(rank)].emplace_back(gr, 0).second;
+  };
 
   auto join_deferred = [&](RankState& s) {
     s.cursor.insert(s.cursor.end(), s.deferred.begin(), s.deferred.end());
@@ -362,7 +367,7 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
         } else {  // a collective: wait until every member has reached it
           const int gr = group[size_t(r)][size_t(e.a)];
           const std::vector<int>& members = *members_of[size_t(gr)];
-          const std::pair<int, int> key{gr, coll_seq[size_t(r)][size_t(gr)]};
+          const std::pair<int, int> key{gr, passed(r, gr)};
           auto& who = arrived[key];
           who.push_back(r);
           s.waiting = true;
@@ -398,7 +403,7 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
             else ms.cursor.assign(1, done[i]);
             ms.waiting = false;
             ++ms.next;
-            ++coll_seq[size_t(m)][size_t(gr)];
+            ++passed(m, gr);
           }
           arrived.erase(key);
           progress = true;

@@ -144,8 +144,11 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
                                             " ranks but the network has only " + std::to_string(network.nodes) +
                                             " nodes");
   // Hand the heap's free pages back first (the dry run's logs, at 512 context
-  // ranks 300 MB): the child would count them in its resident memory too.
-  ::malloc_trim(0);
+  // ranks 300 MB): the child would count them in its resident memory too. Only
+  // before a large graph: for a small one it is not worth a walk of the heap.
+  size_t tasks = 0;
+  for (const StepGraph* g : graphs) tasks += g->size();
+  if (tasks >= 1000000) ::malloc_trim(0);
   // Flush before forking, or the child would inherit (and SimGrid might flush) a copy
   // of whatever the caller has buffered.
   std::fflush(nullptr);
