@@ -1,11 +1,14 @@
 #include "comm/recording.h"
 
 #include <deque>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "common/binary_io.h"
@@ -13,12 +16,77 @@
 
 namespace lowband::comm {
 
-void RankLog::compute(double seconds, const char* kind) {
+uint16_t RankLog::intern_kind(const std::string& kind) {
+  for (size_t i = 0; i < kinds_.size(); ++i)
+    if (kinds_[i] == kind) return uint16_t(i);
+  if (kinds_.size() > std::numeric_limits<uint16_t>::max())
+    throw std::logic_error("RankLog: more than 65536 distinct kind tags");
+  kinds_.push_back(kind);
+  return uint16_t(kinds_.size() - 1);
+}
+
+uint16_t RankLog::kind_index(const char* kind) {
+  // Kinds are string literals: a handful of pointers, each seen many times.
+  for (const auto& [p, i] : kind_of_pointer_)
+    if (p == kind) return i;
+  const uint16_t i = intern_kind(kind);
+  kind_of_pointer_.emplace_back(kind, i);
+  return i;
+}
+
+int32_t RankLog::group_index(const std::vector<int>& members) {
+  for (size_t i = 0; i < groups_.size(); ++i)
+    if (groups_[i] == members) return int32_t(i);
+  groups_.push_back(members);
+  return int32_t(groups_.size() - 1);
+}
+
+void RankLog::add(const Event& e) {
+  Record r;
+  r.type = e.type;
+  r.kind = intern_kind(e.kind);
+  r.comm_id = e.comm_id;
+  r.flags = uint8_t((e.deferred ? kDeferred : 0) | (e.relay ? kRelay : 0));
+  switch (e.type) {
+    case EventType::compute: r.amount = e.seconds; break;
+    case EventType::join: break;
+    case EventType::send:
+    case EventType::recv:
+      r.amount = e.bytes;
+      r.a = e.peer;
+      r.b = e.tag;
+      break;
+    default:  // collectives
+      r.amount = e.bytes;
+      r.a = group_index(e.members);
+      r.b = e.peer;
+  }
+  records_.push_back(r);
+}
+
+Event RankLog::event(size_t i) const {
+  const Record& r = records_.at(i);
   Event e;
-  e.type = EventType::compute;
-  e.kind = kind;
-  e.seconds = seconds;
-  events_.push_back(std::move(e));
+  e.type = r.type;
+  e.kind = kinds_[r.kind];
+  e.comm_id = r.comm_id;
+  e.deferred = (r.flags & kDeferred) != 0;
+  e.relay = (r.flags & kRelay) != 0;
+  switch (r.type) {
+    case EventType::compute: e.seconds = r.amount; break;
+    case EventType::join: break;
+    case EventType::send:
+    case EventType::recv:
+      e.bytes = r.amount;
+      e.peer = r.a;
+      e.tag = r.b;
+      break;
+    default:
+      e.bytes = r.amount;
+      e.members = groups_[size_t(r.a)];
+      e.peer = r.b;
+  }
+  return e;
 }
 
 namespace {
@@ -53,14 +121,14 @@ RecordingCommunicator::RecordingCommunicator(std::unique_ptr<Communicator> inner
 
 void RecordingCommunicator::send(int dst, int tag, const void* data, size_t bytes, const Wire& wire) {
   inner_->send(dst, tag, data, bytes, wire);
-  Event e;
-  e.type = EventType::send;
-  e.kind = wire.kind;
-  e.bytes = wire_bytes(wire, double(bytes));
-  e.peer = members_.at(size_t(dst));
-  e.tag = tag;
-  e.comm_id = comm_id_;
-  log_.add(std::move(e));
+  RankLog::Record r;
+  r.type = EventType::send;
+  r.kind = log_.kind_index(wire.kind);
+  r.amount = wire_bytes(wire, double(bytes));
+  r.a = members_.at(size_t(dst));
+  r.b = tag;
+  r.comm_id = comm_id_;
+  log_.add(r);
 }
 
 void RecordingCommunicator::recv(int src, int tag, void* data, size_t bytes, const Wire& wire) {
@@ -74,26 +142,27 @@ void RecordingCommunicator::recv_message(int src, int tag, std::vector<uint8_t>&
 }
 
 void RecordingCommunicator::record_recv(int src, int tag, const Wire& wire) {
-  Event e;
-  e.type = EventType::recv;
-  e.kind = wire.kind;
-  e.peer = members_.at(size_t(src));
-  e.tag = tag;
-  e.comm_id = comm_id_;
-  log_.add(std::move(e));
+  RankLog::Record r;
+  r.type = EventType::recv;
+  r.kind = log_.kind_index(wire.kind);
+  r.a = members_.at(size_t(src));
+  r.b = tag;
+  r.comm_id = comm_id_;
+  log_.add(r);
 }
 
 void RecordingCommunicator::collective(EventType type, double buffer_bytes, const Wire& wire, int root) {
-  Event e;
-  e.type = type;
-  e.kind = wire.kind;
-  e.bytes = wire_bytes(wire, buffer_bytes);
-  e.peer = root < 0 ? -1 : members_.at(size_t(root));
-  e.comm_id = comm_id_;
-  e.deferred = wire.deferred;
-  e.relay = type == EventType::all_gather && wire.relay;
-  e.members = members_;
-  log_.add(std::move(e));
+  if (group_ < 0) group_ = log_.group_index(members_);
+  RankLog::Record r;
+  r.type = type;
+  r.kind = log_.kind_index(wire.kind);
+  r.amount = wire_bytes(wire, buffer_bytes);
+  r.a = group_;
+  r.b = root < 0 ? -1 : members_.at(size_t(root));
+  r.comm_id = comm_id_;
+  r.flags = uint8_t((wire.deferred ? RankLog::kDeferred : 0) |
+                    (type == EventType::all_gather && wire.relay ? RankLog::kRelay : 0));
+  log_.add(r);
 }
 
 void RecordingCommunicator::all_reduce_sum(void* data, int64_t count, DType type, const Wire& wire) {
@@ -137,8 +206,8 @@ std::unique_ptr<Communicator> RecordingCommunicator::split(int color) {
 
 std::string RankLog::serialize() const {
   std::ostringstream out;
-  binary::write_u64(out, events_.size());
-  for (const Event& e : events_) {
+  binary::write_u64(out, records_.size());
+  for (const Event& e : events()) {
     binary::write_u64(out, uint64_t(e.type));
     binary::write_string(out, e.kind);
     binary::write_f64(out, e.seconds);
@@ -171,7 +240,7 @@ RankLog RankLog::deserialize(const std::string& bytes) {
     e.relay = (flags & 2) != 0;
     const uint64_t m = binary::read_u64(in, "event members");
     for (uint64_t j = 0; j < m; ++j) e.members.push_back(int(binary::read_i64(in, "event member")));
-    log.events_.push_back(std::move(e));
+    log.add(e);
   }
   return log;
 }
@@ -211,82 +280,130 @@ std::vector<TaskId> direct_broadcast(sim::StepGraph& g, const std::vector<int>& 
   return done;
 }
 
-}  // namespace
+// A message's queue in assemble_step_graph: (communicator, source, destination, tag).
+struct MessageKey {
+  int32_t comm_id, src, dst, tag;
+  bool operator==(const MessageKey& o) const {
+    return comm_id == o.comm_id && src == o.src && dst == o.dst && tag == o.tag;
+  }
+};
+struct MessageKeyHash {
+  size_t operator()(const MessageKey& k) const {
+    uint64_t h = uint64_t(uint32_t(k.comm_id)) * 0x9E3779B97F4A7C15ULL;
+    h = (h ^ uint32_t(k.src)) * 0xC2B2AE3D27D4EB4FULL;
+    h = (h ^ uint32_t(k.dst)) * 0x165667B19E3779F9ULL;
+    h = (h ^ uint32_t(k.tag)) * 0x9E3779B97F4A7C15ULL;
+    return size_t(h ^ (h >> 29));
+  }
+};
 
+}  // namespace
 
 sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
   const int P = int(logs.size());
   bool relay = false;  // the relay, when an all-gather goes through it, is graph rank P
   for (const RankLog* log : logs)
-    for (const Event& e : log->events()) relay = relay || e.relay;
+    for (const RankLog::Record& e : log->records()) relay = relay || (e.flags & RankLog::kRelay) != 0;
   sim::StepGraph g(P + (relay ? 1 : 0));
+  // Each log's kinds and groups, numbered once for all logs: kind[r][k] is the
+  // graph's tag name of log r's kind k (interned by the graph), group[r][i] the
+  // number of log r's group i among all distinct member lists.
+  std::vector<std::vector<std::string_view>> kind(static_cast<size_t>(P));
+  std::vector<std::vector<int>> group(static_cast<size_t>(P));
+  std::map<std::vector<int>, int> group_number;
+  std::vector<const std::vector<int>*> members_of;  // by group number
+  for (int r = 0; r < P; ++r) {
+    for (const std::string& k : logs[size_t(r)]->kinds()) kind[size_t(r)].push_back(k);
+    for (const std::vector<int>& m : logs[size_t(r)]->groups()) {
+      auto [it, added] = group_number.emplace(m, int(members_of.size()));
+      if (added) members_of.push_back(&it->first);
+      group[size_t(r)].push_back(it->second);
+    }
+  }
   std::vector<RankState> st(static_cast<size_t>(P));
   // Transfers sent and not yet received, per (comm, source, destination, tag), in order.
-  std::map<std::tuple<int, int, int, int>, std::deque<TaskId>> in_flight;
+  std::unordered_map<MessageKey, std::deque<TaskId>, MessageKeyHash> in_flight;
   // Collectives reached by some members: per (the group's members, sequence number
   // on that member set). Not by communicator number: one split numbers all its
   // groups alike, and ranks that made different numbers of splits before (a
   // pipeline replica beside a context replica) number one group differently.
   // Blocking collectives on one member set run in one order on all its members.
-  using Group = std::vector<int>;
-  std::map<std::pair<Group, int>, std::vector<int>> arrived;       // -> world ranks that reached it
-  std::vector<std::map<Group, int>> coll_seq(static_cast<size_t>(P));  // [rank][members] -> collectives passed
+  std::map<std::pair<int, int>, std::vector<int>> arrived;  // (group number, sequence) -> world ranks that reached it
+  // [rank] -> (group number, collectives passed on it): a rank is in few groups.
+  std::vector<std::vector<std::pair<int, int>>> coll_seq(static_cast<size_t>(P));
+  auto passed = [&](int rank, int gr) -> int& {
+    for (auto& [g, n] : coll_seq[size_t(rank)])
+      if (g == gr) return n;
+    return coll_seq[size_t(rank)].emplace_back(gr, 0).second;
+  };
 
   auto join_deferred = [&](RankState& s) {
     s.cursor.insert(s.cursor.end(), s.deferred.begin(), s.deferred.end());
     s.deferred.clear();
   };
+  sim::RankDeps after;
+  std::string kind_tag;
   bool progress = true;
   while (progress) {
     progress = false;
     for (int r = 0; r < P; ++r) {
       RankState& s = st[size_t(r)];
-      const auto& ev = logs[size_t(r)]->events();
+      const auto& ev = logs[size_t(r)]->records();
       while (s.next < ev.size() && !s.waiting) {
-        const Event& e = ev[s.next];
+        const RankLog::Record& e = ev[s.next];
         if (e.type == EventType::join) {
           join_deferred(s);
         } else if (e.type == EventType::compute) {
-          s.cursor = {g.add_compute(r, e.seconds, s.cursor, e.kind)};
+          const TaskId t = g.add_compute(r, e.amount, s.cursor, kind[size_t(r)][e.kind]);
+          s.cursor.assign(1, t);
         } else if (e.type == EventType::send) {
-          in_flight[{e.comm_id, r, e.peer, e.tag}].push_back(g.add_transfer(r, e.peer, e.bytes, s.cursor, e.kind));
+          const TaskId t = g.add_transfer(r, e.a, e.amount, s.cursor, kind[size_t(r)][e.kind]);
+          in_flight[{e.comm_id, r, e.a, e.b}].push_back(t);
         } else if (e.type == EventType::recv) {
-          auto& q = in_flight[{e.comm_id, e.peer, r, e.tag}];
-          if (q.empty()) break;  // its send is in a rank not replayed that far yet
-          s.cursor.push_back(q.front());
-          q.pop_front();
+          auto it = in_flight.find({e.comm_id, e.a, r, e.b});
+          if (it == in_flight.end() || it->second.empty()) break;  // its send is in a rank not replayed that far yet
+          s.cursor.push_back(it->second.front());
+          it->second.pop_front();
         } else {  // a collective: wait until every member has reached it
-          const std::pair<Group, int> key{e.members, coll_seq[size_t(r)][e.members]};
+          const int gr = group[size_t(r)][size_t(e.a)];
+          const std::vector<int>& members = *members_of[size_t(gr)];
+          const std::pair<int, int> key{gr, passed(r, gr)};
           auto& who = arrived[key];
           who.push_back(r);
           s.waiting = true;
-          if (who.size() < e.members.size()) break;
-          sim::RankDeps after;
-          for (int m : e.members) after.push_back(st[size_t(m)].cursor);
+          if (who.size() < members.size()) break;
+          after.resize(members.size());
+          for (size_t i = 0; i < members.size(); ++i) after[i] = st[size_t(members[i])].cursor;
           std::vector<TaskId> done;
-          const double S = e.bytes;
-          if (e.members.size() == 1) {
-            done = {g.add_compute(e.members[0], 0.0, after[0], e.kind)};
+          const double S = e.amount;
+          kind_tag = kind[size_t(r)][e.kind];
+          if (members.size() == 1) {
+            done = {g.add_compute(members[0], 0.0, after[0], kind_tag)};
           } else if (e.type == EventType::all_reduce) {
-            done = sim::ring_all_reduce(g, e.members, S, after, e.kind);
+            done = sim::ring_all_reduce(g, members, S, after, kind_tag);
           } else if (e.type == EventType::all_gather) {
-            done = e.relay ? sim::relay_all_gather(g, e.members, P, S, after, e.kind)
-                           : sim::ring_all_gather(g, e.members, S, after, e.kind);
+            done = (e.flags & RankLog::kRelay) ? sim::relay_all_gather(g, members, P, S, after, kind_tag)
+                                               : sim::ring_all_gather(g, members, S, after, kind_tag);
           } else if (e.type == EventType::reduce_scatter) {
-            done = sim::ring_reduce_scatter(g, e.members, S, after, e.kind);
+            done = sim::ring_reduce_scatter(g, members, S, after, kind_tag);
           } else {
-            done = direct_broadcast(g, e.members, e.peer, S, after, e.kind);
+            done = direct_broadcast(g, members, e.b, S, after, kind_tag);
           }
-          for (size_t i = 0; i < e.members.size(); ++i) {
-            RankState& ms = st[size_t(e.members[i])];
-            const Event& me = logs[size_t(e.members[i])]->events()[ms.next];
-            if (me.type != e.type || me.members != e.members || me.bytes != e.bytes || me.relay != e.relay)
-              throw std::logic_error("assemble_step_graph: ranks disagree on collective '" + e.kind + "'");
-            if (e.deferred) ms.deferred.push_back(done[i]);
-            else ms.cursor = {done[i]};
+          for (size_t i = 0; i < members.size(); ++i) {
+            const int m = members[i];
+            RankState& ms = st[size_t(m)];
+            const RankLog::Record& me = logs[size_t(m)]->records()[ms.next];
+            const bool agree = me.type == e.type && me.type != EventType::compute && me.type != EventType::join &&
+                               me.type != EventType::send && me.type != EventType::recv &&
+                               group[size_t(m)][size_t(me.a)] == gr && me.amount == e.amount &&
+                               (me.flags & RankLog::kRelay) == (e.flags & RankLog::kRelay);
+            if (!agree)
+              throw std::logic_error("assemble_step_graph: ranks disagree on collective '" + kind_tag + "'");
+            if (e.flags & RankLog::kDeferred) ms.deferred.push_back(done[i]);
+            else ms.cursor.assign(1, done[i]);
             ms.waiting = false;
             ++ms.next;
-            ++coll_seq[size_t(e.members[i])][e.members];
+            ++passed(m, gr);
           }
           arrived.erase(key);
           progress = true;
@@ -298,13 +415,13 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
     }
   }
   for (int r = 0; r < P; ++r)
-    if (st[size_t(r)].next < logs[size_t(r)]->events().size())
+    if (st[size_t(r)].next < logs[size_t(r)]->records().size())
       throw std::logic_error("assemble_step_graph: rank " + std::to_string(r) + " is stuck at event " +
                              std::to_string(st[size_t(r)].next) + " (a recv with no send, or a collective not all members reached)");
   for (const auto& [key, q] : in_flight)
     if (!q.empty())
-      throw std::logic_error("assemble_step_graph: a message from rank " + std::to_string(std::get<1>(key)) +
-                             " to rank " + std::to_string(std::get<2>(key)) + " was never received");
+      throw std::logic_error("assemble_step_graph: a message from rank " + std::to_string(key.src) +
+                             " to rank " + std::to_string(key.dst) + " was never received");
   return g;
 }
 

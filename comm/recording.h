@@ -24,6 +24,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -33,6 +34,8 @@ namespace lowband::comm {
 
 enum class EventType : uint8_t { compute, join, send, recv, all_reduce, all_gather, reduce_scatter, broadcast };
 
+// One call or compute span, as a rank's log hands it out (RankLog::events()) and
+// takes it in (RankLog::add). The log stores it compactly (RankLog::Record).
 struct Event {
   EventType type = EventType::compute;
   std::string kind;        // the step graph's kind tag
@@ -48,23 +51,83 @@ struct Event {
 
 class RankLog {
  public:
-  void compute(double seconds, const char* kind);
+  // The stored form of an event: 24 bytes (a 512-rank step logs ~12.6 million).
+  // Kind tags and collectives' member lists are interned per log: kind indexes
+  // kinds(), a collective's `a` indexes groups().
+  struct Record {
+    double amount = 0;     // compute: seconds; send and collectives: bytes
+    int32_t a = -1;        // send/recv: peer (world rank); collectives: index into groups()
+    int32_t b = 0;         // send/recv: tag; broadcast: root (world rank), else -1
+    int32_t comm_id = 0;
+    uint16_t kind = 0;     // index into kinds()
+    EventType type = EventType::compute;
+    uint8_t flags = 0;     // kDeferred | kRelay
+  };
+  static constexpr uint8_t kDeferred = 1, kRelay = 2;
+
+  // A random-access range of the log's events, each materialised as an Event.
+  class EventRange {
+   public:
+    class iterator {
+     public:
+      iterator(const RankLog* log, size_t i) : log_(log), i_(i) {}
+      Event operator*() const { return log_->event(i_); }
+      iterator& operator++() { ++i_; return *this; }
+      bool operator!=(const iterator& o) const { return i_ != o.i_; }
+      bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+     private:
+      const RankLog* log_;
+      size_t i_;
+    };
+    explicit EventRange(const RankLog* log) : log_(log) {}
+    size_t size() const { return log_->records_.size(); }
+    bool empty() const { return log_->records_.empty(); }
+    Event operator[](size_t i) const { return log_->event(i); }
+    iterator begin() const { return {log_, 0}; }
+    iterator end() const { return {log_, log_->records_.size()}; }
+
+   private:
+    const RankLog* log_;
+  };
+
+  void compute(double seconds, const char* kind) {
+    Record r;
+    r.amount = seconds;
+    r.kind = kind_index(kind);
+    records_.push_back(r);
+  }
   // What the rank computes next waits for its deferred collectives (the optimiser
   // after the gradient buckets).
   void join_deferred() {
-    Event e;
-    e.type = EventType::join;
-    add(std::move(e));
+    Record r;
+    r.type = EventType::join;
+    records_.push_back(r);
   }
-  void add(Event event) { events_.push_back(std::move(event)); }
-  void clear() { events_.clear(); }
-  const std::vector<Event>& events() const { return events_; }
+  void add(const Event& event);
+  void add(const Record& record) { records_.push_back(record); }
+  void clear() { records_.clear(); }
+  EventRange events() const { return EventRange(this); }
+  Event event(size_t i) const;
+
+  // The compact form, for assemble_step_graph.
+  const std::vector<Record>& records() const { return records_; }
+  const std::vector<std::string>& kinds() const { return kinds_; }
+  const std::vector<std::vector<int>>& groups() const { return groups_; }
+  uint16_t kind_index(const char* kind);
+  int32_t group_index(const std::vector<int>& members);
+
   // For gathering the logs of processes (MPI) onto one rank.
   std::string serialize() const;
   static RankLog deserialize(const std::string& bytes);  // std::runtime_error if damaged
 
  private:
-  std::vector<Event> events_;
+  uint16_t intern_kind(const std::string& kind);
+
+  std::vector<Record> records_;
+  std::vector<std::string> kinds_;
+  std::vector<std::pair<const char*, uint16_t>> kind_of_pointer_;  // kind_index's fast path
+  std::vector<std::vector<int>> groups_;
 };
 
 class RecordingCommunicator final : public Communicator {
@@ -102,6 +165,7 @@ class RecordingCommunicator final : public Communicator {
   Communicator* inner_;
   RankLog& log_;
   std::vector<int> members_;  // world rank of each rank of this communicator
+  int32_t group_ = -1;        // members_ in log_.groups(), once a collective needed it
   int comm_id_ = 0;
   std::shared_ptr<int> next_comm_id_;  // shared by a rank's communicators: splits stay numbered alike
 };

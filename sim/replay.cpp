@@ -1,6 +1,7 @@
 #include "sim/replay.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,15 +78,46 @@ std::string read_all(int fd) {
   return out;
 }
 
-[[noreturn]] void run_child(int fd, const NetworkSpec& network, const std::vector<const StepGraph*>& graphs) {
+// The whole-step figures from the replay's per-rank record (and each task's
+// times, passed through when asked).
+ReplayResult summarize(detail::TaskTimes times) {
+  const size_t ranks = times.rank_finish_seconds.size();
+  ReplayResult r;
+  r.rank_finish_seconds = std::move(times.rank_finish_seconds);
+  r.rank_compute_busy_seconds.assign(ranks, 0);
+  double max_busy = 0;
+  for (size_t k = 0; k < ranks; ++k) {
+    const double total = times.busy_seconds[k];
+    r.rank_compute_busy_seconds[k] = total;
+    max_busy = std::max(max_busy, total);
+    r.step_seconds = std::max(r.step_seconds, r.rank_finish_seconds[k]);
+  }
+  r.rank_exposed_comm_seconds.resize(ranks);
+  for (size_t k = 0; k < ranks; ++k)
+    r.rank_exposed_comm_seconds[k] = r.rank_finish_seconds[k] - r.rank_compute_busy_seconds[k];
+  r.exposed_comm_seconds = r.step_seconds - max_busy;
+  r.task_start_seconds = std::move(times.start_seconds);
+  r.task_finish_seconds = std::move(times.finish_seconds);
+  return r;
+}
+
+// The child replays and summarizes, and sends back only the figures (the task
+// times too when asked): nothing of the graph's size crosses the pipe otherwise.
+[[noreturn]] void run_child(int fd, const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
+                            bool task_times) {
   Writer w;
   try {
-    const std::vector<detail::TaskTimes> times = detail::simulate(network, graphs);
+    std::vector<detail::TaskTimes> times = detail::simulate(network, graphs, task_times);
     const uint8_t status = kOk;
     w.raw(&status, 1);
-    for (const detail::TaskTimes& t : times) {
-      w.doubles(t.start_seconds);
-      w.doubles(t.finish_seconds);
+    for (detail::TaskTimes& t : times) {
+      const ReplayResult r = summarize(std::move(t));
+      w.doubles(r.rank_finish_seconds);
+      w.doubles({r.step_seconds, r.exposed_comm_seconds});
+      w.doubles(r.rank_compute_busy_seconds);
+      w.doubles(r.rank_exposed_comm_seconds);
+      w.doubles(r.task_start_seconds);
+      w.doubles(r.task_finish_seconds);
     }
   } catch (const InputError& e) {
     const uint8_t status = kInputError;
@@ -103,54 +135,6 @@ std::string read_all(int fd) {
   _exit(0);  // no atexit handlers, no flushing of the parent's stdio buffers
 }
 
-// The whole-step figures from each task's start and finish.
-ReplayResult summarize(const StepGraph& graph, std::vector<double> start, std::vector<double> finish,
-                       bool keep_task_times) {
-  const size_t ranks = static_cast<size_t>(graph.ranks());
-  ReplayResult r;
-  r.rank_finish_seconds.assign(ranks, 0);
-  r.rank_compute_busy_seconds.assign(ranks, 0);
-  std::vector<std::vector<std::pair<double, double>>> busy(ranks);
-  const std::vector<StepGraph::Record>& tasks = graph.records();
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const StepGraph::Record& t = tasks[i];
-    auto& f = r.rank_finish_seconds;
-    f[static_cast<size_t>(t.rank)] = std::max(f[static_cast<size_t>(t.rank)], finish[i]);
-    if (t.kind == TaskKind::transfer)
-      f[static_cast<size_t>(t.peer)] = std::max(f[static_cast<size_t>(t.peer)], finish[i]);
-    else if (finish[i] > start[i])
-      busy[static_cast<size_t>(t.rank)].emplace_back(start[i], finish[i]);
-  }
-  double max_busy = 0;
-  for (size_t k = 0; k < ranks; ++k) {
-    auto& intervals = busy[k];
-    std::sort(intervals.begin(), intervals.end());
-    double total = 0, open = 0, close = -1;
-    for (auto [s, e] : intervals) {
-      if (s > close) {
-        if (close > open) total += close - open;
-        open = s;
-        close = e;
-      } else {
-        close = std::max(close, e);
-      }
-    }
-    if (close > open) total += close - open;
-    r.rank_compute_busy_seconds[k] = total;
-    max_busy = std::max(max_busy, total);
-    r.step_seconds = std::max(r.step_seconds, r.rank_finish_seconds[k]);
-  }
-  r.rank_exposed_comm_seconds.resize(ranks);
-  for (size_t k = 0; k < ranks; ++k)
-    r.rank_exposed_comm_seconds[k] = r.rank_finish_seconds[k] - r.rank_compute_busy_seconds[k];
-  r.exposed_comm_seconds = r.step_seconds - max_busy;
-  if (keep_task_times) {
-    r.task_start_seconds = std::move(start);
-    r.task_finish_seconds = std::move(finish);
-  }
-  return r;
-}
-
 std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
                                           const ReplayOptions& options) {
   validate_network(network);  // here, so that bad input fails without a child
@@ -159,6 +143,12 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
       throw InputError("network.nodes", "the step graph has " + std::to_string(g->ranks()) +
                                             " ranks but the network has only " + std::to_string(network.nodes) +
                                             " nodes");
+  // Hand the heap's free pages back first (the dry run's logs, at 512 context
+  // ranks 300 MB): the child would count them in its resident memory too. Only
+  // before a large graph: for a small one it is not worth a walk of the heap.
+  size_t tasks = 0;
+  for (const StepGraph* g : graphs) tasks += g->size();
+  if (tasks >= 1000000) ::malloc_trim(0);
   // Flush before forking, or the child would inherit (and SimGrid might flush) a copy
   // of whatever the caller has buffered.
   std::fflush(nullptr);
@@ -175,7 +165,7 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
     // SimGrid writes nothing useful to stdout; stderr stays for its fatal messages.
     const int devnull = ::open("/dev/null", O_WRONLY);
     if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-    run_child(fds[1], network, graphs);
+    run_child(fds[1], network, graphs, options.task_times);
   }
   ::close(fds[1]);
   const std::string reply = read_all(fds[0]);
@@ -203,10 +193,18 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
     throw std::runtime_error(what);
   }
   std::vector<ReplayResult> results;
-  for (const StepGraph* g : graphs) {
-    std::vector<double> start = rd.doubles();
-    std::vector<double> finish = rd.doubles();
-    results.push_back(summarize(*g, std::move(start), std::move(finish), options.task_times));
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    ReplayResult r;
+    r.rank_finish_seconds = rd.doubles();
+    const std::vector<double> step = rd.doubles();
+    if (step.size() != 2) throw std::runtime_error("sim::replay: damaged reply from the SimGrid child");
+    r.step_seconds = step[0];
+    r.exposed_comm_seconds = step[1];
+    r.rank_compute_busy_seconds = rd.doubles();
+    r.rank_exposed_comm_seconds = rd.doubles();
+    r.task_start_seconds = rd.doubles();
+    r.task_finish_seconds = rd.doubles();
+    results.push_back(std::move(r));
   }
   return results;
 }

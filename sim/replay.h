@@ -18,11 +18,18 @@
 // becomes a SimGrid Comm, sharing at once as CM02 would have it share at that date
 // (sim/deferred_latency.h): the same times, fewer Comms in flight.
 //
-// Cost: the MoS paper step at 256 context ranks (1.6 million transfers) replays in
-// about 4 s on a 2-core AMD EPYC, at 512 (6.3 million) in about 40 s
-// (scripts/experiments/estimate-scaling.sh). The growth with ranks is SimGrid
-// 3.32's: it keeps every in-flight host-to-host Comm in one std::list and scans all
-// of it whenever one completes (a std::set from SimGrid 3.33 on).
+// A message of no bytes (after llround) whose latency the replay waits itself
+// finishes when that latency is paid, without a Comm: SimGrid would finish it at
+// that date too. The child sends back only the figures below (and each task's
+// times when asked), not per-task arrays of the graph's size.
+//
+// Cost: the MoS paper step at 512 context ranks (10.5 million tasks, 6.3 million
+// transfers, 5.8 million of them Comms) replays in about 20 s on a 2-core AMD EPYC
+// (scripts/experiments/estimate-scaling.sh; bench/bench_estimate_phases splits
+// the whole estimate into dry run, assembly and replay). About half of that is
+// SimGrid's own per-Comm work, a fifth of it SimGrid 3.32 scanning its one
+// std::list of every in-flight host-to-host Comm whenever one completes (a
+// std::set from SimGrid 3.33 on); what a Comm costs inside SimGrid is the floor.
 #include <vector>
 
 #include "sim/network.h"

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,8 @@ namespace sg4 = simgrid::s4u;
 
 namespace {
 
+class GraphRun;
+
 // Compute on one rank, timed by processor sharing: the k tasks running at once each
 // progress at 1/k. Its events are SimGrid kernel timers, so they interleave with the
 // network's on SimGrid's clock. (SimGrid 3.32 Execs would do the same, but every
@@ -31,10 +34,11 @@ namespace {
 // linearly on completion: with a few hundred ranks that search dominated replay.)
 class RankCpu {
  public:
-  explicit RankCpu(std::function<void(TaskId)> done) : done_(std::move(done)) {}
+  RankCpu(GraphRun* run, int rank) : run_(run), rank_(rank) {}
 
   void add(TaskId id, double seconds) {
     advance();
+    if (running_.empty()) busy_since_ = last_update_;
     running_.push_back({id, seconds});
     reschedule();
   }
@@ -69,26 +73,14 @@ class RankCpu {
     timer_ = simgrid::kernel::timer::Timer::set(at, [this]() { on_timer(); });
   }
 
-  void on_timer() {
-    timer_ = nullptr;  // SimGrid frees it after this call
-    advance();
-    // Every task within rounding of the earliest finishes now, together.
-    const double least = least_remaining();
-    const double eps = 1e-12 * std::max(1.0, last_update_);
-    std::vector<TaskId> finished;
-    auto kept = std::remove_if(running_.begin(), running_.end(), [&](const Running& r) {
-      if (r.remaining_seconds > least + eps && r.remaining_seconds > eps) return false;
-      finished.push_back(r.id);
-      return true;
-    });
-    running_.erase(kept, running_.end());
-    reschedule();
-    for (TaskId id : finished) done_(id);  // may add tasks here: they see the new state
-  }
+  void on_timer();
 
-  std::function<void(TaskId)> done_;
+  GraphRun* run_;
+  int rank_;
   std::vector<Running> running_;
+  std::vector<TaskId> finished_;  // reused by on_timer
   double last_update_ = 0;
+  double busy_since_ = 0;  // SimGrid's clock when running_ last became non-empty
   simgrid::kernel::timer::Timer* timer_ = nullptr;
 };
 
@@ -99,24 +91,31 @@ class GraphRun {
  public:
   // latencies: non-null when each transfer waits its route latency here, not in
   // SimGrid (sim/deferred_latency.h).
-  GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, RouteLatencies* latencies, TaskTimes& out)
-      : graph_(graph), hosts_(hosts), latencies_(latencies), out_(out) {
+  GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, RouteLatencies* latencies,
+           bool task_times, TaskTimes& out)
+      : graph_(graph), hosts_(hosts), latencies_(latencies), task_times_(task_times), out_(out) {
     const size_t n = graph.size();
-    out_.start_seconds.assign(n, -1);
-    out_.finish_seconds.assign(n, -1);
+    if (task_times_) {
+      out_.start_seconds.assign(n, -1);
+      out_.finish_seconds.assign(n, -1);
+    }
+    out_.rank_finish_seconds.assign(static_cast<size_t>(graph.ranks()), 0);
+    busy_.assign(static_cast<size_t>(graph.ranks()), Busy{});
     pending_.assign(n, 0);
     // Built once and never resized: each RankCpu's timers point at it.
-    cpus_.assign(hosts.size(), RankCpu([this](TaskId id) {
-      finished(id);
-      drain();
-    }));
+    cpus_.reserve(hosts.size());
+    for (size_t r = 0; r < hosts.size(); ++r) cpus_.emplace_back(this, static_cast<int>(r));
     // Successor lists in compressed form: first_succ_[i]..first_succ_[i+1] index succ_.
+    size_t edges = 0;
+    for (size_t i = 0; i < n; ++i) edges += graph.deps(static_cast<TaskId>(i)).size();
+    if (edges > std::numeric_limits<uint32_t>::max())
+      throw std::runtime_error("sim::replay: more than 2^32 dependencies in one step graph");
     first_succ_.assign(n + 1, 0);
     for (size_t i = 0; i < n; ++i)
       for (TaskId dep : graph.deps(static_cast<TaskId>(i))) ++first_succ_[static_cast<size_t>(dep) + 1];
     for (size_t i = 0; i < n; ++i) first_succ_[i + 1] += first_succ_[i];
     succ_.resize(first_succ_[n]);
-    std::vector<size_t> fill(first_succ_.begin(), first_succ_.end() - 1);
+    std::vector<uint32_t> fill(first_succ_.begin(), first_succ_.end() - 1);
     for (size_t i = 0; i < n; ++i)
       for (TaskId dep : graph.deps(static_cast<TaskId>(i))) {
         succ_[fill[static_cast<size_t>(dep)]++] = static_cast<TaskId>(i);
@@ -138,18 +137,57 @@ class GraphRun {
     if (retired_.size() >= 256) retired_.clear();
     retired_.push_back(std::move(slots_[slot].comm));
     free_slots_.push_back(slot);
-    finished(slots_[slot].task);
+    finished(slots_[slot].task, slots_[slot].src, slots_[slot].dst);
     drain();
   }
 
   size_t finished_count() const { return finished_; }
+  int ranks() const { return static_cast<int>(busy_.size()); }
   void release() { retired_.clear(); }
 
+  // `rank` computed from SimGrid time `since` until now, and not now: its busy
+  // time, the union of its compute tasks' intervals, as the sorted intervals
+  // would be merged (a period that starts when the last ended continues it).
+  void busy_period(int rank, double since) {
+    const double s = since - t0_, e = sg4::Engine::get_clock() - t0_;
+    Busy& b = busy_[static_cast<size_t>(rank)];
+    if (s > b.close) {
+      if (b.close > b.open) b.total += b.close - b.open;
+      b.open = s;
+      b.close = e;
+    } else {
+      b.close = std::max(b.close, e);
+    }
+  }
+  // Once the graph is done: each rank's busy seconds.
+  void finish_busy() {
+    out_.busy_seconds.resize(busy_.size());
+    for (size_t k = 0; k < busy_.size(); ++k) {
+      Busy& b = busy_[k];
+      if (b.close > b.open) b.total += b.close - b.open;
+      out_.busy_seconds[k] = b.total;
+    }
+  }
+  void compute_finished(TaskId id, int rank) {
+    finished(id, rank, -1);
+    drain();
+  }
+
  private:
-  void finished(TaskId id) {
-    out_.finish_seconds[static_cast<size_t>(id)] = sg4::Engine::get_clock() - t0_;
+  // Task `id` of `rank` (a transfer's source; `peer`, its destination, or -1 for
+  // a compute task) finished now. The caller knows both: the graph's record is
+  // not read again here (a cache miss per task on a graph of 10 million).
+  void finished(TaskId id, int rank, int peer) {
+    const double now = sg4::Engine::get_clock() - t0_;
+    if (task_times_) out_.finish_seconds[static_cast<size_t>(id)] = now;
+    double& f = out_.rank_finish_seconds[static_cast<size_t>(rank)];
+    f = std::max(f, now);
+    if (peer >= 0) {
+      double& g = out_.rank_finish_seconds[static_cast<size_t>(peer)];
+      g = std::max(g, now);
+    }
     ++finished_;
-    for (size_t k = first_succ_[static_cast<size_t>(id)]; k < first_succ_[static_cast<size_t>(id) + 1]; ++k)
+    for (uint32_t k = first_succ_[static_cast<size_t>(id)]; k < first_succ_[static_cast<size_t>(id) + 1]; ++k)
       if (--pending_[static_cast<size_t>(succ_[k])] == 0) ready_.push_back(succ_[k]);
   }
 
@@ -165,30 +203,37 @@ class GraphRun {
 
   void launch(TaskId id) {
     const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
-    out_.start_seconds[static_cast<size_t>(id)] = sg4::Engine::get_clock() - t0_;
+    if (task_times_) out_.start_seconds[static_cast<size_t>(id)] = sg4::Engine::get_clock() - t0_;
     if (task.kind == TaskKind::compute) {
-      if (task.amount == 0) return finished(id);
+      if (task.amount == 0) return finished(id, task.rank, -1);
       cpus_[static_cast<size_t>(task.rank)].add(id, task.amount);
     } else {
-      if (task.rank == task.peer) return finished(id);
+      if (task.rank == task.peer) return finished(id, task.rank, task.peer);
       const double latency = latencies_ ? latencies_->seconds(task.rank, task.peer) : 0;
       if (latency > 0)
-        simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() { send(id); });
+        simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() {
+          send(id);
+          drain();  // a message of no bytes finished at once
+        });
       else
         send(id);
     }
   }
 
-  // Starts the transfer's SimGrid Comm.
+  // Starts the transfer's SimGrid Comm. With the latency paid here (latencies_), a
+  // message of no bytes is done now: SimGrid would finish it at this date too
+  // (its latency phase, scaled by 2^-900, is below the clock's resolution).
   void send(TaskId id) {
     const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
+    const uint64_t bytes = static_cast<uint64_t>(std::llround(task.amount));
+    if (bytes == 0 && latencies_) return finished(id, task.rank, task.peer);
     sg4::CommPtr comm =
         sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)], hosts_[static_cast<size_t>(task.peer)]);
-    comm->set_payload_size(static_cast<uint64_t>(std::llround(task.amount)));
+    comm->set_payload_size(bytes);
     const size_t slot = take_slot();
     comm->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot)));
     comm->start();
-    slots_[slot] = {std::move(comm), id};
+    slots_[slot] = {std::move(comm), id, task.rank, task.peer};
   }
 
   // In-flight transfers live in a few reused slots, not in a per-task array: what
@@ -206,27 +251,54 @@ class GraphRun {
   struct Slot {
     sg4::ActivityPtr comm;
     TaskId task = -1;
+    int src = 0, dst = 0;
+  };
+  struct Busy {
+    double open = 0, close = -1, total = 0;
   };
 
   const StepGraph& graph_;
   const std::vector<sg4::Host*>& hosts_;
   RouteLatencies* latencies_;
+  bool task_times_;
   TaskTimes& out_;
   double t0_ = 0;
   std::vector<int32_t> pending_;
-  std::vector<size_t> first_succ_;
+  std::vector<uint32_t> first_succ_;
   std::vector<TaskId> succ_;
   std::vector<TaskId> ready_;
   std::vector<Slot> slots_;
   std::vector<size_t> free_slots_;
   std::vector<sg4::ActivityPtr> retired_;
   std::vector<RankCpu> cpus_;
+  std::vector<Busy> busy_;
   size_t finished_ = 0;
 };
 
+void RankCpu::on_timer() {
+  timer_ = nullptr;  // SimGrid frees it after this call
+  advance();
+  // Every task within rounding of the earliest finishes now, together.
+  const double least = least_remaining();
+  const double eps = 1e-12 * std::max(1.0, last_update_);
+  finished_.clear();
+  auto kept = std::remove_if(running_.begin(), running_.end(), [&](const Running& r) {
+    if (r.remaining_seconds > least + eps && r.remaining_seconds > eps) return false;
+    finished_.push_back(r.id);
+    return true;
+  });
+  running_.erase(kept, running_.end());
+  if (running_.empty() && !finished_.empty() && rank_ < run_->ranks()) run_->busy_period(rank_, busy_since_);
+  reschedule();
+  // May add tasks to this rank: they see the new state. finished_ is not touched
+  // by that (only on_timer fills it).
+  for (TaskId id : finished_) run_->compute_finished(id, rank_);
+}
+
 }  // namespace
 
-std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs) {
+std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
+                                bool task_times) {
   // Quiet before the engine exists, so that even configuration changes stay silent.
   xbt_log_control_set("root.thres:critical");
   static char name[] = "lowband-replay";
@@ -250,10 +322,11 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   });
   for (size_t g = 0; g < graphs.size(); ++g) {
     reset_tcp_connections();  // each graph starts on an idle network
-    GraphRun run(*graphs[g], hosts, latencies.get(), times[g]);
+    GraphRun run(*graphs[g], hosts, latencies.get(), task_times, times[g]);
     current = &run;
     run.start();
     engine->run();
+    run.finish_busy();
     run.release();
     current = nullptr;
     if (run.finished_count() != graphs[g]->size())

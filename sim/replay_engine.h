@@ -9,11 +9,18 @@
 
 namespace lowband::sim::detail {
 
+// What one graph's replay gives, relative to the graph's own start: enough for
+// ReplayResult (replay.cpp's summarize), and each task's times only when asked
+// (at 512 context ranks they are 170 MB a graph).
 struct TaskTimes {
-  std::vector<double> start_seconds;  // by TaskId, relative to the graph's own start
+  std::vector<double> rank_finish_seconds;  // last finish of a task the rank runs, sends or receives
+  // Per rank, the length of the union of its compute tasks' [start, finish].
+  std::vector<double> busy_seconds;
+  std::vector<double> start_seconds;  // by TaskId; only with task_times
   std::vector<double> finish_seconds;
 };
 
-std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs);
+std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
+                                bool task_times);
 
 }  // namespace lowband::sim::detail

@@ -28,32 +28,36 @@ void check_deps(DepSpan deps, size_t next_id) {
 
 bool operator==(DepSpan a, DepSpan b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
 
-StepGraph::StepGraph(int ranks) : ranks_(ranks), dep_begin_{0} {}
+StepGraph::StepGraph(int ranks) : ranks_(ranks) { dep_begin_.push_back(0); }
 
 uint16_t StepGraph::intern(std::string_view kind_tag) {
-  // A handful of distinct tags per graph: a scan beats hashing.
+  // A handful of distinct tags per graph: a scan beats hashing; and runs of
+  // tasks share one (a collective's transfers), so the last one first.
+  if (last_tag_ < tag_names_.size() && tag_names_[last_tag_] == kind_tag) return last_tag_;
   for (size_t i = 0; i < tag_names_.size(); ++i)
-    if (tag_names_[i] == kind_tag) return static_cast<uint16_t>(i);
+    if (tag_names_[i] == kind_tag) return last_tag_ = static_cast<uint16_t>(i);
   if (tag_names_.size() > std::numeric_limits<uint16_t>::max())
     throw std::invalid_argument("StepGraph: more than 65536 distinct kind tags");
   tag_names_.emplace_back(kind_tag);
-  return static_cast<uint16_t>(tag_names_.size() - 1);
+  return last_tag_ = static_cast<uint16_t>(tag_names_.size() - 1);
 }
 
 TaskId StepGraph::add(Record record, DepSpan deps, std::string_view kind_tag) {
   check_deps(deps, records_.size());
   if (records_.size() >= static_cast<size_t>(std::numeric_limits<TaskId>::max()))
     throw std::invalid_argument("StepGraph: more tasks than a TaskId can number");
+  if (deps_.size() + deps.size() > std::numeric_limits<uint32_t>::max())
+    throw std::invalid_argument("StepGraph: more than 2^32 dependencies in one graph");
   record.tag = intern(kind_tag);
   // deps may view this graph's own storage (a task's deps passed on): copy first.
   const bool aliased = !deps.empty() && deps.begin() >= deps_.data() && deps.begin() < deps_.data() + deps_.size();
   if (aliased) {
     const std::vector<TaskId> copy = deps.to_vector();
-    deps_.insert(deps_.end(), copy.begin(), copy.end());
+    deps_.append(copy.data(), copy.data() + copy.size());
   } else {
-    deps_.insert(deps_.end(), deps.begin(), deps.end());
+    deps_.append(deps.begin(), deps.end());
   }
-  dep_begin_.push_back(deps_.size());
+  dep_begin_.push_back(static_cast<uint32_t>(deps_.size()));
   records_.push_back(record);
   return static_cast<TaskId>(records_.size() - 1);
 }

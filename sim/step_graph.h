@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/pod_buffer.h"
+
 namespace lowband::sim {
 
 using TaskId = int32_t;
@@ -115,7 +117,7 @@ class StepGraph {
   Task task(TaskId id) const;
 
   // The compact form, for the replay's hot loops.
-  const std::vector<Record>& records() const { return records_; }
+  const PodBuffer<Record>& records() const { return records_; }
   DepSpan deps(TaskId id) const {
     const size_t i = static_cast<size_t>(id);
     return {deps_.data() + dep_begin_[i], static_cast<size_t>(dep_begin_[i + 1] - dep_begin_[i])};
@@ -131,10 +133,11 @@ class StepGraph {
   uint16_t intern(std::string_view kind_tag);
 
   int ranks_;
-  std::vector<Record> records_;
-  std::vector<uint64_t> dep_begin_;  // task i's deps are deps_[dep_begin_[i] .. dep_begin_[i + 1])
-  std::vector<TaskId> deps_;
+  PodBuffer<Record> records_;
+  PodBuffer<uint32_t> dep_begin_;  // task i's deps are deps_[dep_begin_[i] .. dep_begin_[i + 1])
+  PodBuffer<TaskId> deps_;
   std::vector<std::string> tag_names_;
+  uint16_t last_tag_ = 0;  // intern's first guess
 };
 
 }  // namespace lowband::sim
