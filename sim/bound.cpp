@@ -183,7 +183,7 @@ void add_link_bytes_by_kind(const NetworkLinks& links, const StepGraph& graph, i
 double latency_chain_seconds(const NetworkLinks& links, const StepGraph& g) {
   std::vector<double> finish(g.size(), 0.0);
   double last = 0;
-  const std::vector<StepGraph::Record>& records = g.records();
+  const auto& records = g.records();
   for (size_t i = 0; i < records.size(); ++i) {
     const StepGraph::Record& r = records[i];
     double start = 0;
