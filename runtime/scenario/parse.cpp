@@ -101,6 +101,29 @@ ParallelConfig parse_parallel(const ObjectReader& root) {
   return p;
 }
 
+// compression.weight_sync and the keys of its methods (runtime/sync/replica_sync.h).
+void parse_weight_sync(const ObjectReader& r, CompressionConfig& c) {
+  const std::string sync = r.choice_or("weight_sync", "all_reduce",
+                                       {"all_reduce", "sparse", "sparse_grad", "topk_grad", "sparse_update", "lowrank_grad"});
+  for (WeightSync w : {WeightSync::all_reduce, WeightSync::sparse, WeightSync::sparse_grad, WeightSync::topk_grad,
+                       WeightSync::sparse_update, WeightSync::lowrank_grad})
+    if (sync == weight_sync_name(w)) c.weight_sync = w;
+  c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
+  c.sync_every = static_cast<int>(r.integer_or("sync_every", 1, 1, kMaxInt));
+  // all_reduce sums the gradients every step; the error-feedback variants step every
+  // rank on one aggregate every step. (1 is recorded in every resolved scenario.)
+  if (c.sync_every != 1 && c.weight_sync != WeightSync::sparse)
+    fail(r.path_of("sync_every"), std::string("weight_sync \"") + sync + "\" exchanges every step: expected 1 or no key",
+         {r.path_of("weight_sync")});
+  c.sync_value_bits = static_cast<int>(r.integer_or("sync_value_bits", 2, 1, 32));
+  if (c.sync_value_bits > 8 && c.sync_value_bits != 32)
+    fail(r.path_of("sync_value_bits"), "expected 1..8 or 32, got " + std::to_string(c.sync_value_bits));
+  // Only topk_grad quantises what it sends (the resolved scenario records it only there).
+  if (r.has("sync_value_bits") && c.weight_sync != WeightSync::topk_grad)
+    fail(r.path_of("sync_value_bits"), std::string("weight_sync \"") + sync + "\" sends no quantised values (only "
+                                       "\"topk_grad\" does): no key", {r.path_of("weight_sync")});
+}
+
 CompressionConfig parse_compression(const ObjectReader& root) {
   CompressionConfig c;
   if (!root.has("compression")) return c;
@@ -153,25 +176,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   if (c.quantize_bits != 4 && c.quantize_bits != 8)
     fail(r.path_of("bits"), "expected 4 or 8, got " + std::to_string(c.quantize_bits));
   c.quantize_block = static_cast<int>(r.integer_or("block", 64, 1, kMaxInt));
-  const std::string sync = r.choice_or("weight_sync", "all_reduce",
-                                       {"all_reduce", "sparse", "sparse_grad", "topk_grad", "sparse_update", "lowrank_grad"});
-  for (WeightSync w : {WeightSync::all_reduce, WeightSync::sparse, WeightSync::sparse_grad, WeightSync::topk_grad,
-                       WeightSync::sparse_update, WeightSync::lowrank_grad})
-    if (sync == weight_sync_name(w)) c.weight_sync = w;
-  c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
-  c.sync_every = static_cast<int>(r.integer_or("sync_every", 1, 1, kMaxInt));
-  // all_reduce sums the gradients every step; the error-feedback variants step every
-  // rank on one aggregate every step. (1 is recorded in every resolved scenario.)
-  if (c.sync_every != 1 && c.weight_sync != WeightSync::sparse)
-    fail(r.path_of("sync_every"), std::string("weight_sync \"") + sync + "\" exchanges every step: expected 1 or no key",
-         {r.path_of("weight_sync")});
-  c.sync_value_bits = static_cast<int>(r.integer_or("sync_value_bits", 2, 1, 32));
-  if (c.sync_value_bits > 8 && c.sync_value_bits != 32)
-    fail(r.path_of("sync_value_bits"), "expected 1..8 or 32, got " + std::to_string(c.sync_value_bits));
-  // Only topk_grad quantises what it sends (the resolved scenario records it only there).
-  if (r.has("sync_value_bits") && c.weight_sync != WeightSync::topk_grad)
-    fail(r.path_of("sync_value_bits"), std::string("weight_sync \"") + sync + "\" sends no quantised values (only "
-                                       "\"topk_grad\" does): no key", {r.path_of("weight_sync")});
+  parse_weight_sync(r, c);
   if (has_ratio && ratio == 0) {
     // Uncompressed whatever the method: the identity codec, keeping only the keys
     // every method shares (so to_json and back give the same scenario).
