@@ -1,5 +1,7 @@
 #pragma once
-// Small NetworkSpec builders for the sim tests.
+// Small NetworkSpec builders and helpers for the sim tests.
+#include <vector>
+
 #include "sim/network.h"
 
 namespace lowband::sim::testing {
@@ -33,5 +35,12 @@ inline NetworkSpec two_clusters(int a, int b, Link access, Link wan) {
 
 // Relative tolerance of every closed-form check: 0.1 %.
 inline constexpr double kTolerance = 1e-3;
+
+// Ranks 0..p-1.
+inline std::vector<int> first_ranks(int p) {
+  std::vector<int> r(static_cast<size_t>(p));
+  for (int i = 0; i < p; ++i) r[static_cast<size_t>(i)] = i;
+  return r;
+}
 
 }  // namespace lowband::sim::testing

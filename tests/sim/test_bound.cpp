@@ -10,14 +10,9 @@
 namespace lowband::sim {
 namespace {
 
+using testing::first_ranks;
 using testing::kTolerance;
 using testing::link;
-
-std::vector<int> first_ranks(int p) {
-  std::vector<int> r(static_cast<size_t>(p));
-  for (int i = 0; i < p; ++i) r[static_cast<size_t>(i)] = i;
-  return r;
-}
 
 BusiestLink busiest(const NetworkSpec& net, const StepGraph& g, double weight = 1) {
   const NetworkLinks links(net);

@@ -10,14 +10,9 @@
 namespace lowband::sim {
 namespace {
 
+using testing::first_ranks;
 using testing::kTolerance;
 using testing::link;
-
-std::vector<int> first_ranks(int p) {
-  std::vector<int> r(static_cast<size_t>(p));
-  for (int i = 0; i < p; ++i) r[static_cast<size_t>(i)] = i;
-  return r;
-}
 
 double replay_collective(const NetworkSpec& net, Collective c, int p, double bytes) {
   StepGraph g(net.nodes);
