@@ -21,6 +21,27 @@ std::string node_name(int node) { return "node " + std::to_string(node); }
 
 }  // namespace
 
+// One directed link per ordered pair of `count` ends (full-mesh nodes, or the
+// clusters' WAN links): `all` unless `overrides` names the pair. A pair's link is
+// built from its lower end, so UP is a -> b for a < b.
+void NetworkLinks::add_pair_links(int count, const Link& all, const std::vector<PairLink>& overrides,
+                                  const std::string& name) {
+  const size_t n = size_t(count);
+  std::vector<const Link*> pair(n * n, &all);
+  for (const PairLink& p : overrides) pair[size_t(p.a) * n + size_t(p.b)] = pair[size_t(p.b) * n + size_t(p.a)] = &p.link;
+  pair_index_.assign(n * n, -1);
+  pair_latency_.assign(n * n, 0.0);
+  for (int a = 0; a < count; ++a)
+    for (int b = 0; b < count; ++b) {
+      if (a == b) continue;
+      const size_t i = size_t(a) * n + size_t(b);
+      pair_index_[i] = int(links_.size());
+      pair_latency_[i] = pair[i]->latency_s;
+      links_.push_back({name + std::to_string(a) + "->" + std::to_string(b),
+                        a < b ? pair[i]->upload() : pair[i]->bandwidth_bytes_per_s});
+    }
+}
+
 NetworkLinks::NetworkLinks(const NetworkSpec& net) : net_(net) {
   const int N = net.nodes;
   switch (net.topology) {
@@ -42,37 +63,11 @@ NetworkLinks::NetworkLinks(const NetworkSpec& net) : net_(net) {
         access_latency_.push_back(l.latency_s);
       }
       if (net.topology == Topology::star) break;
-      const int C = int(net.clusters.size());
-      std::vector<const Link*> wan(size_t(C) * size_t(C), &net.wan);
-      for (const PairLink& p : net.wan_links) wan[size_t(p.a) * C + p.b] = wan[size_t(p.b) * C + p.a] = &p.link;
-      pair_index_.assign(size_t(C) * size_t(C), -1);
-      pair_latency_.assign(size_t(C) * size_t(C), 0.0);
-      for (int a = 0; a < C; ++a)
-        for (int b = 0; b < C; ++b) {
-          if (a == b) continue;
-          const Link& l = *wan[size_t(a) * C + b];
-          pair_index_[size_t(a) * C + b] = int(links_.size());
-          pair_latency_[size_t(a) * C + b] = l.latency_s;
-          // The WAN link between a < b is built from a: UP is a -> b.
-          links_.push_back({"WAN cluster " + std::to_string(a) + "->" + std::to_string(b),
-                            a < b ? l.upload() : l.bandwidth_bytes_per_s});
-        }
+      add_pair_links(int(net.clusters.size()), net.wan, net.wan_links, "WAN cluster ");
       break;
     }
     case Topology::full_mesh: {
-      std::vector<const Link*> pair(size_t(N) * size_t(N), &net.link);
-      for (const PairLink& p : net.pair_links) pair[size_t(p.a) * N + p.b] = pair[size_t(p.b) * N + p.a] = &p.link;
-      pair_index_.assign(size_t(N) * size_t(N), -1);
-      pair_latency_.assign(size_t(N) * size_t(N), 0.0);
-      for (int a = 0; a < N; ++a)
-        for (int b = 0; b < N; ++b) {
-          if (a == b) continue;
-          const Link& l = *pair[size_t(a) * N + b];
-          pair_index_[size_t(a) * N + b] = int(links_.size());
-          pair_latency_[size_t(a) * N + b] = l.latency_s;
-          links_.push_back({"link " + std::to_string(a) + "->" + std::to_string(b),
-                            a < b ? l.upload() : l.bandwidth_bytes_per_s});
-        }
+      add_pair_links(N, net.link, net.pair_links, "link ");
       break;
     }
     case Topology::explicit_links: {

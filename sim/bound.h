@@ -56,6 +56,7 @@ class NetworkLinks {
   int up(int node) const { return 2 * node; }
   int down(int node) const { return 2 * node + 1; }
   int cluster_of(int node) const { return cluster_of_[size_t(node)]; }
+  void add_pair_links(int count, const Link& all, const std::vector<PairLink>& overrides, const std::string& name);
 
   NetworkSpec net_;
   std::vector<DirectedLink> links_;
