@@ -30,6 +30,10 @@ MESH = ("network.topology=full_mesh", "parallel.exchange=all_gather")
 SPARSE10 = ("compression.weight_sync=sparse", "compression.sync_fraction=0.05", "compression.sync_every=10")
 
 
+def command(scenario, *sets):  # as the table's last column writes it
+    return "`lowband estimate %s%s`" % (scenario, "".join(" --set " + s for s in sets))
+
+
 def est(scenario, *sets):
     """One `lowband estimate --json`: a dict, or a list of points for a grid."""
     cmd = [LB, "estimate", scenario, "--json"]
@@ -70,7 +74,8 @@ rows = []
 # 1. MoS, centralised 56K.
 print("## 1. MoS centralised, 56K tokens/s\n")
 c = est(CEN)
-g = est(CEN, "network.topology=star,full_mesh", "parallel.exchange=ring,all_gather")
+C1 = (CEN, "network.topology=star,full_mesh", "parallel.exchange=ring,all_gather")
+g = est(*C1)
 cm = at(g, network__topology="full_mesh", parallel__exchange="all_gather")
 show("shipped (star, ring)", c)
 show("full_mesh, all_gather", cm)
@@ -78,13 +83,14 @@ rows.append(("MoS, centralised 100 Gbps (800M, 8×A100)", "56K tokens/s",
              "%s (`mos-paper-centralized-100gbps`)" % tok(c["tokens_per_s"]),
              "%s: %s s compute, ≤ %s: possible" % (c["bound_kind"], sec(c["bound_seconds"]), tok(c["max_tokens_per_s"])),
              "reached within %.0f %% as shipped; %s with a link per peer and a direct all-gather"
-             % (100 * (1 - c["tokens_per_s"] / 56000), tok(cm["tokens_per_s"]))))
+             % (100 * (1 - c["tokens_per_s"] / 56000), tok(cm["tokens_per_s"])), command(*C1)))
 
 # 2. MoS, uncompressed at 300 Mbps ~2.7K.
 print("\n## 2. MoS decentralised uncompressed, ~2.7K tokens/s\n")
 d = est(DEC)
 show("shipped (star, ring, all-reduce every step)", d)
-g = est(DEC, *MESH, *SPARSE10, "network.bandwidth=300Mbps,350Mbps,375Mbps,400Mbps")
+C2 = (DEC,) + MESH + SPARSE10 + ("network.bandwidth=300Mbps,350Mbps,375Mbps,400Mbps",)
+g = est(*C2)
 for p in g:
     show("full_mesh, all_gather, sparse 5 %% every 10 steps, %s per peer link" % p["settings"]["network.bandwidth"], p)
 d300, d375 = at(g, network__bandwidth="300Mbps"), at(g, network__bandwidth="375Mbps")
@@ -93,7 +99,7 @@ rows.append(("MoS, decentralised 300 Mbps, uncompressed", "~2.7K",
              "star: ≤ %s (busiest link %s s): impossible; a link per peer, all-gather, sparse sync /10: ≤ %s: impossible"
              % (tok(d["max_tokens_per_s"]), sec(d["busiest_link_seconds"]), tok(d300["max_tokens_per_s"])),
              "not reached at 300 Mbps: %s with a link per peer, all-gather, sparse sync every 10 steps; "
-             "%s at 375 Mbps per peer link" % (tok(d300["tokens_per_s"]), tok(d375["tokens_per_s"]))))
+             "%s at 375 Mbps per peer link" % (tok(d300["tokens_per_s"]), tok(d375["tokens_per_s"])), command(*C2)))
 
 # 3. MoS at 300 Mbps, 55K.
 print("\n## 3. MoS decentralised with MoS, 55K tokens/s\n")
@@ -101,15 +107,16 @@ m = est(MOS)
 show("shipped (star, ring, sparse sync every step)", m)
 m10 = est(MOS, "compression.sync_every=10")
 show("star, sparse sync every 10 steps", m10)
-g = est(MOS, *MESH, "compression.sync_every=1,10")
-mp1, mp10 = at(g, compression__sync_every=1), at(g, compression__sync_every=10)
-show("full_mesh, all_gather, sync every step", mp1)
-show("full_mesh, all_gather, sync every 10 steps", mp10)
-g = est(MOS, *MESH, "compression.sync_every=10", "network.bandwidth=3.5Gbps,4Gbps", "network.latency=1ms,10ms")
+C3 = (MOS,) + MESH + ("compression.sync_every=1,10", "network.bandwidth=300Mbps,3.5Gbps,4Gbps",
+                      "network.latency=10ms,1ms")
+g = est(*C3)
 for p in g:
-    show("full_mesh, all_gather, sync every 10 steps, %s, %s" % (p["settings"]["network.bandwidth"],
-                                                                 p["settings"]["network.latency"]), p)
-m4 = at(g, network__bandwidth="4Gbps", network__latency="1ms")
+    show("full_mesh, all_gather, sync every %s step(s), %s, %s"
+         % (p["settings"]["compression.sync_every"], p["settings"]["network.bandwidth"],
+            p["settings"]["network.latency"]), p)
+MP = dict((("%s/%s/%s" % (p["settings"]["compression.sync_every"], p["settings"]["network.bandwidth"],
+                          p["settings"]["network.latency"])), p) for p in g)
+mp1, mp10, m4 = MP["1/300Mbps/10ms"], MP["10/300Mbps/10ms"], MP["10/4Gbps/1ms"]
 print("- per layer and direction, each peer link of the per-peer case carries %.2f MB of K/V (or dK/dV)"
       % (mp10["bytes_per_rank_per_step"]["kv"] / 8 / 7 / 1e6))
 rows.append(("MoS, decentralised 300 Mbps, MoS (K 98 %, V 95 %)", "55K",
@@ -118,15 +125,15 @@ rows.append(("MoS, decentralised 300 Mbps, MoS (K 98 %, V 95 %)", "55K",
              % (tok(m["max_tokens_per_s"]), tok(mp1["max_tokens_per_s"]), tok(mp10["max_tokens_per_s"])),
              "not reached at 300 Mbps: best %s (a link per peer, all-gather, sync every 10 steps; %.2f× its bound); "
              "%s at 4 Gbps per peer link and 1 ms" % (tok(mp10["tokens_per_s"]), mp10["step_over_bound"],
-                                                     tok(m4["tokens_per_s"]))))
+                                                     tok(m4["tokens_per_s"])), command(*C3)))
 
 # 4. Figure 2: MoS on par with centralised in wall-clock time (600 steps, 100 warm-up steps).
 print("\n## 4. Figure 2, MoS on par with centralised in wall-clock time\n")
-w = est(DEC, "compression.weight_sync=sparse", "compression.sync_fraction=0.05")  # a warm-up step
+C4 = (DEC, "compression.weight_sync=sparse", "compression.sync_fraction=0.05")  # a MoS warm-up step
+w = est(*C4)
 show("MoS warm-up step (uncompressed K/V, sparse sync every step, star)", w)
-g = est(MOS, *MESH, "network.bandwidth=300Mbps,4Gbps", "network.latency=1ms")
-mp4 = at(g, network__bandwidth="4Gbps")
-show("MoS compressed step, full_mesh, all_gather, sync every step, 4 Gbps, 1 ms", mp4)
+mp4 = MP["1/4Gbps/1ms"]
+show("MoS compressed step, full_mesh, all_gather, sync every step, 4 Gbps, 1 ms (row 3's grid)", mp4)
 
 
 def run_time(warm, comp, warm_steps=100, steps=600):
@@ -149,7 +156,8 @@ rows.append(("MoS Figure 2: MoS on par with centralised in wall-clock time", "�
              % (t_mos / t_cen, t_mos / 3600, t_cen / 60),
              "star: ≥ %.1f h for the 600 steps (%.0f×): impossible" % (b_mos / 3600, b_mos / t_cen),
              "not reached at 300 Mbps: %.2f× with the 100 warm-up steps at datacenter speed and a link per peer, all-gather;"
-             " %.2f× at 4 Gbps per peer link, 1 ms" % (t_dc / t_cen, t_dc4 / t_cen)))
+             " %.2f× at 4 Gbps per peer link, 1 ms" % (t_dc / t_cen, t_dc4 / t_cen),
+             command(*C4) + " (a warm-up step) with rows 1 and 3's"))
 
 # 5. Figure 3: pipeline x context, 3.1B on 32 A100.
 print("\n## 5. Figure 3, pipeline × context (3.1B, 8 stages × 4 context ranks, 32×A100)\n")
@@ -157,7 +165,8 @@ f3c, f3d, f3m = est(F3C), est(F3D), est(F3M)
 show("centralised 100 Gbps", f3c)
 show("decentralised 300 Mbps, uncompressed", f3d)
 show("compressed 300 Mbps (MoS K/V, rank-25 subspace boundaries), star", f3m)
-g = est(F3M, *MESH, "network.bandwidth=300Mbps,2Gbps,4Gbps", "network.latency=1ms,10ms")
+C5 = (F3M,) + MESH + ("network.bandwidth=300Mbps,2Gbps,4Gbps", "network.latency=1ms,10ms")
+g = est(*C5)
 f3p = at(g, network__bandwidth="300Mbps", network__latency="10ms")
 for p in g:
     show("compressed, full_mesh, all_gather, %s, %s" % (p["settings"]["network.bandwidth"],
@@ -175,7 +184,7 @@ rows.append(("MoS Figure 3: pipeline × context (3.1B, 8×4 on 32×A100), compre
                 tok(f3p["max_tokens_per_s"]), pct(f3p["max_tokens_per_s"], f3c["tokens_per_s"])),
              "not reached at 300 Mbps: %s (%s) with a link per peer and all-gather; %s (%s) at 4 Gbps per peer link, 1 ms"
              % (tok(f3p["tokens_per_s"]), pct(f3p["tokens_per_s"], f3c["tokens_per_s"]),
-                tok(f3p4["tokens_per_s"]), pct(f3p4["tokens_per_s"], f3c["tokens_per_s"]))))
+                tok(f3p4["tokens_per_s"]), pct(f3p4["tokens_per_s"], f3c["tokens_per_s"])), command(*C5)))
 
 # 6. Protocol Models: 80 Mbps matching 100 Gbps.
 print("\n## 6. Protocol Models, 80 Mbps matching 100 Gbps (3.1B, 8 stages, 8×A100)\n")
@@ -183,7 +192,8 @@ pc = est(PPC)
 show("centralised 100 Gbps, 1F1B", pc)
 pd = est(PPD, "network.bandwidth=80Mbps")
 show("uncompressed, 80 Mbps star, 1F1B", pd)
-g = est(PPS, "network.bandwidth=80Mbps", "parallel.schedule=1f1b,gpipe", "network.latency=10ms,1ms,0ms")
+C6 = (PPS, "network.bandwidth=80Mbps", "parallel.schedule=1f1b,gpipe", "network.latency=10ms,1ms,0ms")
+g = est(*C6)
 for p in g:
     show("subspace rank 25, 80 Mbps star, %s, %s" % (p["settings"]["parallel.schedule"], p["settings"]["network.latency"]), p)
 ps = at(g, parallel__schedule="1f1b", network__latency="10ms")
@@ -196,7 +206,7 @@ rows.append(("Protocol Models: 80 Mbps matching 100 Gbps (subspace boundaries, 9
              % (ps["bound_kind"], tok(ps["max_tokens_per_s"]), sec(ps["busiest_link_seconds"]), sec(ps["bound_seconds"])),
              "not reached at 10 ms: %s (%s) under GPipe; %s (%s) under GPipe at 1 ms"
              % (tok(pg["tokens_per_s"]), pct(pg["tokens_per_s"], pc["tokens_per_s"]),
-                tok(pg1["tokens_per_s"]), pct(pg1["tokens_per_s"], pc["tokens_per_s"]))))
+                tok(pg1["tokens_per_s"]), pct(pg1["tokens_per_s"], pc["tokens_per_s"])), command(*C6)))
 
 # 7. SparseLoCo: ~12 s per sync (8B, 15-20 replicas of 8 GPUs, H = 30, 500/110 Mb/s).
 print("\n## 7. SparseLoCo, ~12 s per sync (8B, R = 15-20 replicas, H = 30, 500 / 110 Mb/s)\n")
@@ -228,11 +238,12 @@ rows.append(("SparseLoCo, public 8B runs: ≈12 s of communication per sync", "�
              "every message to every holder: one link per GPU rank ≥ %s–%s s (possible); one link per replica ≥ %s–%s s (impossible)"
              % (sec(bound["b", 15]), sec(bound["b", 20]), sec(bound["a", 15]), sec(bound["a", 20])),
              "reached with one link per GPU rank and an upload-once relay (link ≥ 80 Gb/s); the ring all-gather: %s–%s s"
-             % (sec(sl["b", "ring", 15]["comm_per_sync_seconds"]), sec(sl["b", "ring", 20]["comm_per_sync_seconds"]))))
+             % (sec(sl["b", "ring", 15]["comm_per_sync_seconds"]), sec(sl["b", "ring", 20]["comm_per_sync_seconds"])),
+             command(SLR) + " (R = 20; R = 15 and the other placements in §7)"))
 
 print("\n## The table\n")
-print("| claim | paper | lowband, the paper's setup | bound on that network | what reaches it |")
-print("|---|---|---|---|---|")
+print("| claim | paper | lowband, the paper's setup | bound on that network | what reaches it | command |")
+print("|---|---|---|---|---|---|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
 PY
