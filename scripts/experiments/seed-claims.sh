@@ -151,6 +151,11 @@ print("- 600 steps centralised: %.1f min; MoS as projected (100 warm-up steps at
 print("- warm-up at the centralised step, compressed steps with a link per peer, all-gather, sync every step:"
       " 300 Mbps %.1f min (%.2f×), 4 Gbps / 1 ms %.1f min (%.2f×)"
       % (t_dc / 60, t_dc / t_cen, t_dc4 / 60, t_dc4 / t_cen))
+scen = json.load(open(MOS))
+ws, ns = scen["compression"]["warmup_steps"], scen["training"]["steps"]
+t_p = run_time(w["step_seconds"], m["step_seconds"], ws, ns)
+print("- the paper-scale scenario's warm-up fraction instead (%d of %d steps, %.0f %%), warm-up over 300 Mbps, shipped"
+      " steps: %.1f× centralised" % (ws, ns, 100.0 * ws / ns, t_p / (ns * c["step_seconds"])))
 rows.append(("MoS Figure 2: MoS on par with centralised in wall-clock time", "≈ 1× centralised's time",
              "%.1f× (600 steps: %.1f h against %.1f min; losses trained 2026-11-22, figure2.md)"
              % (t_mos / t_cen, t_mos / 3600, t_cen / 60),
@@ -192,7 +197,7 @@ pc = est(PPC)
 show("centralised 100 Gbps, 1F1B", pc)
 pd = est(PPD, "network.bandwidth=80Mbps")
 show("uncompressed, 80 Mbps star, 1F1B", pd)
-C6 = (PPS, "network.bandwidth=80Mbps", "parallel.schedule=1f1b,gpipe", "network.latency=10ms,1ms,0ms")
+C6 = (PPS, "network.bandwidth=80Mbps", "parallel.schedule=1f1b,gpipe", "network.latency=25ms,10ms,1ms,0ms")
 g = est(*C6)
 for p in g:
     show("subspace rank 25, 80 Mbps star, %s, %s" % (p["settings"]["parallel.schedule"], p["settings"]["network.latency"]), p)
