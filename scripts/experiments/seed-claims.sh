@@ -79,7 +79,7 @@ g = est(*C1)
 cm = at(g, network__topology="full_mesh", parallel__exchange="all_gather")
 show("shipped (star, ring)", c)
 show("full_mesh, all_gather", cm)
-rows.append(("MoS, centralised 100 Gbps (800M, 8×A100)", "56K tokens/s",
+rows.append(("MoS paper, throughput table: centralised, 100 Gbps (800M, 132K tokens, 8×A100)", "56K tokens/s",
              "%s (`mos-paper-centralized-100gbps`)" % tok(c["tokens_per_s"]),
              "%s: %s s compute, ≤ %s: possible" % (c["bound_kind"], sec(c["bound_seconds"]), tok(c["max_tokens_per_s"])),
              "reached within %.0f %% as shipped; %s with a link per peer and a direct all-gather"
@@ -94,7 +94,7 @@ g = est(*C2)
 for p in g:
     show("full_mesh, all_gather, sparse 5 %% every 10 steps, %s per peer link" % p["settings"]["network.bandwidth"], p)
 d300, d375 = at(g, network__bandwidth="300Mbps"), at(g, network__bandwidth="375Mbps")
-rows.append(("MoS, decentralised 300 Mbps, uncompressed", "~2.7K",
+rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, uncompressed", "~2.7K",
              "%s (`mos-paper-decentralized-300mbps`: star)" % tok(d["tokens_per_s"]),
              "star: ≤ %s (busiest link %s s): impossible; a link per peer, all-gather, sparse sync /10: ≤ %s: impossible"
              % (tok(d["max_tokens_per_s"]), sec(d["busiest_link_seconds"]), tok(d300["max_tokens_per_s"])),
@@ -119,7 +119,7 @@ MP = dict((("%s/%s/%s" % (p["settings"]["compression.sync_every"], p["settings"]
 mp1, mp10, m4 = MP["1/300Mbps/10ms"], MP["10/300Mbps/10ms"], MP["10/4Gbps/1ms"]
 print("- per layer and direction, each peer link of the per-peer case carries %.2f MB of K/V (or dK/dV)"
       % (mp10["bytes_per_rank_per_step"]["kv"] / 8 / 7 / 1e6))
-rows.append(("MoS, decentralised 300 Mbps, MoS (K 98 %, V 95 %)", "55K",
+rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, MoS (K 98 %, V 95 %)", "55K",
              "%s (`mos-paper-mos-300mbps`: star, sync every step)" % tok(m["tokens_per_s"]),
              "star: ≤ %s: impossible; a link per peer: ≤ %s with the sync every step (impossible), ≤ %s with it every 10 steps (possible)"
              % (tok(m["max_tokens_per_s"]), tok(mp1["max_tokens_per_s"]), tok(mp10["max_tokens_per_s"])),
@@ -156,7 +156,7 @@ ws, ns = scen["compression"]["warmup_steps"], scen["training"]["steps"]
 t_p = run_time(w["step_seconds"], m["step_seconds"], ws, ns)
 print("- the paper-scale scenario's warm-up fraction instead (%d of %d steps, %.0f %%), warm-up over 300 Mbps, shipped"
       " steps: %.1f× centralised" % (ws, ns, 100.0 * ws / ns, t_p / (ns * c["step_seconds"])))
-rows.append(("MoS Figure 2: MoS on par with centralised in wall-clock time", "≈ 1× centralised's time",
+rows.append(("MoS paper, Figure 2: MoS on par with centralised in wall-clock time", "≈ 1× centralised's time",
              "%.1f× (600 steps: %.1f h against %.1f min; losses trained 2026-11-22, figure2.md)"
              % (t_mos / t_cen, t_mos / 3600, t_cen / 60),
              "star: ≥ %.1f h for the 600 steps (%.0f×): impossible" % (b_mos / 3600, b_mos / t_cen),
@@ -181,7 +181,7 @@ gs = f3p["busiest_link_bytes_by_kind"]["grad_sync"]
 print("- per-peer busiest link (%s): grad_sync %.2f GB = %.1f s of its %.1f s; K/V + dK/dV %.2f GB"
       % (f3p["busiest_link"], gs / 1e9, gs / f3p["busiest_link_bandwidth_bytes_per_s"], f3p["busiest_link_seconds"],
          (f3p["busiest_link_bytes_by_kind"]["kv"] + f3p["busiest_link_bytes_by_kind"]["dkv"]) / 1e9))
-rows.append(("MoS Figure 3: pipeline × context (3.1B, 8×4 on 32×A100), compressed ≈ centralised", "near parity (no figure in docs/design.md)",
+rows.append(("MoS paper, Figure 3: pipeline × context (3B, 32×A100), compressed ≈ centralised", "near parity (no figure in docs/design.md; the 800M table has 55K against 56K)",
              "%s = %s of centralised %s (`mos-fig3-pp-cp-*`)" % (tok(f3m["tokens_per_s"]), pct(f3m["tokens_per_s"], f3c["tokens_per_s"]),
                                                                   tok(f3c["tokens_per_s"])),
              "star: ≤ %s (%s): impossible; a link per peer: ≤ %s (%s): impossible with the dense stage all-reduce"
@@ -204,7 +204,7 @@ for p in g:
 ps = at(g, parallel__schedule="1f1b", network__latency="10ms")
 pg = at(g, parallel__schedule="gpipe", network__latency="10ms")
 pg1 = at(g, parallel__schedule="gpipe", network__latency="1ms")
-rows.append(("Protocol Models: 80 Mbps matching 100 Gbps (subspace boundaries, 99 % compressed)", "parity (abstract)",
+rows.append(("Protocol Models (arXiv 2506.01260), abstract: 80 Mbps matching 100 Gbps (subspace boundaries, up to 99 % compressed)", "parity (abstract)",
              "%s = %s of centralised %s (`paper-pp-3b-subspace-300mbps` at 80 Mbps, 1F1B, 10 ms)"
              % (tok(ps["tokens_per_s"]), pct(ps["tokens_per_s"], pc["tokens_per_s"]), tok(pc["tokens_per_s"])),
              "%s: ≤ %s (busiest link %s s of a %s s step bound): possible"
@@ -237,7 +237,7 @@ for (pl, ex, R), r in sorted(sl.items()):
     print("- (%s) %s, R = %d: comm per sync %s s (largest message %.1f MB; download bound %s s)"
           % ("one link per GPU rank" if pl == "b" else "one link per replica", ex, R, sec(r["comm_per_sync_seconds"]),
              s / 1e6, sec(bound[pl, R])))
-rows.append(("SparseLoCo, public 8B runs: ≈12 s of communication per sync", "≈12 s",
+rows.append(("SparseLoCo, the public 8B runs: ≈12 s of communication per sync (15–20 replicas of 8 GPUs, 500 / 110 Mb/s)", "≈12 s",
              "%s–%s s (`sparseloco-8b-rank-link-relay`, R = 15–20)"
              % (sec(sl["b", "relay", 15]["comm_per_sync_seconds"]), sec(sl["b", "relay", 20]["comm_per_sync_seconds"])),
              "every message to every holder: one link per GPU rank ≥ %s–%s s (possible); one link per replica ≥ %s–%s s (impossible)"
