@@ -69,6 +69,20 @@ def show(label, r):
              tok(r["max_tokens_per_s"]), r["step_over_bound"]))
 
 
+def kinds(r):  # the busiest link's bytes by kind, MB
+    return ", ".join("%s %.1f MB" % (k, v / 1e6) for k, v in sorted(r["busiest_link_bytes_by_kind"].items())
+                     if v >= 5e4)
+
+
+def direct(r, ring_members):
+    """Arithmetic, not a replay: the busiest link if grad_sync went directly to each of the
+    ring's other members (a direct all-reduce) instead of around the ring: (link seconds, tokens/s)."""
+    b = dict(r["busiest_link_bytes_by_kind"])
+    b["grad_sync"] = r["bytes_per_rank_per_step"]["grad_sync"] / (ring_members - 1)
+    t = sum(b.values()) / r["busiest_link_bandwidth_bytes_per_s"]
+    return t, r["tokens_per_step"] / max(t, r["compute_bound_seconds"])
+
+
 rows = []
 
 # 1. MoS, centralised 56K.
@@ -94,6 +108,8 @@ g = est(*C2)
 for p in g:
     show("full_mesh, all_gather, sparse 5 %% every 10 steps, %s per peer link" % p["settings"]["network.bandwidth"], p)
 d300, d375 = at(g, network__bandwidth="300Mbps"), at(g, network__bandwidth="375Mbps")
+print("- 300 Mbps per peer: %s carries %s; each rank sends %.2f GB per step"
+      % (d300["busiest_link"], kinds(d300), d300["bytes_per_rank_per_step"]["total"] / 1e9))
 rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, uncompressed", "~2.7K",
              "%s (`mos-paper-decentralized-300mbps`: star)" % tok(d["tokens_per_s"]),
              "star: ≤ %s (busiest link %s s): impossible; a link per peer, all-gather, sparse sync /10: ≤ %s: impossible"
@@ -117,6 +133,12 @@ for p in g:
 MP = dict((("%s/%s/%s" % (p["settings"]["compression.sync_every"], p["settings"]["network.bandwidth"],
                           p["settings"]["network.latency"])), p) for p in g)
 mp1, mp10, m4 = MP["1/300Mbps/10ms"], MP["10/300Mbps/10ms"], MP["10/4Gbps/1ms"]
+print("- shipped, %s: %s; K/V + dK/dV alone %.1f s" % (m["busiest_link"], kinds(m),
+      (m["busiest_link_bytes_by_kind"]["kv"] + m["busiest_link_bytes_by_kind"]["dkv"]) / m["busiest_link_bandwidth_bytes_per_s"]))
+t, x = direct(mp1, 8)
+print("- per peer, sync every step, %s: %s (grad_sync %.2f s); with grad_sync sent directly to the 7 peers"
+      " (arithmetic) %.2f s, at most %s tokens/s" % (mp1["busiest_link"], kinds(mp1),
+      mp1["busiest_link_bytes_by_kind"]["grad_sync"] / mp1["busiest_link_bandwidth_bytes_per_s"], t, tok(x)))
 print("- per layer and direction, each peer link of the per-peer case carries %.2f MB of K/V (or dK/dV)"
       % (mp10["bytes_per_rank_per_step"]["kv"] / 8 / 7 / 1e6))
 rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, MoS (K 98 %, V 95 %)", "55K",
@@ -145,6 +167,7 @@ t_mos = run_time(w["step_seconds"], m["step_seconds"])
 b_mos = run_time(w["bound_seconds"], m["bound_seconds"])
 t_dc = run_time(c["step_seconds"], mp1["step_seconds"])
 t_dc4 = run_time(c["step_seconds"], mp4["step_seconds"])
+print("- the 100 warm-up steps on the star: %.1f h" % (100 * w["step_seconds"] / 3600))
 print("- 600 steps centralised: %.1f min; MoS as projected (100 warm-up steps at the warm-up step, 500 at the"
       " shipped compressed step): %.2f h, %.1f× centralised; its bound (the same steps at their bounds): %.2f h, %.1f×"
       % (t_cen / 60, t_mos / 3600, t_mos / t_cen, b_mos / 3600, b_mos / t_cen))
@@ -177,7 +200,11 @@ for p in g:
     show("compressed, full_mesh, all_gather, %s, %s" % (p["settings"]["network.bandwidth"],
                                                        p["settings"]["network.latency"]), p)
 f3p4 = at(g, network__bandwidth="4Gbps", network__latency="1ms")
+print("- star, %s: %s" % (f3m["busiest_link"], kinds(f3m)))
 gs = f3p["busiest_link_bytes_by_kind"]["grad_sync"]
+t, x = direct(f3p, 4)
+print("- per peer, with the stage's grad_sync sent directly to its 3 context peers (arithmetic): busiest link"
+      " %.1f s, at most %s tokens/s" % (t, tok(x)))
 print("- per-peer busiest link (%s): grad_sync %.2f GB = %.1f s of its %.1f s; K/V + dK/dV %.2f GB"
       % (f3p["busiest_link"], gs / 1e9, gs / f3p["busiest_link_bandwidth_bytes_per_s"], f3p["busiest_link_seconds"],
          (f3p["busiest_link_bytes_by_kind"]["kv"] + f3p["busiest_link_bytes_by_kind"]["dkv"]) / 1e9))
@@ -202,6 +229,7 @@ g = est(*C6)
 for p in g:
     show("subspace rank 25, 80 Mbps star, %s, %s" % (p["settings"]["parallel.schedule"], p["settings"]["network.latency"]), p)
 ps = at(g, parallel__schedule="1f1b", network__latency="10ms")
+print("- subspace at 80 Mbps: %s carries %s (%.2f s)" % (ps["busiest_link"], kinds(ps), ps["busiest_link_seconds"]))
 pg = at(g, parallel__schedule="gpipe", network__latency="10ms")
 pg1 = at(g, parallel__schedule="gpipe", network__latency="1ms")
 rows.append(("Protocol Models (arXiv 2506.01260), abstract: 80 Mbps matching 100 Gbps (subspace boundaries, up to 99 % compressed)", "parity (abstract)",
