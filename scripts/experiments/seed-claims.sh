@@ -5,7 +5,7 @@
 # (grids where a row needs several points), python3 for the formatting. Prints the table's
 # measured cells and, per claim, the figures the page's sections quote.
 #   scripts/experiments/seed-claims.sh [LOWBAND]   (default build/lowband)
-# About 30 estimates (some of them grids), well under a minute on 2 cores.
+# 24 calls of `lowband estimate --json`, 5 of them grids: about 13 s on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exec python3 - "${1:-build/lowband}" <<'PY'
@@ -139,6 +139,9 @@ t, x = direct(mp1, 8)
 print("- per peer, sync every step, %s: %s (grad_sync %.2f s); with grad_sync sent directly to the 7 peers"
       " (arithmetic) %.2f s, at most %s tokens/s" % (mp1["busiest_link"], kinds(mp1),
       mp1["busiest_link_bytes_by_kind"]["grad_sync"] / mp1["busiest_link_bandwidth_bytes_per_s"], t, tok(x)))
+mno = est(MOS, *MESH, "compression.sync_every=10", "parallel.overlap=false")
+print("- per peer, sync every 10 steps, 300 Mbps, 10 ms, parallel.overlap=false: %s tokens/s (step %s s, %.1f %% longer)"
+      % (tok(mno["tokens_per_s"]), sec(mno["step_seconds"]), 100 * (mno["step_seconds"] / mp10["step_seconds"] - 1)))
 print("- per layer and direction, each peer link of the per-peer case carries %.2f MB of K/V (or dK/dV)"
       % (mp10["bytes_per_rank_per_step"]["kv"] / 8 / 7 / 1e6))
 rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, MoS (K 98 %, V 95 %)", "55K",
@@ -182,7 +185,7 @@ print("- the paper-scale scenario's warm-up fraction instead (%d of %d steps, %.
 rows.append(("MoS paper, Figure 2: MoS on par with centralised in wall-clock time", "≈ 1× centralised's time",
              "%.1f× (600 steps: %.1f h against %.1f min; losses trained 2026-11-22, figure2.md)"
              % (t_mos / t_cen, t_mos / 3600, t_cen / 60),
-             "star: ≥ %.1f h for the 600 steps (%.0f×): impossible" % (b_mos / 3600, b_mos / t_cen),
+             "star: ≥ %.1f h for the 600 steps (%.1f×): impossible" % (b_mos / 3600, b_mos / t_cen),
              "not reached at 300 Mbps: %.2f× with the 100 warm-up steps at datacenter speed and a link per peer, all-gather;"
              " %.2f× at 4 Gbps per peer link, 1 ms" % (t_dc / t_cen, t_dc4 / t_cen),
              command(*C4) + " (a warm-up step) with rows 1 and 3's"))
