@@ -95,7 +95,7 @@ show("shipped (star, ring)", c)
 show("full_mesh, all_gather", cm)
 rows.append(("MoS paper, throughput table: centralised, 100 Gbps (800M, 132K tokens, 8×A100)", "56K tokens/s",
              "%s (`mos-paper-centralized-100gbps`)" % tok(c["tokens_per_s"]),
-             "%s: %s s compute, ≤ %s: possible" % (c["bound_kind"], sec(c["bound_seconds"]), tok(c["max_tokens_per_s"])),
+             "%s bound %s s, ≤ %s: possible" % (c["bound_kind"], sec(c["bound_seconds"]), tok(c["max_tokens_per_s"])),
              "reached within %.0f %% as shipped; %s with a link per peer and a direct all-gather"
              % (100 * (1 - c["tokens_per_s"] / 56000), tok(cm["tokens_per_s"])), command(*C1)))
 
@@ -212,7 +212,7 @@ print("- per-peer busiest link (%s): grad_sync %.2f GB = %.1f s of its %.1f s; K
       % (f3p["busiest_link"], gs / 1e9, gs / f3p["busiest_link_bandwidth_bytes_per_s"], f3p["busiest_link_seconds"],
          (f3p["busiest_link_bytes_by_kind"]["kv"] + f3p["busiest_link_bytes_by_kind"]["dkv"]) / 1e9))
 rows.append(("MoS paper, Figure 3: pipeline × context (3B, 32×A100), compressed ≈ centralised", "near parity (no figure in docs/design.md; the 800M table has 55K against 56K)",
-             "%s = %s of centralised %s (`mos-fig3-pp-cp-*`)" % (tok(f3m["tokens_per_s"]), pct(f3m["tokens_per_s"], f3c["tokens_per_s"]),
+             "%s = %s of centralised %s (`mos-fig3-pp-cp-compressed-300mbps`, `-centralized-100gbps`)" % (tok(f3m["tokens_per_s"]), pct(f3m["tokens_per_s"], f3c["tokens_per_s"]),
                                                                   tok(f3c["tokens_per_s"])),
              "star: ≤ %s (%s): impossible; a link per peer: ≤ %s (%s): impossible with the dense stage all-reduce"
              % (tok(f3m["max_tokens_per_s"]), pct(f3m["max_tokens_per_s"], f3c["tokens_per_s"]),
