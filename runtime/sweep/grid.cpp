@@ -239,6 +239,13 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
   plan.base_name = base.is_object() && base.contains("name") && base["name"].is_string()
                       ? base["name"].get<std::string>()
                       : "sweep";
+  int64_t count = 1;
+  for (const Axis& axis : spec.axes) {
+    count *= int64_t(axis.values.size());
+    if (count > kMaxSweepPoints)
+      throw InputError(axis.place, "the grid has more than " + std::to_string(kMaxSweepPoints) +
+                                       " points with this axis (each axis multiplies the points): split it into sweeps");
+  }
   plan.points = cartesian_points(spec.axes);
   name_points(plan.points, plan.base_name);
   for (SweepPoint& p : plan.points) {

@@ -164,6 +164,23 @@ TEST_F(BadInputCli, FlagsWithoutBoundsAreRefusedNamingTheFlag) {
     expect_bad_input(run(std::string(command) + " --builtin nope"), {"--builtin", "no built-in scenario named \"nope\""});
 }
 
+// A grid is planned whole (one parsed scenario per point) before anything runs:
+// three axes of 50 values planned 125,000 points (5.4 s, 514 MB), four would be
+// 6.25 M (~25 GB). Past sweep::kMaxSweepPoints the axis that crosses it is named.
+TEST_F(BadInputCli, GridsPastTheirLimitNameTheAxis) {
+  std::string values;
+  for (int i = 1; i <= 50; ++i) values += (i > 1 ? "," : "") + std::to_string(i);
+  const std::string axes = " --set training.seed=" + values + " --set training.eval_every=" + values +
+                           " --set training.steps=" + values;
+  const fs::path out = dir_ / "out";
+  for (const std::string& command : {"sweep --builtin default --dry-run --out " + out.string(), std::string("estimate --builtin default")}) {
+    expect_bad_input(run(command + axes), {"--set training.steps=1,2,", "more than 100000 points"});
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // Two of those axes (2,500 points) plan.
+  EXPECT_EQ(run("sweep --builtin default --dry-run --set training.seed=" + values + " --set training.eval_every=" + values).exit_code, 0);
+}
+
 // An empty value was read as "not given": `run --out ''` wrote runs/quickstart-*,
 // `validate ''` named no place.
 TEST_F(BadInputCli, EmptyFlagValuesAreRefused) {
