@@ -1,0 +1,37 @@
+// libFuzzer target: the grid flags of `lowband sweep` and `lowband estimate` — a
+// scenario file with its "sweep" section, and --set flags whose comma lists are
+// axes (runtime/sweep/grid.h: make_spec, then plan_sweep resolving every point).
+// The input is the file's text, then optionally a NUL byte and one --set value
+// per line, as fuzz_scenario's. Any error but lowband::InputError (exit 2) is a
+// bug (exit 1) and stops the fuzzer, as do crashes, leaks and hangs. Grids of
+// more than 64 points are only specified, not planned, so that one input stays
+// fast (the limit itself is kMaxSweepPoints's test). Seeds: scenarios/
+// (scripts/fuzz-smoke.sh).
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/sweep/grid.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  const size_t nul = input.find('\0');
+  const std::string text = input.substr(0, nul);
+  std::vector<std::string> sets;
+  if (nul != std::string::npos) {
+    std::istringstream lines(input.substr(nul + 1));
+    for (std::string line; std::getline(lines, line);) sets.push_back(line);
+  }
+  try {
+    const lowband::sweep::SweepSpec spec = lowband::sweep::make_spec(text, "fuzz.json", sets);
+    size_t points = 1;
+    for (const auto& axis : spec.axes)
+      if ((points *= axis.values.size()) > 64) break;
+    if (points <= 64) lowband::sweep::plan_sweep(spec);
+  } catch (const lowband::InputError&) {
+  }
+  return 0;
+}
