@@ -177,6 +177,10 @@ TEST_F(BadInputCli, GridsPastTheirLimitNameTheAxis) {
     expect_bad_input(run(command + axes), {"--set training.steps=1,2,", "more than 100000 points"});
     EXPECT_FALSE(fs::exists(out));
   }
+  // A --set that is not UTF-8 (fuzz_sweep_grid's first find: the point's name and
+  // record are JSON, and writing them ended in an internal error, exit 1).
+  for (const char* command : {"sweep --builtin default --dry-run", "estimate --builtin default"})
+    expect_bad_input(run(std::string(command) + " --set \"$(printf 'compression.method=no\\201ne,mos')\""), {"--set", "not valid UTF-8"});
   // Two of those axes (2,500 points) plan.
   EXPECT_EQ(run("sweep --builtin default --dry-run --set training.seed=" + values + " --set training.eval_every=" + values).exit_code, 0);
 }
