@@ -8,41 +8,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exec python3 - "${1:-build/lowband}" <<'PY'
-import json
-import subprocess
 import sys
 
+sys.path.insert(0, "scripts/experiments")
+from estimate_cells import CEN, DEC, MESH, MOS, sec, tokens
+from estimate_cells import est as estimate
+
 LB = sys.argv[1]
-CEN = "scenarios/mos-paper-centralized-100gbps.json"
-DEC = "scenarios/mos-paper-decentralized-300mbps.json"
-MOS = "scenarios/mos-paper-mos-300mbps.json"
-MESH = ("network.topology=full_mesh", "parallel.exchange=all_gather")
 NOOV = ("parallel.overlap=false",)
 ALL_REDUCE = ("compression.weight_sync=all_reduce",)
 EVERY10 = ("compression.sync_every=10",)
 UNC_SPARSE10 = ("compression.weight_sync=sparse", "compression.sync_fraction=0.05",
                 "compression.sync_every=10")
-_cache = {}
 
 
 def est(scenario, *sets):
-    key = (scenario,) + sets
-    if key not in _cache:
-        cmd = [LB, "estimate", scenario, "--json"]
-        for s in sets:
-            cmd += ["--set", s]
-        _cache[key] = json.loads(subprocess.run(cmd, check=True, capture_output=True,
-                                                text=True).stdout)
-    return _cache[key]
+    return estimate(LB, scenario, *sets)
 
 
-def tok(r):  # tokens/s as the page writes it: 277, 6.2K, 27.1K
-    x = r["tokens_per_s"]
-    return "%.1fK" % (x / 1000) if x >= 999.5 else "%.0f" % x
-
-
-def sec(x):  # three significant figures: 473, 85.2, 8.23, 0.297
-    return "%.0f" % x if x >= 99.95 else "%.1f" % x if x >= 9.995 else "%.2f" % x if x >= 0.9995 else "%.3f" % x
+def tok(r):  # a result's tokens/s as the page writes it
+    return tokens(r["tokens_per_s"])
 
 
 def cell(r):

@@ -10,13 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 exec python3 - "${1:-build/lowband}" <<'PY'
 import json
-import subprocess
 import sys
 
+sys.path.insert(0, "scripts/experiments")
+from estimate_cells import CEN, DEC, MESH, MOS, SPARSE10, sec, tokens
+from estimate_cells import est as estimate
+
 LB = sys.argv[1]
-CEN = "scenarios/mos-paper-centralized-100gbps.json"
-DEC = "scenarios/mos-paper-decentralized-300mbps.json"
-MOS = "scenarios/mos-paper-mos-300mbps.json"
 F3C = "scenarios/mos-fig3-pp-cp-centralized-100gbps.json"
 F3D = "scenarios/mos-fig3-pp-cp-decentralized-300mbps.json"
 F3M = "scenarios/mos-fig3-pp-cp-compressed-300mbps.json"
@@ -26,8 +26,6 @@ PPS = "scenarios/paper-pp-3b-subspace-300mbps.json"
 SLR = "scenarios/sparseloco-8b-rank-link-relay.json"
 SLK = "scenarios/sparseloco-8b-rank-link.json"
 SLA = "scenarios/sparseloco-8b-replica-link.json"
-MESH = ("network.topology=full_mesh", "parallel.exchange=all_gather")
-SPARSE10 = ("compression.weight_sync=sparse", "compression.sync_fraction=0.05", "compression.sync_every=10")
 
 
 def command(scenario, *sets):  # as the table's last column writes it
@@ -35,20 +33,7 @@ def command(scenario, *sets):  # as the table's last column writes it
 
 
 def est(scenario, *sets):
-    """One `lowband estimate --json`: a dict, or a list of points for a grid."""
-    cmd = [LB, "estimate", scenario, "--json"]
-    for s in sets:
-        cmd += ["--set", s]
-    r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    return r["points"] if "points" in r else r
-
-
-def tok(x):  # tokens/s as the page writes it: 277, 6.2K, 27.1K
-    return "%.1fK" % (x / 1000) if x >= 999.5 else "%.0f" % x
-
-
-def sec(x):  # three significant figures
-    return "%.0f" % x if x >= 99.95 else "%.1f" % x if x >= 9.995 else "%.2f" % x if x >= 0.9995 else "%.3f" % x
+    return estimate(LB, scenario, *sets)
 
 
 def pct(a, b):
@@ -64,9 +49,9 @@ def at(points, **axes):  # the grid point whose settings match
 
 def show(label, r):
     print("- %s: %s tokens/s (step %s s); bound %s s (%s: %s), at most %s tokens/s; step/bound %.2f"
-          % (label, tok(r["tokens_per_s"]), sec(r["step_seconds"]), sec(r["bound_seconds"]), r["bound_kind"],
+          % (label, tokens(r["tokens_per_s"]), sec(r["step_seconds"]), sec(r["bound_seconds"]), r["bound_kind"],
              r["busiest_link"] if r["bound_kind"] == "bandwidth" else "critical path",
-             tok(r["max_tokens_per_s"]), r["step_over_bound"]))
+             tokens(r["max_tokens_per_s"]), r["step_over_bound"]))
 
 
 def kinds(r):  # the busiest link's bytes by kind, MB
@@ -94,10 +79,10 @@ cm = at(g, network__topology="full_mesh", parallel__exchange="all_gather")
 show("shipped (star, ring)", c)
 show("full_mesh, all_gather", cm)
 rows.append(("MoS paper, throughput table: centralised, 100 Gbps (800M, 132K tokens, 8×A100)", "56K tokens/s",
-             "%s (`mos-paper-centralized-100gbps`)" % tok(c["tokens_per_s"]),
-             "%s bound %s s, ≤ %s: possible" % (c["bound_kind"], sec(c["bound_seconds"]), tok(c["max_tokens_per_s"])),
+             "%s (`mos-paper-centralized-100gbps`)" % tokens(c["tokens_per_s"]),
+             "%s bound %s s, ≤ %s: possible" % (c["bound_kind"], sec(c["bound_seconds"]), tokens(c["max_tokens_per_s"])),
              "reached within %.0f %% as shipped; %s with a link per peer and a direct all-gather"
-             % (100 * (1 - c["tokens_per_s"] / 56000), tok(cm["tokens_per_s"])), command(*C1)))
+             % (100 * (1 - c["tokens_per_s"] / 56000), tokens(cm["tokens_per_s"])), command(*C1)))
 
 # 2. MoS, uncompressed at 300 Mbps ~2.7K.
 print("\n## 2. MoS decentralised uncompressed, ~2.7K tokens/s\n")
@@ -111,11 +96,11 @@ d300, d375 = at(g, network__bandwidth="300Mbps"), at(g, network__bandwidth="375M
 print("- 300 Mbps per peer: %s carries %s; each rank sends %.2f GB per step"
       % (d300["busiest_link"], kinds(d300), d300["bytes_per_rank_per_step"]["total"] / 1e9))
 rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, uncompressed", "~2.7K",
-             "%s (`mos-paper-decentralized-300mbps`: star)" % tok(d["tokens_per_s"]),
+             "%s (`mos-paper-decentralized-300mbps`: star)" % tokens(d["tokens_per_s"]),
              "star: ≤ %s (busiest link %s s): impossible; a link per peer, all-gather, sparse sync /10: ≤ %s: impossible"
-             % (tok(d["max_tokens_per_s"]), sec(d["busiest_link_seconds"]), tok(d300["max_tokens_per_s"])),
+             % (tokens(d["max_tokens_per_s"]), sec(d["busiest_link_seconds"]), tokens(d300["max_tokens_per_s"])),
              "not reached at 300 Mbps: %s with a link per peer, all-gather, sparse sync every 10 steps; "
-             "%s at 375 Mbps per peer link" % (tok(d300["tokens_per_s"]), tok(d375["tokens_per_s"])), command(*C2)))
+             "%s at 375 Mbps per peer link" % (tokens(d300["tokens_per_s"]), tokens(d375["tokens_per_s"])), command(*C2)))
 
 # 3. MoS at 300 Mbps, 55K.
 print("\n## 3. MoS decentralised with MoS, 55K tokens/s\n")
@@ -138,19 +123,19 @@ print("- shipped, %s: %s; K/V + dK/dV alone %.1f s" % (m["busiest_link"], kinds(
 t, x = direct(mp1, 8)
 print("- per peer, sync every step, %s: %s (grad_sync %.2f s); with grad_sync sent directly to the 7 peers"
       " (arithmetic) %.2f s, at most %s tokens/s" % (mp1["busiest_link"], kinds(mp1),
-      mp1["busiest_link_bytes_by_kind"]["grad_sync"] / mp1["busiest_link_bandwidth_bytes_per_s"], t, tok(x)))
+      mp1["busiest_link_bytes_by_kind"]["grad_sync"] / mp1["busiest_link_bandwidth_bytes_per_s"], t, tokens(x)))
 mno = est(MOS, *MESH, "compression.sync_every=10", "parallel.overlap=false")
 print("- per peer, sync every 10 steps, 300 Mbps, 10 ms, parallel.overlap=false: %s tokens/s (step %s s, %.1f %% longer)"
-      % (tok(mno["tokens_per_s"]), sec(mno["step_seconds"]), 100 * (mno["step_seconds"] / mp10["step_seconds"] - 1)))
+      % (tokens(mno["tokens_per_s"]), sec(mno["step_seconds"]), 100 * (mno["step_seconds"] / mp10["step_seconds"] - 1)))
 print("- per layer and direction, each peer link of the per-peer case carries %.2f MB of K/V (or dK/dV)"
       % (mp10["bytes_per_rank_per_step"]["kv"] / 8 / 7 / 1e6))
 rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, MoS (K 98 %, V 95 %)", "55K",
-             "%s (`mos-paper-mos-300mbps`: star, sync every step)" % tok(m["tokens_per_s"]),
+             "%s (`mos-paper-mos-300mbps`: star, sync every step)" % tokens(m["tokens_per_s"]),
              "star: ≤ %s: impossible; a link per peer: ≤ %s with the sync every step (impossible), ≤ %s with it every 10 steps (possible)"
-             % (tok(m["max_tokens_per_s"]), tok(mp1["max_tokens_per_s"]), tok(mp10["max_tokens_per_s"])),
+             % (tokens(m["max_tokens_per_s"]), tokens(mp1["max_tokens_per_s"]), tokens(mp10["max_tokens_per_s"])),
              "not reached at 300 Mbps: best %s (a link per peer, all-gather, sync every 10 steps; %.2f× its bound); "
-             "%s at 4 Gbps per peer link and 1 ms" % (tok(mp10["tokens_per_s"]), mp10["step_over_bound"],
-                                                     tok(m4["tokens_per_s"])), command(*C3)))
+             "%s at 4 Gbps per peer link and 1 ms" % (tokens(mp10["tokens_per_s"]), mp10["step_over_bound"],
+                                                     tokens(m4["tokens_per_s"])), command(*C3)))
 
 # 4. Figure 2: MoS on par with centralised in wall-clock time (600 steps, 100 warm-up steps).
 print("\n## 4. Figure 2, MoS on par with centralised in wall-clock time\n")
@@ -207,19 +192,19 @@ print("- star, %s: %s" % (f3m["busiest_link"], kinds(f3m)))
 gs = f3p["busiest_link_bytes_by_kind"]["grad_sync"]
 t, x = direct(f3p, 4)
 print("- per peer, with the stage's grad_sync sent directly to its 3 context peers (arithmetic): busiest link"
-      " %.1f s, at most %s tokens/s" % (t, tok(x)))
+      " %.1f s, at most %s tokens/s" % (t, tokens(x)))
 print("- per-peer busiest link (%s): grad_sync %.2f GB = %.1f s of its %.1f s; K/V + dK/dV %.2f GB"
       % (f3p["busiest_link"], gs / 1e9, gs / f3p["busiest_link_bandwidth_bytes_per_s"], f3p["busiest_link_seconds"],
          (f3p["busiest_link_bytes_by_kind"]["kv"] + f3p["busiest_link_bytes_by_kind"]["dkv"]) / 1e9))
 rows.append(("MoS paper, Figure 3: pipeline × context (3B, 32×A100), compressed ≈ centralised", "near parity (no figure in docs/design.md; the 800M table has 55K against 56K)",
-             "%s = %s of centralised %s (`mos-fig3-pp-cp-compressed-300mbps`, `-centralized-100gbps`)" % (tok(f3m["tokens_per_s"]), pct(f3m["tokens_per_s"], f3c["tokens_per_s"]),
-                                                                  tok(f3c["tokens_per_s"])),
+             "%s = %s of centralised %s (`mos-fig3-pp-cp-compressed-300mbps`, `-centralized-100gbps`)" % (tokens(f3m["tokens_per_s"]), pct(f3m["tokens_per_s"], f3c["tokens_per_s"]),
+                                                                  tokens(f3c["tokens_per_s"])),
              "star: ≤ %s (%s): impossible; a link per peer: ≤ %s (%s): impossible with the dense stage all-reduce"
-             % (tok(f3m["max_tokens_per_s"]), pct(f3m["max_tokens_per_s"], f3c["tokens_per_s"]),
-                tok(f3p["max_tokens_per_s"]), pct(f3p["max_tokens_per_s"], f3c["tokens_per_s"])),
+             % (tokens(f3m["max_tokens_per_s"]), pct(f3m["max_tokens_per_s"], f3c["tokens_per_s"]),
+                tokens(f3p["max_tokens_per_s"]), pct(f3p["max_tokens_per_s"], f3c["tokens_per_s"])),
              "not reached at 300 Mbps: %s (%s) with a link per peer and all-gather; %s (%s) at 4 Gbps per peer link, 1 ms"
-             % (tok(f3p["tokens_per_s"]), pct(f3p["tokens_per_s"], f3c["tokens_per_s"]),
-                tok(f3p4["tokens_per_s"]), pct(f3p4["tokens_per_s"], f3c["tokens_per_s"])), command(*C5)))
+             % (tokens(f3p["tokens_per_s"]), pct(f3p["tokens_per_s"], f3c["tokens_per_s"]),
+                tokens(f3p4["tokens_per_s"]), pct(f3p4["tokens_per_s"], f3c["tokens_per_s"])), command(*C5)))
 
 # 6. Protocol Models: 80 Mbps matching 100 Gbps.
 print("\n## 6. Protocol Models, 80 Mbps matching 100 Gbps (3.1B, 8 stages, 8×A100)\n")
@@ -237,12 +222,12 @@ pg = at(g, parallel__schedule="gpipe", network__latency="10ms")
 pg1 = at(g, parallel__schedule="gpipe", network__latency="1ms")
 rows.append(("Protocol Models (arXiv 2506.01260), abstract: 80 Mbps matching 100 Gbps (subspace boundaries, up to 99 % compressed)", "parity (abstract)",
              "%s = %s of centralised %s (`paper-pp-3b-subspace-300mbps` at 80 Mbps, 1F1B, 10 ms)"
-             % (tok(ps["tokens_per_s"]), pct(ps["tokens_per_s"], pc["tokens_per_s"]), tok(pc["tokens_per_s"])),
+             % (tokens(ps["tokens_per_s"]), pct(ps["tokens_per_s"], pc["tokens_per_s"]), tokens(pc["tokens_per_s"])),
              "%s: ≤ %s (busiest link %s s of a %s s step bound): possible"
-             % (ps["bound_kind"], tok(ps["max_tokens_per_s"]), sec(ps["busiest_link_seconds"]), sec(ps["bound_seconds"])),
+             % (ps["bound_kind"], tokens(ps["max_tokens_per_s"]), sec(ps["busiest_link_seconds"]), sec(ps["bound_seconds"])),
              "not reached at 10 ms: %s (%s) under GPipe; %s (%s) under GPipe at 1 ms"
-             % (tok(pg["tokens_per_s"]), pct(pg["tokens_per_s"], pc["tokens_per_s"]),
-                tok(pg1["tokens_per_s"]), pct(pg1["tokens_per_s"], pc["tokens_per_s"])), command(*C6)))
+             % (tokens(pg["tokens_per_s"]), pct(pg["tokens_per_s"], pc["tokens_per_s"]),
+                tokens(pg1["tokens_per_s"]), pct(pg1["tokens_per_s"], pc["tokens_per_s"])), command(*C6)))
 
 # 7. SparseLoCo: ~12 s per sync (8B, 15-20 replicas of 8 GPUs, H = 30, 500/110 Mb/s).
 print("\n## 7. SparseLoCo, ~12 s per sync (8B, R = 15-20 replicas, H = 30, 500 / 110 Mb/s)\n")

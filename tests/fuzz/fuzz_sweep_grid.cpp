@@ -9,22 +9,13 @@
 // (scripts/fuzz-smoke.sh).
 #include <cstddef>
 #include <cstdint>
-#include <sstream>
-#include <string>
-#include <vector>
 
 #include "common/error.h"
 #include "runtime/sweep/grid.h"
+#include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string input(reinterpret_cast<const char*>(data), size);
-  const size_t nul = input.find('\0');
-  const std::string text = input.substr(0, nul);
-  std::vector<std::string> sets;
-  if (nul != std::string::npos) {
-    std::istringstream lines(input.substr(nul + 1));
-    for (std::string line; std::getline(lines, line);) sets.push_back(line);
-  }
+  const auto [text, sets] = lowband::fuzz::scenario_input(data, size);
   try {
     const lowband::sweep::SweepSpec spec = lowband::sweep::make_spec(text, "fuzz.json", sets);
     size_t points = 1;
