@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/dynamics.h"
+
 namespace lowband::sim {
 
 // Which SimGrid network model times the transfers. Echoed in every output.
@@ -77,6 +79,9 @@ struct NetworkSpec {
   // network.simgrid, for experts: SimGrid settings ("network/maxmin-selective-update" ->
   // "yes"), applied after the model's own, so they can override them. Echoed by describe().
   std::vector<std::pair<std::string, std::string>> simgrid_config;
+  // network.dynamics: how links and nodes change over the run (sim/dynamics.h).
+  // Empty: a constant network, each step replayed alone (and cached).
+  std::vector<NetworkDynamic> dynamics;
 };
 
 const char* to_string(NetworkModel model);
