@@ -48,7 +48,15 @@ void write_outputs(const EstimateArgs& a, const nlohmann::json& json, const std:
   if (!a.csv.empty()) write_file_atomically(a.csv, csv);
 }
 
+// network.dynamics has no effect on one estimated step: say so rather than stay silent.
+void note_dynamics(const Scenario& scenario) {
+  if (!scenario.network.dynamics.empty())
+    std::cerr << "note: network.dynamics: estimate times one step on the nominal network; `lowband run` "
+                 "replays each step where it falls in the trace\n";
+}
+
 void single_point(const EstimateArgs& a, const Scenario& scenario) {
+  note_dynamics(scenario);
   const Estimate result = estimate(scenario);  // picks the layout as make_trainer does
   nlohmann::json json = to_json(result);
   json["scenario"] = scenario.name;
@@ -88,6 +96,7 @@ void run_estimate(const EstimateArgs& a) {
     axis = numeric_axis(plan, "--plot");
     check_plot_target(a.plot);
   }
+  note_dynamics(plan.points.front().scenario);
   const EstimateGrid grid = estimate_grid(plan);
   const nlohmann::json json = grid_json(grid);
   if (a.json)

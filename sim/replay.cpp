@@ -104,10 +104,10 @@ ReplayResult summarize(detail::TaskTimes times) {
 // The child replays and summarizes, and sends back only the figures (the task
 // times too when asked): nothing of the graph's size crosses the pipe otherwise.
 [[noreturn]] void run_child(int fd, const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
-                            bool task_times) {
+                            const ReplayOptions& options) {
   Writer w;
   try {
-    std::vector<detail::TaskTimes> times = detail::simulate(network, graphs, task_times);
+    std::vector<detail::TaskTimes> times = detail::simulate(network, graphs, options.task_times, options.start_seconds);
     const uint8_t status = kOk;
     w.raw(&status, 1);
     for (detail::TaskTimes& t : times) {
@@ -165,7 +165,7 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
     // SimGrid writes nothing useful to stdout; stderr stays for its fatal messages.
     const int devnull = ::open("/dev/null", O_WRONLY);
     if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-    run_child(fds[1], network, graphs, options.task_times);
+    run_child(fds[1], network, graphs, options);
   }
   ::close(fds[1]);
   const std::string reply = read_all(fds[0]);
@@ -220,6 +220,11 @@ std::vector<ReplayResult> replay_batch(const NetworkSpec& network, const std::ve
   std::vector<const StepGraph*> pointers;
   for (const StepGraph& g : graphs) pointers.push_back(&g);
   return replay_pointers(network, pointers, options);
+}
+
+std::vector<ReplayResult> replay_batch(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
+                                       const ReplayOptions& options) {
+  return replay_pointers(network, graphs, options);
 }
 
 }  // namespace lowband::sim

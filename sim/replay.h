@@ -39,6 +39,10 @@ namespace lowband::sim {
 
 struct ReplayOptions {
   bool task_times = false;  // also return each task's start and finish time
+  // The run's date when the first graph starts: where network.dynamics is read.
+  // On a changing network the graphs of a batch run back to back on one clock,
+  // each starting where the previous one ended (a run's steps, in order).
+  double start_seconds = 0;
 };
 
 struct ReplayResult {
@@ -57,8 +61,11 @@ struct ReplayResult {
 ReplayResult replay(const NetworkSpec& network, const StepGraph& graph, const ReplayOptions& options = {});
 
 // Several graphs on one platform, one after the other (each starts on an idle
-// network at time 0 of its own): one child process and one platform build for all.
+// network, when the previous one ended; its times are its own, from its start):
+// one child process and one platform build for all.
 std::vector<ReplayResult> replay_batch(const NetworkSpec& network, const std::vector<StepGraph>& graphs,
+                                       const ReplayOptions& options = {});
+std::vector<ReplayResult> replay_batch(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
                                        const ReplayOptions& options = {});
 
 }  // namespace lowband::sim

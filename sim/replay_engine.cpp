@@ -16,8 +16,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.h"
 #include "sim/deferred_latency.h"
 #include "sim/platform.h"
+#include "sim/replay_dynamics.h"
 
 namespace lowband::sim::detail {
 
@@ -43,6 +45,14 @@ class RankCpu {
     reschedule();
   }
 
+  // network.dynamics: the node's compute speed factor (0: down).
+  void set_speed(double factor) {
+    if (factor == speed_) return;
+    advance();
+    speed_ = factor;
+    reschedule();
+  }
+
  private:
   struct Running {
     TaskId id;
@@ -53,7 +63,7 @@ class RankCpu {
   void advance() {
     const double now = sg4::Engine::get_clock();
     if (!running_.empty()) {
-      const double progress = (now - last_update_) / static_cast<double>(running_.size());
+      const double progress = (now - last_update_) / static_cast<double>(running_.size()) * speed_;
       for (Running& r : running_) r.remaining_seconds -= progress;
     }
     last_update_ = now;
@@ -68,8 +78,9 @@ class RankCpu {
   void reschedule() {
     if (timer_) timer_->remove();
     timer_ = nullptr;
-    if (running_.empty()) return;
-    const double at = last_update_ + std::max(least_remaining(), 0.0) * static_cast<double>(running_.size());
+    if (running_.empty() || speed_ == 0) return;
+    const double at =
+        last_update_ + std::max(least_remaining(), 0.0) * static_cast<double>(running_.size()) / speed_;
     timer_ = simgrid::kernel::timer::Timer::set(at, [this]() { on_timer(); });
   }
 
@@ -81,6 +92,7 @@ class RankCpu {
   std::vector<TaskId> finished_;  // reused by on_timer
   double last_update_ = 0;
   double busy_since_ = 0;  // SimGrid's clock when running_ last became non-empty
+  double speed_ = 1;       // exactly 1 on a constant network: times unchanged bit for bit
   simgrid::kernel::timer::Timer* timer_ = nullptr;
 };
 
@@ -91,9 +103,11 @@ class GraphRun {
  public:
   // latencies: non-null when each transfer waits its route latency here, not in
   // SimGrid (sim/deferred_latency.h).
+  // dynamics: null on a constant network.
   GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, RouteLatencies* latencies,
-           bool task_times, TaskTimes& out)
-      : graph_(graph), hosts_(hosts), latencies_(latencies), task_times_(task_times), out_(out) {
+           ReplayDynamics* dynamics, bool task_times, TaskTimes& out)
+      : graph_(graph), hosts_(hosts), latencies_(latencies), dynamics_(dynamics), task_times_(task_times),
+        out_(out) {
     const size_t n = graph.size();
     if (task_times_) {
       out_.start_seconds.assign(n, -1);
@@ -125,6 +139,7 @@ class GraphRun {
 
   void start() {
     t0_ = sg4::Engine::get_clock();
+    if (dynamics_ && !pending_.empty()) dynamics_->start([this]() { on_dynamics(); });
     for (size_t i = 0; i < pending_.size(); ++i)
       if (pending_[i] == 0) ready_.push_back(static_cast<TaskId>(i));
     drain();
@@ -144,6 +159,12 @@ class GraphRun {
   size_t finished_count() const { return finished_; }
   int ranks() const { return static_cast<int>(busy_.size()); }
   void release() { retired_.clear(); }
+  // A graph that cannot finish: its transfers are left to the process's exit
+  // (SimGrid complains, with a backtrace, when an unfinished Comm is destroyed).
+  void abandon() {
+    for (Slot& slot : slots_)
+      if (slot.comm) slot.comm.detach();
+  }
 
   // `rank` computed from SimGrid time `since` until now, and not now: its busy
   // time, the union of its compute tasks' intervals, as the sorted intervals
@@ -186,7 +207,7 @@ class GraphRun {
       double& g = out_.rank_finish_seconds[static_cast<size_t>(peer)];
       g = std::max(g, now);
     }
-    ++finished_;
+    if (++finished_ == pending_.size() && dynamics_) dynamics_->stop();  // let engine->run() return
     for (uint32_t k = first_succ_[static_cast<size_t>(id)]; k < first_succ_[static_cast<size_t>(id) + 1]; ++k)
       if (--pending_[static_cast<size_t>(succ_[k])] == 0) ready_.push_back(succ_[k]);
   }
@@ -209,7 +230,9 @@ class GraphRun {
       cpus_[static_cast<size_t>(task.rank)].add(id, task.amount);
     } else {
       if (task.rank == task.peer) return finished(id, task.rank, task.peer);
-      const double latency = latencies_ ? latencies_->seconds(task.rank, task.peer) : 0;
+      const double latency = !latencies_                                       ? 0
+                             : dynamics_ && dynamics_->changes_latency() ? dynamics_->route_latency_seconds(task.rank, task.peer)
+                                                                         : latencies_->seconds(task.rank, task.peer);
       if (latency > 0)
         simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() {
           send(id);
@@ -233,7 +256,25 @@ class GraphRun {
     const size_t slot = take_slot();
     comm->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot)));
     comm->start();
-    slots_[slot] = {std::move(comm), id, task.rank, task.peer};
+    const bool stopped = dynamics_ && dynamics_->transfer_stopped(task.rank, task.peer);
+    if (stopped) comm->suspend();
+    slots_[slot] = {std::move(comm), id, task.rank, task.peer, stopped};
+  }
+
+  // A trace changed: each rank's compute speed, and which transfers in flight
+  // must stop or may go on (sim/dynamics.h).
+  void on_dynamics() {
+    for (size_t r = 0; r < cpus_.size(); ++r) cpus_[r].set_speed(dynamics_->node_speed(static_cast<int>(r)));
+    for (Slot& slot : slots_) {
+      if (!slot.comm) continue;  // a free slot
+      const bool stop = dynamics_->transfer_stopped(slot.src, slot.dst);
+      if (stop == slot.stopped) continue;
+      if (stop)
+        slot.comm->suspend();
+      else
+        slot.comm->resume();
+      slot.stopped = stop;
+    }
   }
 
   // In-flight transfers live in a few reused slots, not in a per-task array: what
@@ -252,6 +293,7 @@ class GraphRun {
     sg4::ActivityPtr comm;
     TaskId task = -1;
     int src = 0, dst = 0;
+    bool stopped = false;  // suspended while a link or node of it is down
   };
   struct Busy {
     double open = 0, close = -1, total = 0;
@@ -260,6 +302,7 @@ class GraphRun {
   const StepGraph& graph_;
   const std::vector<sg4::Host*>& hosts_;
   RouteLatencies* latencies_;
+  ReplayDynamics* dynamics_;
   bool task_times_;
   TaskTimes& out_;
   double t0_ = 0;
@@ -298,7 +341,7 @@ void RankCpu::on_timer() {
 }  // namespace
 
 std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
-                                bool task_times) {
+                                bool task_times, double start_seconds) {
   // Quiet before the engine exists, so that even configuration changes stay silent.
   xbt_log_control_set("root.thres:critical");
   static char name[] = "lowband-replay";
@@ -313,6 +356,8 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
     install_deferred_latency();
     latencies = std::make_unique<RouteLatencies>(hosts);
   }
+  std::unique_ptr<ReplayDynamics> dynamics;
+  if (!network.dynamics.empty()) dynamics = std::make_unique<ReplayDynamics>(network, hosts, start_seconds);
 
   std::vector<TaskTimes> times(graphs.size());
   GraphRun* current = nullptr;
@@ -322,13 +367,18 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   });
   for (size_t g = 0; g < graphs.size(); ++g) {
     reset_tcp_connections();  // each graph starts on an idle network
-    GraphRun run(*graphs[g], hosts, latencies.get(), task_times, times[g]);
+    GraphRun run(*graphs[g], hosts, latencies.get(), dynamics.get(), task_times, times[g]);
     current = &run;
     run.start();
     engine->run();
     run.finish_busy();
     run.release();
     current = nullptr;
+    if (dynamics) dynamics->stop();  // an empty graph never finished a task
+    if (run.finished_count() != graphs[g]->size()) run.abandon();
+    if (run.finished_count() != graphs[g]->size() && dynamics)
+      throw InputError("network.dynamics", "step " + std::to_string(g + 1) + " of this replay waits for a link or node " +
+                                               "that is down and never comes back up");
     if (run.finished_count() != graphs[g]->size())
       throw std::runtime_error("sim::replay: " +
                                std::to_string(graphs[g]->size() - run.finished_count()) +

@@ -20,7 +20,8 @@ struct TaskTimes {
   std::vector<double> finish_seconds;
 };
 
+// start_seconds: the run's date at SimGrid's clock 0, where network.dynamics is read.
 std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
-                                bool task_times);
+                                bool task_times, double start_seconds);
 
 }  // namespace lowband::sim::detail

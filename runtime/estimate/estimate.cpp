@@ -201,7 +201,11 @@ BoundSection physical_bound(const sim::NetworkLinks& links, const std::vector<co
   return b;
 }
 
-Estimate estimate(const Scenario& s) {
+Estimate estimate(const Scenario& scenario) {
+  // One step, timed on the nominal network: network.dynamics needs a run's clock
+  // (`lowband run` replays every step where it falls; cli says so).
+  Scenario s = scenario;
+  s.network.dynamics.clear();
   const LayoutSteps steps = estimate_detail::build_layout_steps(s);
   const estimate_detail::Uncompressed plain = estimate_detail::uncompressed_traffic(s);
   int stages = 1, context_ranks = 1;

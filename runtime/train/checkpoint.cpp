@@ -62,6 +62,7 @@ std::string encode_totals(const RunTotals& t) {
   // Last, so that totals written before it existed still read (as no sums).
   binary::write_u64(out, t.bytes_all_ranks_sum.size());
   for (const auto& [kind, sum] : t.bytes_all_ranks_sum) binary::write_string(out, kind), binary::write_f64(out, sum);
+  binary::write_f64(out, t.sim_lost_seconds);  // after it too, for the same reason
   return out.str();
 }
 
@@ -97,6 +98,7 @@ RunTotals decode_totals(const std::string& bytes) {
       t.bytes_all_ranks_sum[kind] = binary::read_f64(in, "a byte sum");
     }
   }
+  if (in.peek() != std::char_traits<char>::eof()) t.sim_lost_seconds = binary::read_f64(in, "the time lost");
   if (in.peek() != std::char_traits<char>::eof()) throw binary::BinaryFormatError("bytes after the run totals");
   return t;
 }

@@ -6,7 +6,30 @@
 
 namespace lowband::train {
 
-std::vector<sim::ReplayResult> Replayer::replay(const std::vector<const sim::StepGraph*>& graphs) {
+Replayer::Replayer(const sim::NetworkSpec& network, bool cache) : network_(network), nominal_(network), cache_(cache) {
+  nominal_.dynamics.clear();
+}
+
+std::vector<ReplayedStep> Replayer::replay(const std::vector<const sim::StepGraph*>& graphs, double run_seconds) {
+  std::vector<sim::ReplayResult> nominal = replay_constant(graphs);
+  std::vector<ReplayedStep> out(graphs.size());
+  if (network_.dynamics.empty()) {
+    for (size_t i = 0; i < graphs.size(); ++i) out[i].replay = std::move(nominal[i]);
+    return out;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  sim::ReplayOptions options;
+  options.start_seconds = run_seconds;
+  std::vector<sim::ReplayResult> changing = sim::replay_batch(network_, graphs, options);
+  wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    out[i].lost_seconds = changing[i].step_seconds - nominal[i].step_seconds;
+    out[i].replay = std::move(changing[i]);
+  }
+  return out;
+}
+
+std::vector<sim::ReplayResult> Replayer::replay_constant(const std::vector<const sim::StepGraph*>& graphs) {
   if (!cache_) results_.clear();
   std::vector<std::string> keys(graphs.size()), todo_keys;
   std::vector<sim::StepGraph> todo;
@@ -24,9 +47,9 @@ std::vector<sim::ReplayResult> Replayer::replay(const std::vector<const sim::Ste
     // last bits, so which batch first met it (flush timing, a resume) would show.
     std::vector<sim::ReplayResult> fresh;
     if (cache_)
-      for (const auto& g : todo) fresh.push_back(sim::replay(network_, g));
+      for (const auto& g : todo) fresh.push_back(sim::replay(nominal_, g));
     else
-      fresh = sim::replay_batch(network_, todo);
+      fresh = sim::replay_batch(nominal_, todo);
     wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (size_t j = 0; j < fresh.size(); ++j) results_[todo_keys[j]] = fresh[j];
   }

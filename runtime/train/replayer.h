@@ -2,6 +2,10 @@
 // The replays of one network: every step's graph with measured timing; with
 // profile timing the graphs repeat, so one replay per distinct graph (keyed by its
 // task count and transfer sizes).
+//
+// On a changing network (network.dynamics) a step's time depends on when it runs:
+// each batch is replayed back to back from the run's clock, never cached, and
+// each step also on the nominal network (cached as above), for the time lost.
 #include <map>
 #include <string>
 #include <vector>
@@ -10,19 +14,30 @@
 
 namespace lowband::train {
 
+struct ReplayedStep {
+  sim::ReplayResult replay;
+  // What the step took beyond its time on the nominal network (network.dynamics
+  // without effect): waits for links and nodes that were down, slower links and
+  // nodes. 0 on a constant network.
+  double lost_seconds = 0;
+};
+
 class Replayer {
  public:
-  Replayer(const sim::NetworkSpec& network, bool cache) : network_(network), cache_(cache) {}
+  Replayer(const sim::NetworkSpec& network, bool cache);
 
-  std::vector<sim::ReplayResult> replay(const std::vector<const sim::StepGraph*>& graphs);
+  // run_seconds: the run's simulated clock when the first graph starts.
+  std::vector<ReplayedStep> replay(const std::vector<const sim::StepGraph*>& graphs, double run_seconds);
 
   double wall_seconds = 0;  // spent replaying, all calls
 
  private:
+  std::vector<sim::ReplayResult> replay_constant(const std::vector<const sim::StepGraph*>& graphs);
   static std::string key(const sim::StepGraph& graph);
   const sim::NetworkSpec& network_;
+  sim::NetworkSpec nominal_;  // network_ without its dynamics
   bool cache_;
-  std::map<std::string, sim::ReplayResult> results_;
+  std::map<std::string, sim::ReplayResult> results_;  // of the nominal network
 };
 
 }  // namespace lowband::train

@@ -82,10 +82,12 @@ void RunFiles::append(const char* file, const std::string& lines) const {
 void RunFiles::append_step(const nlohmann::json& line) const { append("steps.jsonl", line.dump() + "\n"); }
 void RunFiles::append_curve_row(const std::string& row) const { append("curve.csv", row); }
 
-void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const RunFiles& files) {
+void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const RunFiles& files) {
   const parallel::StepRecord& rec = p.record;
+  const sim::ReplayResult& replay = replayed.replay;
   ++steps_done;
   sim_total_seconds += replay.step_seconds;
+  sim_lost_seconds += replayed.lost_seconds;
   step_wall_seconds += p.wall_seconds;
   record_wall_seconds += rec.record_wall_seconds;
   last_train_loss = rec.loss;
@@ -130,6 +132,10 @@ void RunTotals::add(const PendingStep& p, const sim::ReplayResult& replay, const
                          {"exposed_comm_seconds", replay.exposed_comm_seconds},
                          {"wall_seconds", p.wall_seconds},
                          {"record_wall_seconds", rec.record_wall_seconds}};
+  if (changing_network) {
+    line["sim_lost_seconds"] = replayed.lost_seconds;
+    line["sim_lost_total_seconds"] = sim_lost_seconds;
+  }
   if (relay_node >= 0) line["bytes_sent_relay"] = relay_in_graph ? rec.graph.bytes_sent(relay_node, "") : 0.0;
   if (p.val_loss) line["val_loss"] = number_or_null(*p.val_loss);
   if (!p.val_loss_per_replica.empty()) {
@@ -168,6 +174,11 @@ nlohmann::json RunTotals::summary_json() const {
   s["tokens_per_step"] = tokens_per_step;
   s["sim_total_seconds"] = sim_total_seconds;
   s["sim_seconds_per_step"] = sim_total_seconds / n;
+  if (changing_network) {
+    // network.dynamics: what the run's time would have been on the nominal network.
+    s["sim_lost_seconds"] = sim_lost_seconds;
+    s["sim_nominal_total_seconds"] = sim_total_seconds - sim_lost_seconds;
+  }
   s["sim_tokens_per_s"] = sim_total_seconds > 0 ? tokens_per_step * steps_done / sim_total_seconds : 0.0;
   s["process_tokens_per_s"] = step_wall_seconds > 0 ? tokens_per_step * steps_done / step_wall_seconds : 0.0;
   s["process_step_wall_seconds"] = step_wall_seconds / n;

@@ -11,6 +11,7 @@
 
 #include "runtime/estimate/estimate.h"
 #include "runtime/parallel/trainer.h"
+#include "runtime/train/replayer.h"
 #include "sim/replay.h"
 
 namespace lowband::train {
@@ -55,7 +56,11 @@ struct RunTotals {
   // rank's. Not checkpointed: from the scenario.
   int relay_node = -1;
   double uncompressed_kv_bytes_per_step = 0;  // all ranks' traffic.kinds, uncompressed
-  double sim_total_seconds = 0;
+  double sim_total_seconds = 0;      // the run's simulated clock at the last step's end
+  // network.dynamics: the steps' time beyond the nominal network's (ReplayedStep).
+  // changing_network: whether to report it (not checkpointed: from the scenario).
+  double sim_lost_seconds = 0;
+  bool changing_network = false;
   double step_wall_seconds = 0;       // sum of train_step wall times
   double record_wall_seconds = 0;     // of which building the graphs
   double replay_wall_seconds = 0;     // SimGrid replays
@@ -79,7 +84,7 @@ struct RunTotals {
 
   // Takes one replayed step into the totals, appends its steps.jsonl line and
   // its curve.csv row.
-  void add(const PendingStep& step, const sim::ReplayResult& replay, const RunFiles& files);
+  void add(const PendingStep& step, const ReplayedStep& replayed, const RunFiles& files);
   nlohmann::json summary_json() const;
 };
 

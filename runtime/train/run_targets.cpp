@@ -37,6 +37,7 @@ void RunTargets::start_totals(const RunFacts& facts, const Checkpoint* resumed) 
     totals.tokens_per_step = t.projection ? t.projection->tokens_per_step() : facts.tokens_per_step;
     totals.traffic = facts.traffic;
     totals.relay_node = relay_node;
+    totals.changing_network = !t.projection && !t.scenario.network.dynamics.empty();
     totals.uncompressed_kv_bytes_per_step = facts.traffic.uncompressed_bytes_per_step;
     totals.header = {{"scenario", t.scenario.name},
                      {"scenario_source", t.scenario.source},
@@ -53,6 +54,7 @@ void RunTargets::start_totals(const RunFacts& facts, const Checkpoint* resumed) 
       totals = resumed->targets[index].totals;
       totals.traffic = facts.traffic;
       totals.relay_node = relay_node;
+      totals.changing_network = !t.projection && !t.scenario.network.dynamics.empty();
       totals.last_bound.reset();
       totals.header["run_dir"] = t.files.dir();
       t.replayer.wall_seconds = totals.replay_wall_seconds;
@@ -76,11 +78,13 @@ void RunTargets::add(const std::vector<PendingStep>& pending) {
   for (const auto& p : pending) graphs.push_back(&p.record.graph);
   for (auto& t : targets_) {
     // A projected target takes its step times from estimate: nothing to replay.
-    const std::vector<sim::ReplayResult> replays =
-        t->projection ? std::vector<sim::ReplayResult>{} : t->replayer.replay(graphs);
+    const std::vector<ReplayedStep> replays =
+        t->projection ? std::vector<ReplayedStep>{} : t->replayer.replay(graphs, t->totals.sim_total_seconds);
     t->totals.replay_wall_seconds = t->replayer.wall_seconds;
     for (size_t i = 0; i < pending.size(); ++i)
-      t->totals.add(pending[i], t->projection ? t->projection->step(compressed(pending[i].record, traffic_)) : replays[i],
+      t->totals.add(pending[i],
+                    t->projection ? ReplayedStep{t->projection->step(compressed(pending[i].record, traffic_)), 0.0}
+                                  : replays[i],
                     t->files);
     t->files.write_summary(t->totals.summary_json());
   }

@@ -1,0 +1,222 @@
+// network.dynamics: traces, and the replay on a changing network against closed forms.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "networks.h"
+#include "sim/dynamics.h"
+#include "sim/replay.h"
+
+namespace lowband::sim {
+namespace {
+
+using testing::link;
+
+constexpr double B = 1e8;   // bytes/s per link
+constexpr double L = 1e-3;  // s per link
+constexpr double S = 1e6;   // bytes: 10 ms at B
+
+TraceSpec steps(std::vector<TracePoint> points) {
+  TraceSpec t;
+  t.kind = TraceSpec::Kind::points;
+  t.points = std::move(points);
+  return t;
+}
+
+NetworkDynamic dynamic(DynamicQuantity q, TraceSpec trace, DynamicTarget target = {}) {
+  return NetworkDynamic{target, q, std::move(trace)};
+}
+
+DynamicTarget node(int n) { return {DynamicTarget::Kind::node, n, -1}; }
+
+// A graph with compute, sharing and transfers both ways: every part of the replay.
+StepGraph busy_graph() {
+  StepGraph g(3);
+  const TaskId a = g.add_compute(0, 0.004, {}, "mlp");
+  const TaskId t = g.add_transfer(0, 1, S, {a}, "kv");
+  g.add_transfer(2, 1, 2 * S, {}, "kv");
+  const TaskId c = g.add_compute(1, 0.003, {t}, "attention");
+  g.add_transfer(1, 0, S / 2, {c}, "kv");
+  g.add_compute(2, 0.001, {}, "mlp");
+  return g;
+}
+
+TEST(Trace, PointsHoldEachValueFromItsTime) {
+  Trace t(steps({{10, 0.5}, {20, 2}}));
+  EXPECT_EQ(t.value_at(0), 1);
+  EXPECT_EQ(t.value_at(10), 0.5);
+  EXPECT_EQ(t.value_at(19.9), 0.5);
+  EXPECT_EQ(t.value_at(1e9), 2);
+  EXPECT_EQ(t.next_change_after(0), 10);
+  EXPECT_EQ(t.next_change_after(10), 20);
+  EXPECT_EQ(t.next_change_after(20), kNever);
+}
+
+TEST(Trace, DailyFollowsItsCosineSampled) {
+  TraceSpec s;
+  s.kind = TraceSpec::Kind::daily;
+  s.low = 0.4;
+  s.low_at_s = 3600;
+  s.period_s = 4 * 3600;
+  s.sample_s = 600;
+  Trace t(s);
+  EXPECT_DOUBLE_EQ(t.value_at(3600), 0.4);             // the low
+  EXPECT_DOUBLE_EQ(t.value_at(3600 + 7200), 1.0);      // half a period later: nominal
+  EXPECT_DOUBLE_EQ(t.value_at(3600 + 599), 0.4);       // held for a sample
+  EXPECT_EQ(t.next_change_after(3600), 4200);
+  const double mid = 1 - 0.6 * 0.5 * (1 + std::cos(2 * M_PI * 1800 / s.period_s));
+  EXPECT_DOUBLE_EQ(t.value_at(3600 + 1800), mid);
+}
+
+TEST(Trace, RandomWalkIsSeededAndBounded) {
+  TraceSpec s;
+  s.kind = TraceSpec::Kind::random_walk;
+  s.seed = 7;
+  s.every_s = 60;
+  s.sigma = 0.2;
+  s.min = 0.3;
+  s.max = 1.5;
+  Trace a(s), b(s);
+  s.seed = 8;
+  Trace c(s);
+  bool differs = false, moved = false;
+  for (double t = 0; t < 6e4; t += 60) {
+    const double v = a.value_at(t);
+    EXPECT_EQ(v, b.value_at(t));
+    EXPECT_GE(v, 0.3);
+    EXPECT_LE(v, 1.5);
+    differs = differs || v != c.value_at(t);
+    moved = moved || v != 1;
+  }
+  EXPECT_TRUE(differs);
+  EXPECT_TRUE(moved);
+}
+
+TEST(Trace, OutagesAlternateWithTheirMeanDurations) {
+  TraceSpec s;
+  s.kind = TraceSpec::Kind::outages;
+  s.seed = 3;
+  s.mean_up_s = 3600;
+  s.mean_down_s = 600;
+  Trace t(s);
+  double up = 0, down = 0, at = 0;
+  int cycles = 0;
+  EXPECT_EQ(t.value_at(0), 1);
+  while (cycles < 20000) {
+    const double next = t.next_change_after(at);
+    (t.value_at(at) == 1 ? up : down) += next - at;
+    if (t.value_at(at) == 0) ++cycles;
+    at = next;
+  }
+  // 20,000 draws of each: the sample means within 3 % of the means (seeded: exact each run).
+  EXPECT_NEAR(up / cycles, 3600, 0.03 * 3600);
+  EXPECT_NEAR(down / cycles, 600, 0.03 * 600);
+}
+
+TEST(ReplayDynamics, ConstantTracesGiveTheConstantNetworksTimes) {
+  const StepGraph g = busy_graph();
+  NetworkSpec constant = testing::star(3, link(B, L));
+  NetworkSpec traced = constant;
+  traced.dynamics = {dynamic(DynamicQuantity::bandwidth, steps({{0, 1}})),
+                     dynamic(DynamicQuantity::speed, steps({{0, 1}, {1e-3, 1}})),
+                     dynamic(DynamicQuantity::state, steps({{0, 1}}), node(2))};
+  ReplayOptions options;
+  options.task_times = true;
+  const ReplayResult a = replay(constant, g, options);
+  options.start_seconds = 1234.5;
+  const ReplayResult b = replay(traced, g, options);
+  EXPECT_GT(a.step_seconds, 0.02);
+  EXPECT_NEAR(b.step_seconds, a.step_seconds, 1e-9);
+  for (size_t i = 0; i < a.task_finish_seconds.size(); ++i)
+    EXPECT_NEAR(b.task_finish_seconds[i], a.task_finish_seconds[i], 1e-9) << "task " << i;
+}
+
+TEST(ReplayDynamics, TransferAcrossABandwidthStep) {
+  // Bytes move from 2L at B; at T the rate halves: finish = T + (S − B(T − 2L)) / (B/2).
+  StepGraph g(2);
+  g.add_transfer(0, 1, S, {}, "kv");
+  NetworkSpec net = testing::star(2, link(B, L));
+  const double T = 0.006;
+  net.dynamics = {dynamic(DynamicQuantity::bandwidth, steps({{T, 0.5}}))};
+  const double expected = T + (S - B * (T - 2 * L)) / (B / 2);
+  EXPECT_NEAR(replay(net, g).step_seconds, expected, 1e-9);
+  // Read on the run's clock: started 1 s before the step, the step sees it 1 s earlier.
+  net.dynamics = {dynamic(DynamicQuantity::bandwidth, steps({{1 + T, 0.5}}))};
+  ReplayOptions options;
+  options.start_seconds = 1;
+  EXPECT_NEAR(replay(net, g, options).step_seconds, expected, 1e-9);
+}
+
+TEST(ReplayDynamics, LinkDownForDDelaysATransferByD) {
+  StepGraph g(2);
+  g.add_transfer(0, 1, S, {}, "kv");
+  NetworkSpec net = testing::star(2, link(B, L));
+  const double D = 0.25;
+  net.dynamics = {dynamic(DynamicQuantity::state, steps({{0.005, 0}, {0.005 + D, 1}}), node(1))};
+  // The receiver's access link goes down mid-transfer: the bytes wait D.
+  NetworkSpec links_only = net;
+  links_only.dynamics[0].target = DynamicTarget{};  // every link
+  EXPECT_NEAR(replay(links_only, g).step_seconds, 2 * L + S / B + D, 1e-9);
+  // The node itself down: the same wait.
+  EXPECT_NEAR(replay(net, g).step_seconds, 2 * L + S / B + D, 1e-9);
+  // Down before the transfer is due and up after: its bytes start at the up date.
+  net.dynamics[0].trace = steps({{0, 0}, {D, 1}});
+  EXPECT_NEAR(replay(net, g).step_seconds, D + S / B, 1e-9);
+}
+
+TEST(ReplayDynamics, SlowerOrDownNodeStretchesItsComputeExactly) {
+  StepGraph g(2);
+  g.add_compute(0, 1.0, {}, "mlp");
+  g.add_compute(1, 1.0, {}, "mlp");
+  NetworkSpec net = testing::star(2, link(B, L));
+  net.dynamics = {dynamic(DynamicQuantity::speed, steps({{0.4, 0.5}}), node(0))};
+  ReplayResult r = replay(net, g);
+  EXPECT_NEAR(r.rank_finish_seconds[0], 0.4 + 0.6 / 0.5, 1e-9);
+  EXPECT_NEAR(r.rank_finish_seconds[1], 1.0, 1e-9);
+  net.dynamics = {dynamic(DynamicQuantity::state, steps({{0.3, 0}, {0.8, 1}}), node(1))};
+  r = replay(net, g);
+  EXPECT_NEAR(r.rank_finish_seconds[1], 1.5, 1e-9);
+  EXPECT_NEAR(r.rank_finish_seconds[0], 1.0, 1e-9);
+}
+
+TEST(ReplayDynamics, LatencyIsTheRoutesWhenATransferStarts) {
+  StepGraph g(2);
+  const TaskId c = g.add_compute(0, 0.010, {}, "mlp");
+  g.add_transfer(0, 1, S, {c}, "kv");
+  NetworkSpec net = testing::star(2, link(B, L));
+  net.dynamics = {dynamic(DynamicQuantity::latency, steps({{0.005, 3}}))};
+  EXPECT_NEAR(replay(net, g).step_seconds, 0.010 + 2 * 3 * L + S / B, 1e-9);
+}
+
+TEST(ReplayDynamics, BatchedGraphsRunBackToBackOnTheRunsClock) {
+  StepGraph g(2);
+  g.add_transfer(0, 1, S, {}, "kv");  // 12 ms alone
+  NetworkSpec net = testing::star(2, link(B, L));
+  const double step = 2 * L + S / B;
+  // Bandwidth halves between the first graph's end and the second's: only the second slows.
+  net.dynamics = {dynamic(DynamicQuantity::bandwidth, steps({{step + 0.0005, 0.5}}))};
+  const std::vector<ReplayResult> r = replay_batch(net, {g, g});
+  EXPECT_NEAR(r[0].step_seconds, step, 1e-9);
+  EXPECT_NEAR(r[1].step_seconds, 2 * L + 2 * S / B, 1e-9);
+  // The same second step replayed alone, started at the date it started in the batch.
+  ReplayOptions options;
+  options.start_seconds = step;
+  EXPECT_NEAR(replay(net, g, options).step_seconds, r[1].step_seconds, 1e-9);
+}
+
+TEST(ReplayDynamics, ALinkThatNeverComesBackIsAnInputError) {
+  StepGraph g(2);
+  g.add_transfer(0, 1, S, {}, "kv");
+  NetworkSpec net = testing::star(2, link(B, L));
+  net.dynamics = {dynamic(DynamicQuantity::state, steps({{0.001, 0}}), node(1))};
+  try {
+    replay(net, g);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.place(), "network.dynamics");
+  }
+}
+
+}  // namespace
+}  // namespace lowband::sim
