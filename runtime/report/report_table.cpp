@@ -49,6 +49,7 @@ ReportRow make_row(const RunData& run, double target_loss) {
                  run.summary["diverged"].get<bool>();
   row.steps_done = summary_number(run, "steps_done");
   row.steps_planned = summary_number(run, "steps_planned");
+  row.lost_seconds = summary_number(run, "sim_lost_seconds");
   return row;
 }
 
@@ -142,17 +143,25 @@ std::string report_markdown(const Report& r) {
                                            : "")
         << ".\n";
   }
+  bool any_lost = false;  // a column only where some run had a changing network
+  for (const ReportRow& row : r.rows) any_lost = any_lost || row.lost_seconds.has_value();
+  if (any_lost)
+    out << "- Time lost: over the whole run, simulated time beyond the same steps on the nominal network "
+           "(`network.dynamics`: links and nodes down, slower, or with less bandwidth); — on a constant network.\n";
   for (const std::string& note : r.notes) out << "- Note: " << note << "\n";
   out << "\n| run | bandwidth | compression | tokens/s | time to loss " << target
-      << " | final val loss | val perplexity | bytes sent per step | K/V bytes saved (measured) | time to target ÷ baseline |\n"
-      << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+      << " | final val loss | val perplexity | bytes sent per step | K/V bytes saved (measured) | time to target ÷ baseline |"
+      << (any_lost ? " time lost |" : "") << "\n"
+      << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|" << (any_lost ? "---:|" : "") << "\n";
   for (const ReportRow& row : r.rows) {
     out << "| " << run_cell(row, marks) << " | " << units::format_bandwidth(row.bandwidth_bytes_per_s) << " | "
         << escape_cell(row.compression) << " | " << cell(row.tokens_per_s, 4) << " | "
         << (row.time_to_target_seconds ? format_time(*row.time_to_target_seconds) : "not reached") << " | "
         << cell(row.final_val_loss, 5) << " | " << cell(row.final_val_perplexity, 4) << " | "
         << (row.bytes_per_step ? units::format_bytes(*row.bytes_per_step) : kNone) << " | " << compression_cell(row)
-        << " | " << cell(row.time_to_target_vs_baseline, 3) << " |\n";
+        << " | " << cell(row.time_to_target_vs_baseline, 3) << " |";
+    if (any_lost) out << " " << (row.lost_seconds ? format_time(*row.lost_seconds) : kNone) << " |";
+    out << "\n";
   }
   return out.str();
 }

@@ -28,6 +28,9 @@ struct ReportRow {
   std::optional<TimeProjection> projection;    // summary time_projection
   bool diverged = false;
   std::optional<double> steps_done, steps_planned;
+  // network.dynamics: simulated time beyond the nominal network's (summary
+  // sim_lost_seconds, whole run); absent on a constant network.
+  std::optional<double> lost_seconds;
 };
 
 struct Report {
