@@ -3,6 +3,7 @@
 // top-level commas, or the file's "sweep" section, makes it a grid (the axes as
 // `lowband sweep` reads them, runtime/sweep/grid.h): one row per point, and
 // --csv FILE, --json, --plot FILE.svg|png.
+#include <climits>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -23,6 +24,7 @@ namespace fs = std::filesystem;
 
 struct EstimateArgs {
   ScenarioSource source;
+  int steps = INT_MIN;  // not given; else training.steps, as run --steps: the steps replayed on a changing network
   bool json = false;
   std::string out, csv, plot;
 };
@@ -48,15 +50,15 @@ void write_outputs(const EstimateArgs& a, const nlohmann::json& json, const std:
   if (!a.csv.empty()) write_file_atomically(a.csv, csv);
 }
 
-// network.dynamics has no effect on one estimated step: say so rather than stay silent.
-void note_dynamics(const Scenario& scenario) {
-  if (!scenario.network.dynamics.empty())
-    std::cerr << "note: network.dynamics: estimate times one step on the nominal network; `lowband run` "
-                 "replays each step where it falls in the trace\n";
+// --steps counts the steps replayed on network.dynamics; without it the flag would do nothing.
+void check_steps_flag(const EstimateArgs& a, const Scenario& scenario) {
+  if (a.steps > 0 && scenario.network.dynamics.empty())
+    throw InputError("--steps", "counts the steps replayed on a changing network (network.dynamics); this "
+                                "scenario's network is constant, so every step takes the estimated step time");
 }
 
 void single_point(const EstimateArgs& a, const Scenario& scenario) {
-  note_dynamics(scenario);
+  check_steps_flag(a, scenario);
   const Estimate result = estimate(scenario);  // picks the layout as make_trainer does
   nlohmann::json json = to_json(result);
   json["scenario"] = scenario.name;
@@ -73,7 +75,12 @@ void single_point(const EstimateArgs& a, const Scenario& scenario) {
   write_outputs(a, json, csv);
 }
 
-void run_estimate(const EstimateArgs& a) {
+void run_estimate(EstimateArgs a) {
+  if (a.steps != INT_MIN) {
+    if (a.steps < 1 || a.steps > 1000000)
+      throw InputError("--steps", "must be 1..1000000, got " + std::to_string(a.steps));
+    a.source.sets.push_back("training.steps=" + std::to_string(a.steps));
+  }
   const ScenarioText base = scenario_text(a.source);
   const sweep::SweepSpec spec = sweep::make_spec(base.text, base.source, a.source.sets);
   const bool had_sweep_section =
@@ -96,7 +103,7 @@ void run_estimate(const EstimateArgs& a) {
     axis = numeric_axis(plan, "--plot");
     check_plot_target(a.plot);
   }
-  note_dynamics(plan.points.front().scenario);
+  check_steps_flag(a, plan.points.front().scenario);
   const EstimateGrid grid = estimate_grid(plan);
   const nlohmann::json json = grid_json(grid);
   if (a.json)
@@ -132,6 +139,9 @@ void add_estimate_command(CLI::App& app) {
   cmd->get_option("--set")->description(
       "override a key; a value with top-level commas is an axis of a grid, as in lowband sweep, e.g. "
       "--set network.bandwidth=80Mbps,300Mbps,1Gbps (repeatable)");
+  cmd->add_option("--steps", args->steps,
+                  "sets training.steps (as run --steps does): on a changing network (network.dynamics), the "
+                  "steps replayed back to back on its clock for the run's time and the time lost");
   cmd->add_flag("--json", args->json, "print one JSON object instead of a table (a grid: {\"points\": [...]})");
   cmd->add_option("--out", args->out, "also write the JSON object to this file (atomically)");
   cmd->add_option("--csv", args->csv, "also write one CSV row per point (a header line first) to this file");

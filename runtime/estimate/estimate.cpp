@@ -202,8 +202,8 @@ BoundSection physical_bound(const sim::NetworkLinks& links, const std::vector<co
 }
 
 Estimate estimate(const Scenario& scenario) {
-  // One step, timed on the nominal network: network.dynamics needs a run's clock
-  // (`lowband run` replays every step where it falls; cli says so).
+  // Every per-step figure on the nominal network; network.dynamics only in the
+  // changing_network section, over a run's clock.
   Scenario s = scenario;
   s.network.dynamics.clear();
   const LayoutSteps steps = estimate_detail::build_layout_steps(s);
@@ -245,6 +245,12 @@ Estimate estimate(const Scenario& scenario) {
   std::vector<const sim::StepGraph*> step_graphs;
   for (const sim::StepGraph& g : steps.graphs) step_graphs.push_back(&g);
   e.bound = physical_bound(sim::NetworkLinks(s.network), step_graphs, steps.weights, e.step_seconds, e.tokens_per_step);
+  if (!scenario.network.dynamics.empty()) {
+    std::vector<double> nominal;
+    for (size_t i = 0; i < steps.graphs.size(); ++i) nominal.push_back(replayed[i].step_seconds);
+    e.changing_network = estimate_detail::replay_on_changing_network(
+        scenario.network, steps, nominal, scenario.training.steps, e.tokens_per_step);
+  }
   return e;
 }
 

@@ -110,6 +110,20 @@ struct BoundSection {
   double max_tokens_per_s = 0;  // tokens_per_step / bound_seconds: no schedule does more here
 };
 
+// On a changing network (network.dynamics): training.steps steps of the layout replayed
+// back to back from the run's clock 0, as a run replays them (with a periodic
+// sync, the sync step after each period's inner steps). The per-step figures
+// above stay those of the nominal network.
+struct ChangingNetworkSection {
+  int steps = 0;
+  double total_seconds = 0;          // the run's clock after the last step
+  double nominal_total_seconds = 0;  // the same steps on the nominal network
+  double lost_seconds = 0;           // total − nominal
+  double mean_step_seconds = 0, slowest_step_seconds = 0;
+  double tokens_per_s = 0;           // over the whole run
+  double replay_wall_seconds = 0;
+};
+
 struct Estimate {
   std::string parallelism;  // "context", "pipeline", "pipeline x context", "data"
   int ranks = 0;            // all ranks of the layout (a relay is none)
@@ -136,10 +150,13 @@ struct Estimate {
   std::optional<PipelineSection> pipeline;
   std::optional<ExposedByKind> exposed_by_kind;
   std::optional<PeriodicSync> sync;
+  std::optional<ChangingNetworkSection> changing_network;
   BoundSection bound;  // every layout has one
 };
 
 // Throws InputError naming the scenario key for a layout the trainer refuses.
+// Every figure is for the nominal network; with network.dynamics also the
+// changing_network section over the scenario's training.steps.
 Estimate estimate(const Scenario& scenario);
 
 // One flat object: the common keys always, each section's keys exactly when it

@@ -85,6 +85,17 @@ nlohmann::json to_json(const Estimate& e) {
   out.update(to_json(e.bound));
   add_sections(e, out);
   if (e.sync) add_sync(*e.sync, out);
+  if (e.changing_network) {
+    const ChangingNetworkSection& c = *e.changing_network;
+    out["changing_network"] = {{"steps", c.steps},
+                               {"total_seconds", c.total_seconds},
+                               {"nominal_total_seconds", c.nominal_total_seconds},
+                               {"lost_seconds", c.lost_seconds},
+                               {"mean_step_seconds", c.mean_step_seconds},
+                               {"slowest_step_seconds", c.slowest_step_seconds},
+                               {"tokens_per_s", c.tokens_per_s},
+                               {"replay_wall_seconds", c.replay_wall_seconds}};
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/estimate/estimate.h"
 #include "runtime/scenario/scenario.h"
 #include "sim/step_graph.h"
 
@@ -31,5 +32,11 @@ struct Uncompressed {
 };
 
 Uncompressed uncompressed_traffic(const Scenario& scenario);
+
+// estimate's changing_network section (changing_network.cpp); nominal_seconds:
+// each of steps.graphs' step on the nominal network.
+ChangingNetworkSection replay_on_changing_network(const sim::NetworkSpec& network, const LayoutSteps& steps,
+                                                  const std::vector<double>& nominal_seconds, int step_count,
+                                                  double tokens_per_step);
 
 }  // namespace lowband::estimate_detail

@@ -174,6 +174,19 @@ std::string format_estimate_table(const Scenario& s, const Estimate& e) {
   row("MFU", fmt("%.1f %%", 100.0 * e.mfu));
   section_rows(s, e, out);
   bound_rows(e, out);
+  if (e.changing_network) {
+    const ChangingNetworkSection& c = *e.changing_network;
+    out += "\n";
+    row("changing network", std::to_string(c.steps) + " steps back to back on network.dynamics (the figures above: "
+                                "the nominal network)");
+    row("run time", fmt("%.4g s", c.total_seconds) + fmt(" (%.4g h)", c.total_seconds / 3600) +
+                        fmt("; nominal %.4g s", c.nominal_total_seconds) + fmt(", lost %.4g s", c.lost_seconds) +
+                        fmt(" (%.1f %%)", c.nominal_total_seconds > 0 ? 100.0 * c.lost_seconds / c.nominal_total_seconds : 0.0));
+    row("step on it", fmt("mean %.4g s", c.mean_step_seconds) + fmt(", slowest %.4g s", c.slowest_step_seconds) +
+                          fmt("; %.4g tokens/s over the run", c.tokens_per_s));
+    row("replay", fmt("%.3g s wall", e.replay_wall_seconds) + fmt(" (changing network %.3g s)", c.replay_wall_seconds));
+    return out;
+  }
   row("replay", fmt("%.3g s wall", e.replay_wall_seconds));
   return out;
 }
