@@ -138,7 +138,9 @@ std::vector<sim::TracePoint> file_points(const json& v, const std::string& path,
   if (written.empty()) fail(path, "expected a file name, got \"\"");
   const std::string file = locate(written, source);
   std::error_code ec;
-  if (!fs::exists(file, ec))
+  const bool exists = fs::exists(file, ec);
+  if (ec) fail(path, "cannot read the trace file \"" + file + "\": " + ec.message());
+  if (!exists)
     fail(path, "no such trace file \"" + written + "\" (a relative path is looked for in the working directory, "
                "then beside the scenario file)");
   if (!fs::is_regular_file(file, ec)) fail(path, "\"" + file + "\" is not a regular file");
