@@ -30,6 +30,7 @@ constexpr double kMinFactor = 1e-6, kMaxFactor = 1e6;
 // A trace file's points are echoed inline in the resolved scenario.json, whose
 // arrays are capped (json_limits::max_elements).
 constexpr size_t kMaxPoints = 10000;
+constexpr uintmax_t kMaxFileBytes = uintmax_t{64} << 20;  // far past 10000 lines, comments and all
 
 std::string number_text(double v) {
   char buf[32];
@@ -144,6 +145,9 @@ std::vector<sim::TracePoint> file_points(const json& v, const std::string& path,
     fail(path, "no such trace file \"" + written + "\" (a relative path is looked for in the working directory, "
                "then beside the scenario file)");
   if (!fs::is_regular_file(file, ec)) fail(path, "\"" + file + "\" is not a regular file");
+  if (const uintmax_t size = fs::file_size(file, ec); !ec && size > kMaxFileBytes)
+    fail(path, "\"" + file + "\" is larger than 64 MiB: a trace holds at most " + std::to_string(kMaxPoints) +
+                   " points");
   std::ifstream in(file, std::ios::binary);
   if (!in) fail(path, "cannot read the trace file \"" + file + "\"");
   std::vector<sim::TracePoint> out;
@@ -175,6 +179,13 @@ std::vector<sim::TracePoint> file_points(const json& v, const std::string& path,
   if (in.bad()) fail(path, "cannot read the trace file \"" + file + "\"");
   if (out.empty()) fail(path, file + ": holds no points (expected lines of \"seconds value\")");
   return out;
+}
+
+// A generator's seed: a non-negative integer (a document built in code may hold it signed).
+uint64_t seed(const ObjectReader& r) {
+  const json& v = r.need("seed");
+  if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() > 0) return uint64_t(v.get<int64_t>());
+  return as_uint64(v, r.path_of("seed"));
 }
 
 // A generated trace of a state would be neither 0 nor 1.
@@ -213,7 +224,7 @@ sim::TraceSpec trace(const json& v, const std::string& path, const std::string& 
     refuse_for_state(at, kind, quantity);
     const ObjectReader w = r.object(kind, {"seed", "every", "sigma", "min", "max"});
     t.kind = sim::TraceSpec::Kind::random_walk;
-    t.seed = as_uint64(w.need("seed"), w.path_of("seed"));
+    t.seed = seed(w);
     t.every_s = positive_seconds_or(w, "every", t.every_s);
     t.sigma = w.number_or("sigma", t.sigma, Bounds::closed(0, 1));
     t.min = w.number_or("min", t.min, Bounds{0, 1, true, false});
@@ -223,7 +234,7 @@ sim::TraceSpec trace(const json& v, const std::string& path, const std::string& 
   } else {
     const ObjectReader o = r.object(kind, {"seed", "mean_up", "mean_down", "value"});
     t.kind = sim::TraceSpec::Kind::outages;
-    t.seed = as_uint64(o.need("seed"), o.path_of("seed"));
+    t.seed = seed(o);
     t.mean_up_s = positive_seconds_or(o, "mean_up", t.mean_up_s);
     t.mean_down_s = positive_seconds_or(o, "mean_down", t.mean_down_s);
     t.value = o.has("value") ? as_number(o.need("value"), o.path_of("value"), Bounds{}) : 0.0;
