@@ -55,7 +55,7 @@ ordered_json value_schema(const Section& s, const Field& f) {
       j["type"] = "string";
       j["pattern"] = quantity_pattern("bps|Kbps|Mbps|Gbps|Tbps|Bps|KBps|MBps|GBps|TBps|KiBps|MiBps|GiBps");
       break;
-    case Kind::duration: j["type"] = "string", j["pattern"] = quantity_pattern("s|ms|us|ns"); break;
+    case Kind::duration: j["type"] = "string", j["pattern"] = quantity_pattern("h|min|s|ms|us|ns"); break;
     case Kind::size: j["type"] = "string", j["pattern"] = quantity_pattern("B|KB|MB|GB|KiB|MiB|GiB|TiB"); break;
     case Kind::array: j["type"] = "array"; break;
     case Kind::object: j["type"] = "object"; break;

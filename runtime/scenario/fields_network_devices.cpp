@@ -104,7 +104,16 @@ Section network_section() {
                  "override them; echoed wherever the network is printed. Only these, checked before anything runs "
                  "(`sim/simgrid_settings.h`; any other is an error naming `network.simgrid.KEY`): " +
                      sim::simgrid_settings_allowed(),
-                 R"({"network/crosstraffic": "0"})"})}};
+                 R"({"network/crosstraffic": "0"})"}),
+       doc_only("dynamics", Kind::array,
+                "array of `{\"node\"? or \"between\"?, one of \"bandwidth\" \"latency\" \"state\" \"speed\": trace}` "
+                "(below)",
+                {"`[]`",
+                 "how links and nodes change over the run (`sim/dynamics.h`): each entry a target (`node`: a node's "
+                 "compute and its links; `between`: a node pair's link, full_mesh and explicit (a listed link), or a "
+                 "cluster pair's WAN link; neither: every link or node), one quantity and its trace, a factor of the "
+                 "nominal value over the run's clock. `[]`: a constant network",
+                 R"([{"bandwidth": {"daily": {"low": 0.5, "low_at": "20h"}}}])"})}};
 }
 
 Section devices_section() {

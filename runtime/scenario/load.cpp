@@ -71,7 +71,7 @@ void apply_overrides(nlohmann::json& document, const std::vector<std::string>& o
 Scenario scenario_detail::parse_with_overrides(const json& document, const std::string& source,
                               const std::vector<std::string>& overrides) {
   try {
-    Scenario s = scenario_detail::parse_document(document);
+    Scenario s = scenario_detail::parse_document(document, source);
     s.source = source;
     return s;
   } catch (const SchemaError& e) {

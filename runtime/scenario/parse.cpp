@@ -285,7 +285,7 @@ void check_across(const Scenario& s) {
 
 }  // namespace
 
-Scenario parse_document(const json& document) {
+Scenario parse_document(const json& document, const std::string& source) {
   if (document.is_object() && document.contains("sweep"))
     fail("sweep", "a sweep section makes this file a grid of scenarios: run it with \"lowband sweep FILE\" "
                   "(check every point with \"lowband sweep FILE --dry-run\"; estimate them with \"lowband estimate FILE\")");
@@ -297,12 +297,12 @@ Scenario parse_document(const json& document) {
   s.model = parse_model(root);
   s.parallel = parse_parallel(root);
   s.compression = parse_compression(root);
-  s.network = parse_network(root);
+  s.network = parse_network(root, source);
   if (s.parallel.data_sync.exchange == DataSyncExchange::relay && s.parallel.data_sync.relay_node < 0)
     s.parallel.data_sync.relay_node = s.network.nodes - 1;  // the default: the last node
   s.devices = parse_devices(root, s.network.nodes);
   s.training = parse_training(root);
-  s.projection = parse_projection(root);
+  s.projection = parse_projection(root, source);
   check_across(s);
   return s;
 }
@@ -313,7 +313,7 @@ namespace lowband {
 
 Scenario parse_scenario(const nlohmann::json& document, const std::string& source) {
   try {
-    Scenario s = scenario_detail::parse_document(document);
+    Scenario s = scenario_detail::parse_document(document, source);
     s.source = source;
     return s;
   } catch (const scenario_detail::SchemaError& e) {

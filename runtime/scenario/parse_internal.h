@@ -1,6 +1,7 @@
 #pragma once
 // Pieces of parse_scenario, split by section. Each throws SchemaError.
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -17,12 +18,22 @@ namespace lowband::scenario_detail {
 void only_with(const ObjectReader& r, const std::string& key, const std::string& method,
                const std::vector<std::string>& methods, const std::string& method_key = "method");
 
-// The "network" section (required) of the document `root`.
-sim::NetworkSpec parse_network(const ObjectReader& root);
+// The "network" section (required) of the document `root`; `source` (the scenario
+// file, "builtin:NAME" or another name) places relative trace files.
+sim::NetworkSpec parse_network(const ObjectReader& root, const std::string& source);
+// network.dynamics of the network reader `r` (parse_dynamics.cpp), against the rest
+// of `net` (topology, nodes, model, simgrid); trace files are read here.
+std::vector<sim::NetworkDynamic> parse_dynamics(const ObjectReader& r, const sim::NetworkSpec& net,
+                                                const std::string& source);
+// An index into `count` things ("node", "cluster") at `path`.
+int index_in(const json& v, const std::string& path, int count, const char* thing);
+// r's "between": [a, b], two distinct indices below `count`, returned with a < b.
+std::pair<int, int> between(const ObjectReader& r, int count, const char* thing);
 // The optional "devices" section; node indices are checked against `nodes`.
 DeviceConfig parse_devices(const ObjectReader& root, int nodes);
-// The optional "projection" section (parse_projection.cpp).
-ProjectionConfig parse_projection(const ObjectReader& root);
+// The optional "projection" section (parse_projection.cpp); an inline scenario's
+// files are placed by `source` too.
+ProjectionConfig parse_projection(const ObjectReader& root, const std::string& source);
 // parallel.stage_layers, microbatches and schedule of the "parallel" reader `r` (parse_pipeline.cpp).
 void parse_stages(const ObjectReader& r, ParallelConfig& p);
 // parallel.data_sync of the "parallel" reader `r` (parse_data_sync.cpp; default: all_reduce).
@@ -37,8 +48,8 @@ void check_pipeline(const Scenario& s);
 void check_replica_contexts(const Scenario& s);
 // The layouts no trainer runs (layout_check.cpp; check_layout outside).
 void check_layout_schema(const Scenario& s);
-// The whole document, with the checks across sections.
-Scenario parse_document(const json& document);
+// The whole document, with the checks across sections; `source` as for parse_network.
+Scenario parse_document(const json& document, const std::string& source);
 
 // Parses JSON text; a syntax error names source:line:column, a duplicate key its path.
 json parse_json_text(const std::string& text, const std::string& source);

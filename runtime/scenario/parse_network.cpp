@@ -43,29 +43,6 @@ sim::TcpSettings tcp_settings(const ObjectReader& r, sim::NetworkModel model) {
   return tcp;
 }
 
-// An index into `count` things ("node", "cluster") at `path`.
-int index_in(const json& v, const std::string& path, int count, const char* thing) {
-  if (!v.is_number_integer())
-    throw SchemaError(path, path + ": expected a " + std::string(thing) + " index (an integer), got " + v.dump());
-  const int64_t i = v.get<int64_t>();
-  if (i < 0 || i >= count)
-    throw SchemaError(path, path + ": " + thing + " " + std::to_string(i) + " is out of range: the network has " +
-                                std::to_string(count) + " " + thing + "s (0.." + std::to_string(count - 1) + ")");
-  return static_cast<int>(i);
-}
-
-// "between": [a, b], two distinct indices, returned with a < b.
-std::pair<int, int> between(const ObjectReader& r, int count, const char* thing) {
-  const std::string path = r.path_of("between");
-  const json& v = as_array(r.need("between"), path);
-  if (v.size() != 2)
-    throw SchemaError(path, path + ": expected two " + thing + " indices [a, b], got " + v.dump());
-  const int a = index_in(v[0], join_path(path, "0"), count, thing);
-  const int b = index_in(v[1], join_path(path, "1"), count, thing);
-  if (a == b) throw SchemaError(path, path + ": a link joins two different " + thing + "s, got " + v.dump());
-  return {std::min(a, b), std::max(a, b)};
-}
-
 // A link's physical range, the same for every link of every topology (access
 // links, pair links, WAN links, overrides). SimGrid's max-min solver works to 1e-5
 // bytes/s and its clock to 1e-9 s: a bandwidth near that precision (1e-310bps is a
@@ -204,7 +181,30 @@ std::vector<std::pair<std::string, std::string>> simgrid_config(const ObjectRead
 
 }  // namespace
 
-sim::NetworkSpec parse_network(const ObjectReader& root) {
+// An index into `count` things ("node", "cluster") at `path`.
+int index_in(const json& v, const std::string& path, int count, const char* thing) {
+  if (!v.is_number_integer())
+    throw SchemaError(path, path + ": expected a " + std::string(thing) + " index (an integer), got " + v.dump());
+  const int64_t i = v.get<int64_t>();
+  if (i < 0 || i >= count)
+    throw SchemaError(path, path + ": " + thing + " " + std::to_string(i) + " is out of range: the network has " +
+                                std::to_string(count) + " " + thing + "s (0.." + std::to_string(count - 1) + ")");
+  return static_cast<int>(i);
+}
+
+// "between": [a, b], two distinct indices, returned with a < b.
+std::pair<int, int> between(const ObjectReader& r, int count, const char* thing) {
+  const std::string path = r.path_of("between");
+  const json& v = as_array(r.need("between"), path);
+  if (v.size() != 2)
+    throw SchemaError(path, path + ": expected two " + thing + " indices [a, b], got " + v.dump());
+  const int a = index_in(v[0], join_path(path, "0"), count, thing);
+  const int b = index_in(v[1], join_path(path, "1"), count, thing);
+  if (a == b) throw SchemaError(path, path + ": a link joins two different " + thing + "s, got " + v.dump());
+  return {std::min(a, b), std::max(a, b)};
+}
+
+sim::NetworkSpec parse_network(const ObjectReader& root, const std::string& source) {
   const std::vector<std::string> all_keys = fields::section("network").keys();
   const ObjectReader all = root.object("network", all_keys);
   sim::NetworkSpec net;
@@ -262,6 +262,7 @@ sim::NetworkSpec parse_network(const ObjectReader& root) {
   }
   net.tcp = tcp_settings(r, net.model);
   net.simgrid_config = simgrid_config(r);
+  net.dynamics = parse_dynamics(r, net, source);  // after the model and simgrid, which latency traces read
   return net;
 }
 

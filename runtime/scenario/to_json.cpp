@@ -50,6 +50,47 @@ json pairs_json(const std::vector<sim::PairLink>& links) {
   return out;
 }
 
+// A trace as parse reads it back: every parameter explicit, a file's points inline
+// as steps (so a run directory needs no file beside it).
+json trace_json(const sim::TraceSpec& t) {
+  switch (t.kind) {
+    case sim::TraceSpec::Kind::points: {
+      json steps = json::array();
+      for (const auto& p : t.points) steps.push_back({units::exact_duration(p.seconds), p.value});
+      return {{"steps", steps}};
+    }
+    case sim::TraceSpec::Kind::daily:
+      return {{"daily",
+               {{"low", t.low}, {"low_at", units::exact_duration(t.low_at_s)},
+                {"period", units::exact_duration(t.period_s)}, {"sample", units::exact_duration(t.sample_s)}}}};
+    case sim::TraceSpec::Kind::random_walk:
+      return {{"random_walk",
+               {{"seed", t.seed}, {"every", units::exact_duration(t.every_s)}, {"sigma", t.sigma}, {"min", t.min},
+                {"max", t.max}}}};
+    case sim::TraceSpec::Kind::outages:
+      return {{"outages",
+               {{"seed", t.seed}, {"mean_up", units::exact_duration(t.mean_up_s)},
+                {"mean_down", units::exact_duration(t.mean_down_s)}, {"value", t.value}}}};
+  }
+  return nullptr;
+}
+
+json dynamics_json(const std::vector<sim::NetworkDynamic>& dynamics) {
+  json out = json::array();
+  for (const auto& d : dynamics) {
+    json j = json::object();
+    if (d.target.kind == sim::DynamicTarget::Kind::node) j["node"] = d.target.a;
+    if (d.target.kind == sim::DynamicTarget::Kind::between) j["between"] = {d.target.a, d.target.b};
+    const char* quantity = d.quantity == sim::DynamicQuantity::bandwidth ? "bandwidth"
+                           : d.quantity == sim::DynamicQuantity::latency ? "latency"
+                           : d.quantity == sim::DynamicQuantity::state   ? "state"
+                                                                         : "speed";
+    j[quantity] = trace_json(d.trace);
+    out.push_back(j);
+  }
+  return out;
+}
+
 json network_json(const sim::NetworkSpec& n) {
   json j = {{"model", n.model == sim::NetworkModel::ideal ? "ideal" : "tcp"}, {"nodes", n.nodes}};
   switch (n.topology) {
@@ -87,6 +128,7 @@ json network_json(const sim::NetworkSpec& n) {
     for (const auto& [key, value] : n.simgrid_config) sg[key] = value;
     j["simgrid"] = sg;
   }
+  if (!n.dynamics.empty()) j["dynamics"] = dynamics_json(n.dynamics);  // absent: a constant network
   return j;
 }
 

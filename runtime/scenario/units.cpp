@@ -41,6 +41,12 @@ const std::vector<Unit>& duration_units() {
   static const std::vector<Unit> u = {{"s", 1, 1}, {"ms", 1, 1e3}, {"us", 1, 1e6}, {"ns", 1, 1e9}};
   return u;
 }
+// Hours and minutes: parsed (a trace's period, "24h", "10min"), never written, so
+// that every duration lowband writes or prints stays in s, ms, us or ns.
+const std::vector<Unit>& long_duration_units() {
+  static const std::vector<Unit> u = {{"h", 3600, 1}, {"min", 60, 1}};
+  return u;
+}
 const std::vector<Unit>& byte_units() {
   static const std::vector<Unit> u = {{"TiB", 1099511627776.0, 1}, {"GB", 1e9, 1},
                                       {"GiB", 1073741824.0, 1},    {"MB", 1e6, 1},
@@ -167,7 +173,8 @@ double parse_bandwidth(const std::string& text, const std::string& place) {
 }
 
 double parse_duration(const std::string& text, const std::string& place) {
-  const double v = parse_quantity(text, place, "a duration", {&duration_units()}, "s ms us ns", kMaxSeconds,
+  const double v = parse_quantity(text, place, "a duration", {&long_duration_units(), &duration_units()},
+                                  "h min s ms us ns", kMaxSeconds,
                                   "1e12 s (about 32,000 years)");
   if (v < 0) throw InputError(place, "duration must not be negative, got \"" + text + "\"");
   return v == 0 ? 0.0 : v;  // "-0s" is 0

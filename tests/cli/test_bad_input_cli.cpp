@@ -67,6 +67,30 @@ TEST_F(BadInputCli, SimgridSettingsAreCheckedBeforeAnythingTrains) {
   }
 }
 
+// network.dynamics is checked, and its trace files read, before anything runs.
+TEST_F(BadInputCli, NetworkDynamicsAreCheckedBeforeAnythingRuns) {
+  expect_every_command_refuses(R"(network.dynamics=[{"bandwidth": {"steps": [["1h", 0]]}}])",
+                               "network.dynamics.0.bandwidth.steps.0.1: a bandwidth factor of 0 is refused");
+  expect_every_command_refuses(R"(network.dynamics=[{"node": 9, "state": {"outages": {"seed": 1}}}])",
+                               "network.dynamics.0.node: node 9 is out of range");
+  expect_every_command_refuses(R"(network.dynamics=[{"state": {"file": "/nonexistent/trace.txt"}}])",
+                               "network.dynamics.0.state.file: no such trace file \"/nonexistent/trace.txt\"");
+  // A trace file's bad line, named by file and line, from a scenario file beside it.
+  write("trace.txt", "# seconds factor\n0 1\n3600 0.5\n7200 half\n");
+  nlohmann::json d = nlohmann::json::parse(lowband::builtin_scenario_text("default"));
+  d["network"]["dynamics"] = {{{"node", 1}, {"bandwidth", {{"file", "trace.txt"}}}}};
+  const auto p = write("dynamic.json", d.dump());
+  expect_bad_input(run("validate " + p.string()),
+                   {p.string(), "network.dynamics.0.bandwidth.file", (dir_ / "trace.txt").string() + ":4: expected \"seconds value\""});
+  const fs::path out = dir_ / "out";
+  expect_bad_input(run("run " + p.string() + " --steps 1 --out " + out.string()), {"trace.txt:4"});
+  EXPECT_FALSE(fs::exists(out));
+  // Fixed, it validates.
+  write("trace.txt", "# seconds factor\n0 1\n3600 0.5\n7200 1\n");
+  const auto ok = run("validate " + p.string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 // Class 4: keys that do nothing in their layout were accepted silently.
 TEST_F(BadInputCli, KeysWithoutEffectAreRefusedEverywhere) {
   expect_every_command_refuses("parallel.context=1", "compression.method", "mos-paper-mos-300mbps");
