@@ -180,7 +180,10 @@ void add_run_command(CLI::App& app) {
       throw CommandFailed(r.message + " (run directory " + r.run_dir + " is complete up to it)", 3);
     out << "final train loss " << r.final_train_loss;
     if (r.final_val_loss) out << ", validation loss " << *r.final_val_loss;
-    out << "; simulated " << r.sim_total_seconds << " s; harness overhead "
+    out << "; simulated " << r.sim_total_seconds << " s";
+    if (r.summary.contains("sim_lost_seconds"))  // network.dynamics
+      out << " (" << r.summary["sim_lost_seconds"].get<double>() << " s beyond the nominal network)";
+    out << "; harness overhead "
               << 100.0 * r.harness_overhead_fraction << " % of step time\n";
   });
 }

@@ -152,7 +152,9 @@ class GraphRun {
     if (retired_.size() >= 256) retired_.clear();
     retired_.push_back(std::move(slots_[slot].comm));
     free_slots_.push_back(slot);
-    finished(slots_[slot].task, slots_[slot].src, slots_[slot].dst);
+    const Slot done = slots_[slot];
+    slots_[slot].task = -1;  // free
+    finished(done.task, done.src, done.dst);
     drain();
   }
 
@@ -250,31 +252,50 @@ class GraphRun {
     const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
     const uint64_t bytes = static_cast<uint64_t>(std::llround(task.amount));
     if (bytes == 0 && latencies_) return finished(id, task.rank, task.peer);
-    sg4::CommPtr comm =
-        sg4::Comm::sendto_init(hosts_[static_cast<size_t>(task.rank)], hosts_[static_cast<size_t>(task.peer)]);
-    comm->set_payload_size(bytes);
     const size_t slot = take_slot();
+    slots_[slot] = {nullptr, id, task.rank, task.peer, false, bytes};
+    if (dynamics_ && dynamics_->transfer_stopped(task.rank, task.peer))
+      slots_[slot].stopped = true;  // its bytes wait until the way is up (on_dynamics)
+    else
+      start_comm(slot, bytes);
+  }
+
+  void start_comm(size_t slot, uint64_t bytes) {
+    Slot& s = slots_[slot];
+    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts_[static_cast<size_t>(s.src)], hosts_[static_cast<size_t>(s.dst)]);
+    comm->set_payload_size(bytes);
     comm->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot)));
     comm->start();
-    const bool stopped = dynamics_ && dynamics_->transfer_stopped(task.rank, task.peer);
-    if (stopped) comm->suspend();
-    slots_[slot] = {std::move(comm), id, task.rank, task.peer, stopped};
+    s.comm = std::move(comm);
   }
 
   // A trace changed: each rank's compute speed, and which transfers in flight
-  // must stop or may go on (sim/dynamics.h).
+  // must stop or may go on (sim/dynamics.h). A transfer stops by cancelling its
+  // Comm and goes on as a new Comm of the bytes it had left: SimGrid 3.32's
+  // suspend/resume leaves a resumed CM02 flow a sharing penalty of 1 instead of
+  // its route latency, so next to other flows it would get almost nothing.
   void on_dynamics() {
     for (size_t r = 0; r < cpus_.size(); ++r) cpus_[r].set_speed(dynamics_->node_speed(static_cast<int>(r)));
-    for (Slot& slot : slots_) {
-      if (!slot.comm) continue;  // a free slot
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& slot = slots_[i];
+      if (slot.task < 0) continue;  // a free slot
       const bool stop = dynamics_->transfer_stopped(slot.src, slot.dst);
       if (stop == slot.stopped) continue;
-      if (stop)
-        slot.comm->suspend();
-      else
-        slot.comm->resume();
       slot.stopped = stop;
+      if (stop) {
+        slot.remaining_bytes = static_cast<uint64_t>(std::llround(slot.comm->get_remaining()));
+        retired_.push_back(std::move(slot.comm));
+        retired_.back()->cancel();  // its completion callbacks see it cancelled, not finished
+      } else if (slot.remaining_bytes == 0) {
+        const TaskId task = slot.task;
+        slot.task = -1;
+        free_slots_.push_back(i);
+        finished(task, slot.src, slot.dst);
+      } else {
+        start_comm(i, slot.remaining_bytes);
+      }
     }
+    drain();
   }
 
   // In-flight transfers live in a few reused slots, not in a per-task array: what
@@ -290,10 +311,11 @@ class GraphRun {
   }
 
   struct Slot {
-    sg4::ActivityPtr comm;
-    TaskId task = -1;
+    sg4::ActivityPtr comm;  // null while stopped
+    TaskId task = -1;       // -1: a free slot
     int src = 0, dst = 0;
-    bool stopped = false;  // suspended while a link or node of it is down
+    bool stopped = false;         // a link or node of its way is down
+    uint64_t remaining_bytes = 0; // when it stopped
   };
   struct Busy {
     double open = 0, close = -1, total = 0;
@@ -362,6 +384,8 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   std::vector<TaskTimes> times(graphs.size());
   GraphRun* current = nullptr;
   sg4::Activity::on_completion_cb([&current](const sg4::Activity& activity) {
+    // A Comm cancelled because a link or node went down (GraphRun::on_dynamics) is not done.
+    if (activity.get_state() != sg4::Activity::State::FINISHED) return;
     if (current)
       current->on_completion(static_cast<size_t>(reinterpret_cast<intptr_t>(activity.get_data<void>())));
   });

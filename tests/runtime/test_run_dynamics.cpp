@@ -100,7 +100,13 @@ TEST_F(RunDynamics, ResumeOnAChangingNetworkEqualsTheStraightRun) {
   outages.seed = 9;
   outages.mean_up_s = 0.2;
   outages.mean_down_s = 0.05;
+  sim::TraceSpec dips = outages;  // long dips of every link: some span a checkpoint
+  dips.seed = 10;
+  dips.mean_up_s = 0.05;
+  dips.mean_down_s = 0.05;
+  dips.value = 0.2;
   s.network.dynamics = {{{}, sim::DynamicQuantity::bandwidth, walk},
+                        {{}, sim::DynamicQuantity::bandwidth, dips},
                         {{sim::DynamicTarget::Kind::node, 0, -1}, sim::DynamicQuantity::state, outages}};
   const fs::path straight = dir_ / "straight", resumed = dir_ / "resumed";
   run(s, straight);

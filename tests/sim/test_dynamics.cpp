@@ -165,6 +165,43 @@ TEST(ReplayDynamics, LinkDownForDDelaysATransferByD) {
   EXPECT_NEAR(replay(net, g).step_seconds, D + S / B, 1e-9);
 }
 
+TEST(ReplayDynamics, AStoppedTransferLeavesItsShareToTheOthers) {
+  // 0 -> 1 and 2 -> 1 share node 1's downlink (B/2 each) from 2L; node 2 down from
+  // t1 to t1 + D: 0 -> 1 alone at B, then 2 -> 1 alone at B with what it had left.
+  StepGraph g(3);
+  g.add_transfer(0, 1, S, {}, "kv");
+  g.add_transfer(2, 1, S, {}, "kv");
+  NetworkSpec net = testing::star(3, link(B, L));
+  const double t1 = 0.004, D = 0.1;
+  net.dynamics = {dynamic(DynamicQuantity::state, steps({{t1, 0}, {t1 + D, 1}}), node(2))};
+  const double moved = (t1 - 2 * L) * B / 2;  // by each flow before t1
+  ReplayOptions options;
+  options.task_times = true;
+  const ReplayResult r = replay(net, g, options);
+  EXPECT_NEAR(r.task_finish_seconds[0], t1 + (S - moved) / B, 1e-9);
+  EXPECT_NEAR(r.task_finish_seconds[1], t1 + D + (S - moved) / B, 1e-9);
+}
+
+TEST(ReplayDynamics, AResumedTransferSharesAsBefore) {
+  // As above with a short outage, d: 0 -> 1 alone at B during it, then both at B/2
+  // again until 0 -> 1 ends, then 2 -> 1 alone at B.
+  StepGraph g(3);
+  g.add_transfer(0, 1, S, {}, "kv");
+  g.add_transfer(2, 1, S, {}, "kv");
+  NetworkSpec net = testing::star(3, link(B, L));
+  const double t1 = 0.004, d = 0.001;
+  net.dynamics = {dynamic(DynamicQuantity::state, steps({{t1, 0}, {t1 + d, 1}}), node(2))};
+  const double moved = (t1 - 2 * L) * B / 2;                // by each flow before t1
+  const double first_left = S - moved - d * B;               // 0 -> 1 after the outage
+  const double first_end = t1 + d + first_left / (B / 2);    // both at B/2 meanwhile
+  const double second_left = S - moved - first_left;         // 2 -> 1 at first_end
+  ReplayOptions options;
+  options.task_times = true;
+  const ReplayResult r = replay(net, g, options);
+  EXPECT_NEAR(r.task_finish_seconds[0], first_end, 1e-9);
+  EXPECT_NEAR(r.task_finish_seconds[1], first_end + second_left / B, 1e-9);
+}
+
 TEST(ReplayDynamics, SlowerOrDownNodeStretchesItsComputeExactly) {
   StepGraph g(2);
   g.add_compute(0, 1.0, {}, "mlp");
@@ -178,6 +215,22 @@ TEST(ReplayDynamics, SlowerOrDownNodeStretchesItsComputeExactly) {
   r = replay(net, g);
   EXPECT_NEAR(r.rank_finish_seconds[1], 1.5, 1e-9);
   EXPECT_NEAR(r.rank_finish_seconds[0], 1.0, 1e-9);
+}
+
+TEST(ReplayDynamics, SharedComputePausesAndGoesOnTogether) {
+  // A (1 s) and B (2 s) share rank 0 from 0; the node is down from 0.5 to 1.5:
+  // each has done 0.25 s, then both at half speed until A ends at 1.5 + 2·0.75,
+  // then B alone with 1.75 − 0.75 left.
+  StepGraph g(2);
+  g.add_compute(0, 1.0, {}, "a");
+  g.add_compute(0, 2.0, {}, "b");
+  NetworkSpec net = testing::star(2, link(B, L));
+  net.dynamics = {dynamic(DynamicQuantity::state, steps({{0.5, 0}, {1.5, 1}}), node(0))};
+  ReplayOptions options;
+  options.task_times = true;
+  const ReplayResult r = replay(net, g, options);
+  EXPECT_NEAR(r.task_finish_seconds[0], 3.0, 1e-9);
+  EXPECT_NEAR(r.task_finish_seconds[1], 4.0, 1e-9);
 }
 
 TEST(ReplayDynamics, LatencyIsTheRoutesWhenATransferStarts) {
@@ -203,6 +256,28 @@ TEST(ReplayDynamics, BatchedGraphsRunBackToBackOnTheRunsClock) {
   ReplayOptions options;
   options.start_seconds = step;
   EXPECT_NEAR(replay(net, g, options).step_seconds, r[1].step_seconds, 1e-9);
+}
+
+TEST(ReplayDynamics, SameSeedSameTimesOtherSeedOtherTimes) {
+  const StepGraph g = busy_graph();
+  NetworkSpec net = testing::star(3, link(B, L));
+  TraceSpec dips;
+  dips.kind = TraceSpec::Kind::outages;
+  dips.seed = 11;
+  dips.mean_up_s = 0.01;
+  dips.mean_down_s = 0.005;
+  dips.value = 0.25;
+  net.dynamics = {dynamic(DynamicQuantity::bandwidth, dips)};
+  const std::vector<StepGraph> graphs(20, g);
+  const std::vector<ReplayResult> a = replay_batch(net, graphs), b = replay_batch(net, graphs);
+  net.dynamics[0].trace.seed = 12;
+  const std::vector<ReplayResult> c = replay_batch(net, graphs);
+  bool differs = false;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    EXPECT_EQ(a[i].step_seconds, b[i].step_seconds) << i;
+    differs = differs || a[i].step_seconds != c[i].step_seconds;
+  }
+  EXPECT_TRUE(differs);
 }
 
 TEST(ReplayDynamics, ALinkThatNeverComesBackIsAnInputError) {

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# analysis/network-dynamics.md: the MoS paper's setting (8 context ranks, 300 Mbps star,
+# uncompressed and MoS, its 10,000 steps) and a SparseLoCo setting (20 replicas of an 8B
+# model, 500 Mbps, its 3,000 steps) on a constant network and under three changes:
+#   daily-dips      every link: a daily cosine down to 0.3 of nominal at 20h, times seeded
+#                   dips to 0.1 (mean 1 h apart, mean 5 min long)
+#   node-lost-10min node 2 down from 1 h to 1 h 10 min
+#   node-slow-1h    node 2 at half speed from 1 h to 2 h
+# Each cell is `lowband estimate --json` of the scenario with --set network.dynamics=<JSON>:
+# the layout's steps replayed back to back on the run's clock (changing_network section).
+# The network changes time, never what a step computes, so a run reaches its target loss at
+# the same step on every network: the time for the scenario's steps is its time to target.
+#   scripts/experiments/network-dynamics.sh [LOWBAND]   (default build/lowband)
+# 8 estimates on a changing network, 6 of them 10,000 MoS-paper steps: about 3 min on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+exec python3 - "${1:-build/lowband}" <<'PY'
+import json
+import sys
+
+sys.path.insert(0, "scripts/experiments")
+from estimate_cells import DEC, MOS, est, sec
+
+LB = sys.argv[1]
+SLA = "scenarios/sparseloco-8b-replica-link.json"
+CONDITIONS = {
+    "daily-dips": [
+        {"bandwidth": {"daily": {"low": 0.3, "low_at": "20h", "period": "24h", "sample": "10min"}}},
+        {"bandwidth": {"outages": {"seed": 1, "mean_up": "1h", "mean_down": "5min", "value": 0.1}}},
+    ],
+    "node-lost-10min": [{"node": 2, "state": {"steps": [["1h", 0], ["70min", 1]]}}],
+    "node-slow-1h": [{"node": 2, "speed": {"steps": [["1h", 0.5], ["2h", 1]]}}],
+}
+SETTINGS = [("MoS paper, uncompressed", DEC), ("MoS paper, MoS", MOS), ("SparseLoCo 8B, 20 replicas", SLA)]
+
+
+def hours(s):
+    return "%.2f h" % (s / 3600)
+
+
+print("| setting | steps | constant | " + " | ".join(CONDITIONS) + " |")
+print("|---|---:|---:|" + "---:|" * len(CONDITIONS))
+for label, scenario in SETTINGS:
+    base = est(LB, scenario)
+    cells = []
+    for name, dynamics in CONDITIONS.items():
+        c = est(LB, scenario, "network.dynamics=" + json.dumps(dynamics, separators=(",", ":")))["changing_network"]
+        cells.append("%s (+%s, +%.1f %%; slowest step %s s)" % (
+            hours(c["total_seconds"]), hours(c["lost_seconds"]).replace(" h", " h"),
+            100 * c["lost_seconds"] / c["nominal_total_seconds"], sec(c["slowest_step_seconds"])))
+        steps = c["steps"]
+        nominal = c["nominal_total_seconds"]
+    print("| %s | %d | %s (%s s/step) | %s |" % (label, steps, hours(nominal), sec(base["step_seconds"]), " | ".join(cells)))
+PY
