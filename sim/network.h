@@ -18,6 +18,17 @@ namespace lowband::sim {
 enum class NetworkModel { ideal, tcp };
 
 enum class CongestionControl { cubic, bbr };
+
+// Messages from one node to another of the same kind ("kv", "grad_sync", ...) that
+// are ready to move bytes at once:
+//  concurrent: each its own flow, sharing the path (the default; every analysis
+//              page's figures)
+//  fifo:       one stream per (source, destination, kind): a message's bytes wait
+//              for the previous message's, as on one TCP connection (its latency
+//              overlaps; under tcp, where SimGrid pays latency in the flow, it is
+//              paid after). After an outage a rank's backlog then drains in order
+//              instead of every message arriving late together.
+enum class MessageOrder { concurrent, fifo };
 // How each directed pair's connection starts a replay: warm (open, window open: the
 // steady state of a training run) or fresh (opened by its first message there).
 enum class ConnectionState { warm, fresh };
@@ -76,6 +87,7 @@ struct NetworkSpec {
   std::vector<PairLink> wan_links;   // clusters: per cluster-pair overrides
 
   TcpSettings tcp;
+  MessageOrder message_order = MessageOrder::concurrent;
   // network.simgrid, for experts: SimGrid settings ("network/maxmin-selective-update" ->
   // "yes"), applied after the model's own, so they can override them. Echoed by describe().
   std::vector<std::pair<std::string, std::string>> simgrid_config;

@@ -8,6 +8,8 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <deque>
+#include <unordered_map>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -105,9 +107,9 @@ class GraphRun {
   // SimGrid (sim/deferred_latency.h).
   // dynamics: null on a constant network.
   GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, RouteLatencies* latencies,
-           ReplayDynamics* dynamics, bool task_times, TaskTimes& out)
-      : graph_(graph), hosts_(hosts), latencies_(latencies), dynamics_(dynamics), task_times_(task_times),
-        out_(out) {
+           ReplayDynamics* dynamics, bool fifo, bool task_times, TaskTimes& out)
+      : graph_(graph), hosts_(hosts), latencies_(latencies), dynamics_(dynamics), fifo_(fifo),
+        task_times_(task_times), out_(out) {
     const size_t n = graph.size();
     if (task_times_) {
       out_.start_seconds.assign(n, -1);
@@ -154,7 +156,7 @@ class GraphRun {
     free_slots_.push_back(slot);
     const Slot done = slots_[slot];
     slots_[slot].task = -1;  // free
-    finished(done.task, done.src, done.dst);
+    transfer_done(done.task, done.src, done.dst);
     drain();
   }
 
@@ -252,6 +254,17 @@ class GraphRun {
     const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
     const uint64_t bytes = static_cast<uint64_t>(std::llround(task.amount));
     if (bytes == 0 && latencies_) return finished(id, task.rank, task.peer);
+    // network.message_order fifo: one stream per (source, destination, kind); a
+    // message waits for the one before it there, as on one connection (under
+    // `ideal` its latency was paid meanwhile).
+    if (fifo_) {
+      Stream& stream = streams_[stream_key(task)];
+      if (stream.busy) {
+        stream.waiting.push_back(id);
+        return;
+      }
+      stream.busy = true;
+    }
     const size_t slot = take_slot();
     slots_[slot] = {nullptr, id, task.rank, task.peer, false, bytes};
     if (dynamics_ && dynamics_->transfer_stopped(task.rank, task.peer))
@@ -287,15 +300,32 @@ class GraphRun {
         retired_.push_back(std::move(slot.comm));
         retired_.back()->cancel();  // its completion callbacks see it cancelled, not finished
       } else if (slot.remaining_bytes == 0) {
-        const TaskId task = slot.task;
+        const Slot done = slot;
         slot.task = -1;
         free_slots_.push_back(i);
-        finished(task, slot.src, slot.dst);
+        transfer_done(done.task, done.src, done.dst);
       } else {
         start_comm(i, slot.remaining_bytes);
       }
     }
     drain();
+  }
+
+  static uint64_t stream_key(const StepGraph::Record& task) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(task.rank)) << 40) |
+           (static_cast<uint64_t>(static_cast<uint32_t>(task.peer)) << 16) | task.tag;
+  }
+
+  // A transfer's bytes all arrived: the next message of its stream may go.
+  void transfer_done(TaskId id, int src, int dst) {
+    if (!fifo_) return finished(id, src, dst);
+    Stream& stream = streams_[stream_key(graph_.records()[static_cast<size_t>(id)])];
+    stream.busy = false;
+    finished(id, src, dst);
+    if (stream.waiting.empty()) return;
+    const TaskId next = stream.waiting.front();
+    stream.waiting.pop_front();
+    send(next);
   }
 
   // In-flight transfers live in a few reused slots, not in a per-task array: what
@@ -320,11 +350,16 @@ class GraphRun {
   struct Busy {
     double open = 0, close = -1, total = 0;
   };
+  struct Stream {
+    bool busy = false;            // a message of it is moving bytes (or stopped)
+    std::deque<TaskId> waiting;   // in the order they became ready to move
+  };
 
   const StepGraph& graph_;
   const std::vector<sg4::Host*>& hosts_;
   RouteLatencies* latencies_;
   ReplayDynamics* dynamics_;
+  bool fifo_;
   bool task_times_;
   TaskTimes& out_;
   double t0_ = 0;
@@ -337,6 +372,7 @@ class GraphRun {
   std::vector<sg4::ActivityPtr> retired_;
   std::vector<RankCpu> cpus_;
   std::vector<Busy> busy_;
+  std::unordered_map<uint64_t, Stream> streams_;
   size_t finished_ = 0;
 };
 
@@ -391,7 +427,8 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   });
   for (size_t g = 0; g < graphs.size(); ++g) {
     reset_tcp_connections();  // each graph starts on an idle network
-    GraphRun run(*graphs[g], hosts, latencies.get(), dynamics.get(), task_times, times[g]);
+    GraphRun run(*graphs[g], hosts, latencies.get(), dynamics.get(),
+                 network.message_order == MessageOrder::fifo, task_times, times[g]);
     current = &run;
     run.start();
     engine->run();

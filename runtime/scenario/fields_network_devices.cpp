@@ -43,6 +43,12 @@ Section network_section() {
                  "line rate, a window cap from `tcp.send_buffer`, handshake and slow start on fresh connections. "
                  "Echoed in every output",
                  "\"tcp\""}),
+       doc_choice("message_order", {"concurrent", "fifo"},
+                {"\"concurrent\"",
+                 "messages of one kind from one node to another that are ready at once: concurrent, each its own "
+                 "flow sharing the path; fifo, one stream per source, destination and kind, each message's bytes "
+                 "after the previous one's (as on one TCP connection; `sim/network.h`)",
+                 "\"fifo\""}),
        doc_choice("topology", {"star", "full_mesh", "clusters", "explicit"},
                 {"**required**", "decides which keys below are allowed", "\"full_mesh\""}),
        doc_only("nodes", Kind::integer, "integer ≥ 1",

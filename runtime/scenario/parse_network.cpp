@@ -209,6 +209,9 @@ sim::NetworkSpec parse_network(const ObjectReader& root, const std::string& sour
   const ObjectReader all = root.object("network", all_keys);
   sim::NetworkSpec net;
   net.model = all.choice("model", {"ideal", "tcp"}) == "ideal" ? sim::NetworkModel::ideal : sim::NetworkModel::tcp;
+  net.message_order = all.choice_or("message_order", "concurrent", {"concurrent", "fifo"}) == "fifo"
+                          ? sim::MessageOrder::fifo
+                          : sim::MessageOrder::concurrent;
   const std::string topology = all.choice("topology", {"star", "full_mesh", "clusters", "explicit"});
   const std::vector<std::string> known = keys_for(topology);
   for (const auto& key : all_keys)

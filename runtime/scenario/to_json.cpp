@@ -128,6 +128,7 @@ json network_json(const sim::NetworkSpec& n) {
     for (const auto& [key, value] : n.simgrid_config) sg[key] = value;
     j["simgrid"] = sg;
   }
+  if (n.message_order == sim::MessageOrder::fifo) j["message_order"] = "fifo";  // absent: concurrent
   if (!n.dynamics.empty()) j["dynamics"] = dynamics_json(n.dynamics);  // absent: a constant network
   return j;
 }
