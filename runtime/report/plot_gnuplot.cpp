@@ -75,7 +75,7 @@ std::string plot_command(const Figure& f) {
            " title " + quoted(s.title);
   }
   if (!f.bands_title.empty())
-    cmd += ", \\\n     keyentry with boxes fillstyle transparent solid 0.15 noborder lc rgb \"#7F7F7F\" title " +
+    cmd += ", \\\n     keyentry with boxes fillstyle transparent solid 0.3 noborder lc rgb \"#7F7F7F\" title " +
            quoted(f.bands_title);
   return cmd;
 }
