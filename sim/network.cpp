@@ -1,5 +1,6 @@
 #include "sim/network.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -109,6 +110,18 @@ std::string describe(const NetworkSpec& network) {
   if (!network.simgrid_config.empty()) {
     out += ", SimGrid config";
     for (const auto& [key, value] : network.simgrid_config) out += " " + key + "=" + value;
+  }
+  if (!network.dynamics.empty()) {
+    // ", 2 network.dynamics traces (bandwidth, state)": the quantities, in the order first named.
+    std::vector<std::string> quantities;
+    for (const NetworkDynamic& d : network.dynamics) {
+      const std::string q = to_string(d.quantity);
+      if (std::find(quantities.begin(), quantities.end(), q) == quantities.end()) quantities.push_back(q);
+    }
+    out += ", " + std::to_string(network.dynamics.size()) + " network.dynamics trace" +
+           (network.dynamics.size() == 1 ? "" : "s") + " (";
+    for (size_t i = 0; i < quantities.size(); ++i) out += (i ? ", " : "") + quantities[i];
+    out += ")";
   }
   return out;
 }

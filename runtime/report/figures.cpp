@@ -6,6 +6,8 @@
 #include <optional>
 
 #include "runtime/report/run_metrics.h"
+#include "runtime/scenario/load.h"
+#include "sim/dynamics.h"
 
 namespace lowband::report {
 namespace {
@@ -55,6 +57,25 @@ void add_loss_series(Figure& f, const std::vector<RunData>& runs, XOf x_of) {
   }
 }
 
+// Each run's outages as bands in `unit`, in the run's colour; runs whose
+// scenario.json does not parse get a note instead.
+void add_outage_bands(Figure& f, const std::vector<RunData>& runs, const TimeUnit& unit) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::vector<std::pair<double, double>> intervals;
+    try {
+      intervals = outage_intervals(runs[i]);
+    } catch (const std::exception& e) {
+      f.notes.push_back(runs[i].label + ": outages not shaded, scenario.json does not load: " + e.what());
+      continue;
+    }
+    for (const auto& [from, to] : intervals) f.bands.push_back({from / unit.seconds, to / unit.seconds, int(i)});
+  }
+  if (!f.bands.empty()) {
+    f.bands_title = kOutageBandsTitle;
+    f.notes.push_back(std::string(kOutageBandsTitle) + ", in the run's colour");
+  }
+}
+
 Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
   Figure f;
   double largest_seconds = 0;
@@ -72,6 +93,7 @@ Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
   for (const RunData& run : runs)
     if (std::none_of(run.curve.begin(), run.curve.end(), [](const CurveRow& r) { return std::isfinite(r.train_loss); }))
       f.notes.push_back(run.label + ": no finite training loss");
+  if (against_time) add_outage_bands(f, runs, unit);
   return f;
 }
 
@@ -125,6 +147,21 @@ Figure val_loss_log_time_figure(const std::vector<RunData>& runs) {
     if (!s.points.empty()) kept.push_back(s);
   }
   f.series = kept;
+  // A log axis has no 0: bands start at the first time drawn, those before it go.
+  double first_x = INFINITY;
+  for (const Series& s : f.series) first_x = std::min(first_x, s.points.front().first);
+  std::vector<Band> bands;
+  for (Band b : f.bands) {
+    b.x_from = std::max(b.x_from, first_x);
+    if (b.x_to > b.x_from) bands.push_back(b);
+  }
+  f.bands = bands;
+  if (f.bands.empty()) {
+    f.bands_title.clear();
+    f.notes.erase(std::remove_if(f.notes.begin(), f.notes.end(),
+                                 [](const std::string& n) { return n.rfind(kOutageBandsTitle, 0) == 0; }),
+                  f.notes.end());
+  }
   return f;
 }
 
@@ -203,6 +240,41 @@ Figure time_to_target_figure(const std::vector<RunData>& runs, double target_los
 }
 
 }  // namespace
+
+std::vector<std::pair<double, double>> outage_intervals(const RunData& run) {
+  const nlohmann::json& s = run.scenario;
+  if (!s.is_object() || !s.contains("network") || !s["network"].is_object()) return {};
+  const nlohmann::json& network = s["network"];
+  if (!network.contains("dynamics") || !network["dynamics"].is_array() || network["dynamics"].empty()) return {};
+  if (time_projection(run) || (s.contains("projection") && s["projection"].is_object() &&
+                               s["projection"].contains("scenario")))
+    return {};  // timed on the projected scenario: the run's dynamics were not replayed
+  double end = 0;
+  if (const auto total = summary_number(run, "sim_total_seconds")) end = *total;
+  else if (!run.curve.empty()) end = run.curve.back().sim_seconds;
+  if (!(end > 0)) return {};
+  const Scenario scenario = parse_scenario(s, run.dir + "/scenario.json");
+  std::vector<std::pair<double, double>> down;
+  for (const sim::NetworkDynamic& d : scenario.network.dynamics) {
+    if (d.quantity != sim::DynamicQuantity::state) continue;
+    sim::Trace trace(d.trace);
+    for (double t = 0; t < end;) {
+      const double next = std::min(trace.next_change_after(t), end);
+      if (trace.value_at(t) == 0) down.emplace_back(t, next);
+      if (!(next > t)) break;  // a trace that does not move on (never expected)
+      t = next;
+    }
+  }
+  std::sort(down.begin(), down.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& interval : down) {
+    if (!merged.empty() && interval.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, interval.second);
+    else
+      merged.push_back(interval);
+  }
+  return merged;
+}
 
 std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
                                   const std::string& target_origin) {

@@ -27,6 +27,12 @@ struct Series {
   int color = 0;  // palette index: a run's train and validation series share one
 };
 
+// A shaded x range behind the series (an outage of a run), in the figure's x units.
+struct Band {
+  double x_from = 0, x_to = 0;
+  int color = 0;  // the run's palette index, as its series
+};
+
 struct Figure {
   std::string name;                  // file stem
   std::string title, x_label, y_label;
@@ -35,7 +41,21 @@ struct Figure {
   bool x_from_zero = false;          // time axes start at 0
   std::vector<Series> series;        // only series with points
   std::vector<std::string> notes;    // what was left out and why
+  std::vector<Band> bands;           // shaded behind the series
+  std::string bands_title;           // the key's entry for the bands ("" when none)
 };
+
+// The intervals, in seconds of the run's simulated clock within [0, its
+// sim_total_seconds (summary.json; else the last curve row's time)], during which a
+// node or link of the run's network was down: any state trace of scenario.json's
+// network.dynamics at 0. Sorted, disjoint (overlapping traces give their union).
+// Empty without state traces, and for runs whose time was projected (the replay
+// leaves dynamics out there). Parses scenario.json with the scenario loader:
+// InputError or SchemaError where it does not parse.
+std::vector<std::pair<double, double>> outage_intervals(const RunData& run);
+
+// The key's entry for outage bands.
+inline constexpr const char* kOutageBandsTitle = "shaded: a node or link down (network.dynamics)";
 
 // `target_loss` is the loss for time_to_target_vs_bandwidth; `target_origin` says
 // where it came from, for the title ("highest final loss" or "--target-loss").

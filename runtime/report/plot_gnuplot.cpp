@@ -56,9 +56,11 @@ std::string terminal(const std::string& format) {
 int key_margin_lines(const Figure& f) {
   size_t longest = 0;
   for (const auto& s : f.series) longest = std::max(longest, s.title.size());
+  longest = std::max(longest, f.bands_title.size());
+  const size_t entries = f.series.size() + (f.bands_title.empty() ? 0 : 1);
   const size_t entry_px = (longest + 10) * 11;
   const size_t columns = std::max<size_t>(1, 1180 / entry_px);
-  const size_t rows = (f.series.size() + columns - 1) / columns;
+  const size_t rows = (entries + columns - 1) / columns;
   return int(3 + rows + 1);
 }
 
@@ -72,6 +74,9 @@ std::string plot_command(const Figure& f) {
            quoted(kPalette[s.color % kPaletteSize]) + " dt " + std::to_string(1 + s.color / kPaletteSize % 5) +
            " title " + quoted(s.title);
   }
+  if (!f.bands_title.empty())
+    cmd += ", \\\n     keyentry with boxes fillstyle transparent solid 0.3 noborder lc rgb \"#7F7F7F\" title " +
+           quoted(f.bands_title);
   return cmd;
 }
 
@@ -146,6 +151,10 @@ std::string gnuplot_data(const Figure& f) {
     out += std::string(i ? "\n\n" : "") + "# series " + std::to_string(i) + ": " + f.series[i].title + "\n";
     for (const auto& [x, y] : f.series[i].points) out += number(x) + " " + number(y) + "\n";
   }
+  // The bands are drawn by the script (set object rect); listed here for reading.
+  for (const Band& b : f.bands)
+    out += "# shaded: " + number(b.x_from) + " to " + number(b.x_to) + " (" + kPalette[b.color % kPaletteSize] +
+           ", " + f.bands_title + ")\n";
   return out;
 }
 
@@ -165,6 +174,13 @@ std::string gnuplot_script(const Figure& f, const std::vector<std::string>& form
   if (f.x_from_zero) gp << "set xrange [0:*]\n";
   if (f.x_is_bandwidth) gp << "set format x \"%.0s %cbps\"\nset offsets graph 0.05, graph 0.05, 0, 0\n";
   else if (f.log_x) gp << "set format x \"%g\"\n";
+  // Outages: light bands behind the series, in the run's colour, the full height.
+  for (size_t i = 0; i < f.bands.size(); ++i) {
+    const Band& b = f.bands[i];
+    gp << "set object " << i + 1 << " rect from first " << number(b.x_from) << ", graph 0 to first "
+       << number(b.x_to) << ", graph 1 fillcolor rgb " << quoted(kPalette[b.color % kPaletteSize])
+       << " fillstyle transparent solid 0.15 noborder behind\n";
+  }
   for (size_t i = 0; i < formats.size(); ++i) {
     gp << terminal(formats[i]) << "\nset output " << formats[i] << "_out\n"
        << (i == 0 ? plot_command(f) : "replot") << "\n";

@@ -171,6 +171,28 @@ TEST_F(PlotReport, PlotGroupsASweepByCompressionAgainstLogBandwidth) {
   EXPECT_EQ(read_series(work_ / "p" / "time_to_target_vs_bandwidth.dat").size(), 2u);
 }
 
+// A run whose scenario.json has a node down (network.dynamics state) for the
+// middle half of its time: loss_vs_time shades it, gnuplot draws the script.
+TEST_F(PlotReport, PlotShadesOutagesOnLossVsTime) {
+  const fs::path flaky = work_ / "flaky";
+  fs::copy(run("slow"), flaky, fs::copy_options::recursive);
+  const double total = summary("slow").at("sim_total_seconds").get<double>();
+  json scenario = json::parse(slurp(flaky / "scenario.json"));
+  scenario["name"] = "tiny-flaky";
+  scenario["network"]["dynamics"] = {{{"node", 1}, {"state", {{"steps", {{total / 4, 0}, {3 * total / 4, 1}}}}}}};
+  std::ofstream(flaky / "scenario.json") << scenario.dump(2);
+  const fs::path out = work_ / "plots";
+  ASSERT_EQ(lowband("plot " + run("fast").string() + " " + flaky.string() + " --out " + out.string()), 0) << err_;
+  const std::string gp = slurp(out / "loss_vs_time.gp");
+  EXPECT_NE(gp.find("set object 1 rect from first "), std::string::npos) << gp;
+  EXPECT_NE(gp.find("fillcolor rgb \"#D55E00\""), std::string::npos) << gp;  // the second run's colour
+  EXPECT_EQ(gp.find("set object 2 "), std::string::npos) << gp;
+  EXPECT_NE(gp.find("keyentry"), std::string::npos) << gp;
+  EXPECT_NE(slurp(out / "loss_vs_time.svg").find("network.dynamics"), std::string::npos);
+  EXPECT_NE(slurp(out / "val_loss_vs_time_log.gp").find("set object 1 rect"), std::string::npos);
+  EXPECT_EQ(slurp(out / "loss_vs_step.gp").find("set object"), std::string::npos);
+}
+
 // Cells of the markdown table's row whose first cell names `label`.
 std::vector<std::string> table_row(const std::string& markdown, const std::string& label) {
   std::istringstream in(markdown);

@@ -27,6 +27,17 @@ TEST(Network, NamesAndDescriptions) {
             "20 ms per link; a path adds its links' latencies, model ideal");
 }
 
+TEST(Network, DescriptionNamesTheDynamics) {
+  NetworkSpec star = testing::star(2, link(37.5e6, 1e-3));
+  star.dynamics.push_back(NetworkDynamic{{}, DynamicQuantity::bandwidth, {}});
+  EXPECT_EQ(describe(star), "star, 2 nodes, 300 Mbps / 1 ms per access link (path latency 2 ms), model ideal, "
+            "1 network.dynamics trace (bandwidth)");
+  star.dynamics.push_back(NetworkDynamic{{}, DynamicQuantity::state, {}});
+  star.dynamics.push_back(NetworkDynamic{{}, DynamicQuantity::bandwidth, {}});
+  EXPECT_EQ(describe(star), "star, 2 nodes, 300 Mbps / 1 ms per access link (path latency 2 ms), model ideal, "
+            "3 network.dynamics traces (bandwidth, state)");
+}
+
 TEST(StepGraph, DependenciesMustBeEarlierTasks) {
   StepGraph g(2);
   const TaskId a = g.add_compute(0, 1.0, {}, "a");
