@@ -376,3 +376,23 @@ TEST_F(ScenarioDynamicsFiles, BadFilesNameTheFileTheLineAndThePath) {
 
 }  // namespace
 }  // namespace lowband
+
+namespace lowband {
+namespace {
+
+TEST(ScenarioMessageOrder, ParsesRoundTripsAndRefusesOthers) {
+  EXPECT_EQ(builtin_scenario("default").network.message_order, sim::MessageOrder::concurrent);
+  const Scenario fifo = builtin_scenario("default", {"network.message_order=fifo"});
+  EXPECT_EQ(fifo.network.message_order, sim::MessageOrder::fifo);
+  EXPECT_EQ(parse_scenario(to_json(fifo), "echo").network.message_order, sim::MessageOrder::fifo);
+  try {
+    builtin_scenario("default", {"network.message_order=lifo"});
+    ADD_FAILURE() << "lifo accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.place(), "--set network.message_order=lifo");
+    EXPECT_NE(std::string(e.what()).find("concurrent"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace lowband
