@@ -7,11 +7,13 @@
 #   node-lost-10min node 2 down from 1 h to 1 h 10 min
 #   node-slow-1h    node 2 at half speed from 1 h to 2 h
 # Each cell is `lowband estimate --json` of the scenario with --set network.dynamics=<JSON>:
-# the layout's steps replayed back to back on the run's clock (changing_network section).
+# the layout's steps replayed back to back on the run's clock (changing_network section),
+# under each network.message_order (concurrent: a rank's messages to a peer share the path;
+# fifo: they queue on one stream per peer and kind).
 # The network changes time, never what a step computes, so a run reaches its target loss at
 # the same step on every network: the time for the scenario's steps is its time to target.
 #   scripts/experiments/network-dynamics.sh [LOWBAND]   (default build/lowband)
-# 8 estimates on a changing network, 6 of them 10,000 MoS-paper steps: about 3 min on 2 cores.
+# 18 estimates on a changing network, 12 of them 10,000 MoS-paper steps: about 6 min on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exec python3 - "${1:-build/lowband}" <<'PY'
@@ -38,17 +40,19 @@ def hours(s):
     return "%.2f h" % (s / 3600)
 
 
-print("| setting | steps | constant | " + " | ".join(CONDITIONS) + " |")
-print("|---|---:|---:|" + "---:|" * len(CONDITIONS))
+print("| setting | message order | steps | constant | " + " | ".join(CONDITIONS) + " |")
+print("|---|---|---:|---:|" + "---:|" * len(CONDITIONS))
 for label, scenario in SETTINGS:
-    base = est(LB, scenario)
-    cells = []
-    for name, dynamics in CONDITIONS.items():
-        c = est(LB, scenario, "network.dynamics=" + json.dumps(dynamics, separators=(",", ":")))["changing_network"]
-        cells.append("%s (+%s, +%.1f %%; slowest step %s s)" % (
-            hours(c["total_seconds"]), hours(c["lost_seconds"]).replace(" h", " h"),
-            100 * c["lost_seconds"] / c["nominal_total_seconds"], sec(c["slowest_step_seconds"])))
-        steps = c["steps"]
-        nominal = c["nominal_total_seconds"]
-    print("| %s | %d | %s (%s s/step) | %s |" % (label, steps, hours(nominal), sec(base["step_seconds"]), " | ".join(cells)))
+    for order in ("concurrent", "fifo"):
+        base = est(LB, scenario, "network.message_order=" + order)
+        cells = []
+        for name, dynamics in CONDITIONS.items():
+            c = est(LB, scenario, "network.message_order=" + order,
+                    "network.dynamics=" + json.dumps(dynamics, separators=(",", ":")))["changing_network"]
+            cells.append("%s (+%s, +%.1f %%; slowest step %s s)" % (
+                hours(c["total_seconds"]), hours(c["lost_seconds"]),
+                100 * c["lost_seconds"] / c["nominal_total_seconds"], sec(c["slowest_step_seconds"])))
+            steps, nominal = c["steps"], c["nominal_total_seconds"]
+        print("| %s | %s | %d | %s (%s s/step) | %s |" % (label, order, steps, hours(nominal), sec(base["step_seconds"]),
+                                                     " | ".join(cells)))
 PY
