@@ -280,6 +280,35 @@ TEST(ReplayDynamics, SameSeedSameTimesOtherSeedOtherTimes) {
   EXPECT_TRUE(differs);
 }
 
+TEST(ReplayDynamics, BandwidthBoundStepsUnderADailyTraceMoveTheirWork) {
+  // Steps that only move S bytes (latency 1 ns) on a link whose bandwidth follows
+  // a sampled daily cosine: the run ends when the bytes moved, ∫ B·f(t) dt, reach
+  // N·S, which the trace's samples give exactly.
+  StepGraph g(2);
+  g.add_transfer(0, 1, S, {}, "kv");
+  NetworkSpec net = testing::full_mesh(2, link(B, 1e-9));
+  TraceSpec daily;
+  daily.kind = TraceSpec::Kind::daily;
+  daily.low = 0.3;
+  daily.low_at_s = 30;
+  daily.period_s = 100;
+  daily.sample_s = 1;
+  net.dynamics = {dynamic(DynamicQuantity::bandwidth, daily)};
+  const int steps = 3000;  // 30 s nominal, about 62 s on the trace
+  const std::vector<ReplayResult> r = replay_batch(net, std::vector<StepGraph>(steps, g));
+  double total = 0;
+  for (const ReplayResult& x : r) total += x.step_seconds;
+  Trace f(daily);
+  double t = 0, bytes_left = steps * S;
+  while (bytes_left > B * f.value_at(t) * (f.next_change_after(t) - t)) {
+    bytes_left -= B * f.value_at(t) * (f.next_change_after(t) - t);
+    t = f.next_change_after(t);
+  }
+  const double expected = t + bytes_left / (B * f.value_at(t)) + steps * 1e-9;
+  EXPECT_GT(expected, 40.0);
+  EXPECT_NEAR(total, expected, 1e-7 * expected);  // SimGrid ends a flow within its precision
+}
+
 TEST(ReplayDynamics, ALinkThatNeverComesBackIsAnInputError) {
   StepGraph g(2);
   g.add_transfer(0, 1, S, {}, "kv");
