@@ -32,7 +32,7 @@ void install_deferred_latency() {
 }
 
 double RouteLatencies::seconds(int src, int dst) {
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(dst);
+  const uint64_t key = host_pair_key(src, dst);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   std::vector<sg4::Link*> links;

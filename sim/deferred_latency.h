@@ -24,6 +24,11 @@ class Host;
 
 namespace lowband::sim::detail {
 
+// A directed host pair as one key (route caches).
+inline uint64_t host_pair_key(int src, int dst) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(dst);
+}
+
 // Whether replay may defer latency on this network: model ideal (tcp's latency
 // factor depends on the connection's state when a message starts) and no
 // `network.simgrid` settings (one may set its own latency factor).

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/deferred_latency.h"
+
 namespace lowband::sim::detail {
 
 namespace sg4 = simgrid::s4u;
@@ -96,7 +98,7 @@ double ReplayDynamics::node_speed(int node) const {
 }
 
 const std::vector<sg4::Link*>& ReplayDynamics::route(int src, int dst) {
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(dst);
+  const uint64_t key = host_pair_key(src, dst);
   auto it = routes_.find(key);
   if (it != routes_.end()) return it->second;
   std::vector<sg4::Link*> links;

@@ -165,19 +165,25 @@ TEST(ReplayDynamics, LinkDownForDDelaysATransferByD) {
   EXPECT_NEAR(replay(net, g).step_seconds, D + S / B, 1e-9);
 }
 
-TEST(ReplayDynamics, AStoppedTransferLeavesItsShareToTheOthers) {
-  // 0 -> 1 and 2 -> 1 share node 1's downlink (B/2 each) from 2L; node 2 down from
-  // t1 to t1 + D: 0 -> 1 alone at B, then 2 -> 1 alone at B with what it had left.
+// 0 -> 1 and 2 -> 1 (S each) sharing node 1's downlink, node 2 down from t1 for
+// `down` seconds: each transfer's finish.
+ReplayResult two_flows_one_down(double t1, double down) {
   StepGraph g(3);
   g.add_transfer(0, 1, S, {}, "kv");
   g.add_transfer(2, 1, S, {}, "kv");
   NetworkSpec net = testing::star(3, link(B, L));
-  const double t1 = 0.004, D = 0.1;
-  net.dynamics = {dynamic(DynamicQuantity::state, steps({{t1, 0}, {t1 + D, 1}}), node(2))};
-  const double moved = (t1 - 2 * L) * B / 2;  // by each flow before t1
+  net.dynamics = {dynamic(DynamicQuantity::state, steps({{t1, 0}, {t1 + down, 1}}), node(2))};
   ReplayOptions options;
   options.task_times = true;
-  const ReplayResult r = replay(net, g, options);
+  return replay(net, g, options);
+}
+
+TEST(ReplayDynamics, AStoppedTransferLeavesItsShareToTheOthers) {
+  // Both at B/2 from 2L; node 2 down from t1 to t1 + D: 0 -> 1 alone at B, then
+  // 2 -> 1 alone at B with what it had left.
+  const double t1 = 0.004, D = 0.1;
+  const double moved = (t1 - 2 * L) * B / 2;  // by each flow before t1
+  const ReplayResult r = two_flows_one_down(t1, D);
   EXPECT_NEAR(r.task_finish_seconds[0], t1 + (S - moved) / B, 1e-9);
   EXPECT_NEAR(r.task_finish_seconds[1], t1 + D + (S - moved) / B, 1e-9);
 }
@@ -185,19 +191,12 @@ TEST(ReplayDynamics, AStoppedTransferLeavesItsShareToTheOthers) {
 TEST(ReplayDynamics, AResumedTransferSharesAsBefore) {
   // As above with a short outage, d: 0 -> 1 alone at B during it, then both at B/2
   // again until 0 -> 1 ends, then 2 -> 1 alone at B.
-  StepGraph g(3);
-  g.add_transfer(0, 1, S, {}, "kv");
-  g.add_transfer(2, 1, S, {}, "kv");
-  NetworkSpec net = testing::star(3, link(B, L));
   const double t1 = 0.004, d = 0.001;
-  net.dynamics = {dynamic(DynamicQuantity::state, steps({{t1, 0}, {t1 + d, 1}}), node(2))};
   const double moved = (t1 - 2 * L) * B / 2;                // by each flow before t1
   const double first_left = S - moved - d * B;               // 0 -> 1 after the outage
   const double first_end = t1 + d + first_left / (B / 2);    // both at B/2 meanwhile
   const double second_left = S - moved - first_left;         // 2 -> 1 at first_end
-  ReplayOptions options;
-  options.task_times = true;
-  const ReplayResult r = replay(net, g, options);
+  const ReplayResult r = two_flows_one_down(t1, d);
   EXPECT_NEAR(r.task_finish_seconds[0], first_end, 1e-9);
   EXPECT_NEAR(r.task_finish_seconds[1], first_end + second_left / B, 1e-9);
 }
