@@ -76,10 +76,19 @@ EstimateGrid estimate_grid(const sweep::SweepPlan& plan) {
   return grid;
 }
 
+// Whether some point has network.dynamics: then the run on it gets columns too.
+bool any_changing_network(const EstimateGrid& grid) {
+  for (const EstimateGridPoint& g : grid.points)
+    if (g.estimate.changing_network) return true;
+  return false;
+}
+
 std::string format_grid_table(const EstimateGrid& grid) {
+  const bool changing = any_changing_network(grid);
   std::vector<std::string> header = grid.axes;
   for (const char* h : {"step s", "tokens/s", "exposed comm s", "bound s", "bound", "step/bound", "MFU"})
     header.push_back(h);
+  if (changing) header.insert(header.end(), {"run s (changing)", "lost s"});
   std::vector<std::vector<std::string>> rows;
   for (const EstimateGridPoint& g : grid.points) {
     std::vector<std::string> row;
@@ -92,6 +101,10 @@ std::string format_grid_table(const EstimateGrid& grid) {
     row.push_back(e.bound.bound_kind);
     row.push_back(fmt("%.3g", e.bound.step_over_bound));
     row.push_back(fmt("%.1f %%", 100 * e.mfu));
+    if (changing) {
+      row.push_back(e.changing_network ? fmt("%.4g", e.changing_network->total_seconds) : "-");
+      row.push_back(e.changing_network ? fmt("%.4g", e.changing_network->lost_seconds) : "-");
+    }
     rows.push_back(std::move(row));
   }
   std::vector<size_t> width(header.size());
@@ -114,6 +127,9 @@ std::string format_grid_table(const EstimateGrid& grid) {
   for (const auto& row : rows) out += line(row);
   out += "\nbound: the step no schedule beats on that network (busiest link's bytes / bandwidth, chain of "
          "latencies, or compute); step/bound: how far the step is from it\n";
+  if (changing)
+    out += "run s (changing): training.steps steps back to back on network.dynamics; lost s: beyond the same "
+           "steps on the nominal network\n";
   return out;
 }
 
@@ -124,12 +140,19 @@ std::string grid_csv(const EstimateGrid& grid) {
                            "bound_seconds",  "bound_kind",   "step_over_bound",      "busiest_link",
                            "busiest_link_seconds", "latency_bound_seconds", "mfu"};
   for (const char* c : columns) out += std::string(",") + c;
+  const bool changing = any_changing_network(grid);
+  if (changing) out += ",changing_network_total_seconds,changing_network_lost_seconds";
   out += "\n";
   for (const EstimateGridPoint& g : grid.points) {
     const json j = to_json(g.estimate);
     out += csv_field(g.point.name);
     for (const auto& [key, value] : g.point.settings) out += "," + csv_field(value_text(value));
     for (const char* c : columns) out += "," + csv_field(value_text(j.at(c)));
+    if (changing && g.estimate.changing_network)
+      out += "," + csv_field(value_text(g.estimate.changing_network->total_seconds)) + "," +
+             csv_field(value_text(g.estimate.changing_network->lost_seconds));
+    else if (changing)
+      out += ",,";
     out += "\n";
   }
   return out;

@@ -142,3 +142,50 @@ TEST(EstimateJson, EveryLayoutHasTheCommonKeysAndItsSectionsOnly) {
 
 }  // namespace
 }  // namespace lowband
+
+namespace lowband {
+namespace {
+
+// network.dynamics: the changing_network section replays training.steps steps on the
+// trace; every other figure stays the nominal network's.
+TEST(EstimateChangingNetwork, StepsOnTheTraceAgainstTheNominalRun) {
+  const Scenario nominal = layout(1, 1, 2, {"training.steps=40"});
+  const Estimate plain = estimate(nominal);
+  EXPECT_FALSE(plain.changing_network);
+  EXPECT_FALSE(to_json(plain).contains("changing_network"));
+  // Bandwidth halved from the middle of step 11 on: the first 10 steps lose nothing.
+  Scenario changing = nominal;
+  sim::TraceSpec halved;
+  halved.points = {{10.5 * plain.step_seconds, 0.5}};
+  changing.network.dynamics = {{{}, sim::DynamicQuantity::bandwidth, halved}};
+  const Estimate e = estimate(changing);
+  EXPECT_EQ(e.step_seconds, plain.step_seconds);  // per-step figures: the nominal network
+  ASSERT_TRUE(e.changing_network);
+  const ChangingNetworkSection& c = *e.changing_network;
+  EXPECT_EQ(c.steps, 40);
+  EXPECT_NEAR(c.nominal_total_seconds, 40 * plain.step_seconds, 1e-9);
+  EXPECT_NEAR(c.lost_seconds, c.total_seconds - c.nominal_total_seconds, 1e-12);
+  EXPECT_GT(c.lost_seconds, 0);
+  EXPECT_LT(c.total_seconds, 40 * plain.step_seconds * 2);  // at most every byte at half rate
+  EXPECT_GT(c.slowest_step_seconds, plain.step_seconds);
+  EXPECT_NEAR(c.tokens_per_s, e.tokens_per_step * 40 / c.total_seconds, 1e-9 * c.tokens_per_s);
+  EXPECT_TRUE(to_json(e).at("changing_network").contains("lost_seconds"));
+}
+
+TEST(EstimateChangingNetwork, APeriodicSyncRunsItsSyncStepEveryPeriod) {
+  // diloco every 4 steps, 12 steps, a constant trace: 3 sync steps and 9 inner ones.
+  Scenario s = layout(2, 1, 1, {"parallel.data_sync.method=diloco", "parallel.data_sync.inner_steps=4",
+                                "training.steps=12"});
+  sim::TraceSpec constant;
+  constant.points = {{0, 1}};
+  s.network.dynamics = {{{}, sim::DynamicQuantity::bandwidth, constant}};
+  const Estimate e = estimate(s);
+  ASSERT_TRUE(e.sync && e.changing_network);
+  const double expected = 3 * e.sync->sync_step_seconds + 9 * e.sync->inner_step_seconds;
+  EXPECT_NEAR(e.changing_network->nominal_total_seconds, expected, 1e-9 * expected);
+  EXPECT_NEAR(e.changing_network->total_seconds, expected, 1e-9 * expected);
+  EXPECT_NEAR(e.changing_network->slowest_step_seconds, e.sync->sync_step_seconds, 1e-9);
+}
+
+}  // namespace
+}  // namespace lowband
