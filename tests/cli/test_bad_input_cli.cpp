@@ -91,6 +91,15 @@ TEST_F(BadInputCli, NetworkDynamicsAreCheckedBeforeAnythingRuns) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
+// estimate --steps counts steps on a changing network; on a constant one it would do nothing.
+TEST_F(BadInputCli, EstimateStepsNeedsAChangingNetwork) {
+  expect_bad_input(run("estimate --builtin default --steps 10"), {"--steps", "network.dynamics"});
+  expect_bad_input(run("estimate --builtin default --steps 0"), {"--steps", "1..1000000"});
+  const auto ok = run(R"(estimate --builtin default --steps 10 --set 'network.dynamics=[{"node":1,"speed":{"steps":[[0,0.5]]}}]' --json)");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(nlohmann::json::parse(ok.out).at("changing_network").at("steps"), 10);
+}
+
 // Class 4: keys that do nothing in their layout were accepted silently.
 TEST_F(BadInputCli, KeysWithoutEffectAreRefusedEverywhere) {
   expect_every_command_refuses("parallel.context=1", "compression.method", "mos-paper-mos-300mbps");
