@@ -18,6 +18,10 @@
 // becomes a SimGrid Comm, sharing at once as CM02 would have it share at that date
 // (sim/deferred_latency.h): the same times, fewer Comms in flight.
 //
+// network.dynamics (sim/dynamics.h) changes links and nodes on the run's clock
+// (ReplayOptions::start_seconds; sim/replay_dynamics.h); network.message_order
+// fifo queues one kind of message between one pair of nodes (sim/network.h).
+//
 // A message of no bytes (after llround) whose latency the replay waits itself
 // finishes when that latency is paid, without a Comm: SimGrid would finish it at
 // that date too. The child sends back only the figures below (and each task's

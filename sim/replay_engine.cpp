@@ -8,15 +8,15 @@
 #include <xbt/log.h>
 
 #include <algorithm>
-#include <deque>
-#include <unordered_map>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "sim/deferred_latency.h"
