@@ -41,6 +41,9 @@ void check_builtin_name(const std::string& name);
 // An empty argument ("--out ''", "--out=", a file '') is an error naming its flag:
 // no command reads an empty value as anything but a mistake.
 void check_no_empty_argument(int argc, char** argv);
+// OMP_NUM_THREADS, which OpenMP reads on its own: each level a count of 1..max_threads_here()
+// ("4" or "4,2"), or InputError naming it (an absurd count would fail in libgomp mid-run).
+void check_omp_num_threads_env();
 // A scenario file's text; InputError naming the path when it cannot be read.
 std::string read_scenario_text(const std::string& path);
 // The source's text and name ("FILE" or "builtin:NAME"), without its --sets: the

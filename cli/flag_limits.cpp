@@ -1,6 +1,8 @@
 // Bounds of the flags that size the work on this machine (cli/commands.h).
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,6 +33,24 @@ void check_builtin_name(const std::string& name) {
     builtin_scenario_file(name);
   } catch (const InputError& e) {  // the built-ins' own lookup and message (no place), at the flag
     throw InputError("--builtin", e.what());
+  }
+}
+
+void check_omp_num_threads_env() {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (!env || !*env) return;  // unset or empty: OpenMP's default
+  const std::string text = env;
+  const int most = max_threads_here();
+  std::stringstream levels(text);
+  std::string level;
+  while (std::getline(levels, level, ',')) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(level.c_str(), &end, 10);
+    if (level.empty() || *end != '\0' || errno != 0 || n < 1 || n > most)
+      throw InputError("OMP_NUM_THREADS", "each level must be a thread count of 1.." + std::to_string(most) +
+                                              " (at most 4 x this machine's " + std::to_string(most / 4) +
+                                              " cores), got \"" + text + "\"");
   }
 }
 

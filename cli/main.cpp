@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   lowband::cli::add_scenario_docs_command(app);
   try {
     lowband::cli::check_no_empty_argument(argc, argv);
+    lowband::cli::check_omp_num_threads_env();
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

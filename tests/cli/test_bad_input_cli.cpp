@@ -91,6 +91,30 @@ TEST_F(BadInputCli, NetworkDynamicsAreCheckedBeforeAnythingRuns) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
+// OMP_NUM_THREADS is read by OpenMP itself: an absurd count failed inside libgomp
+// mid-run (exit 1, an empty run directory left behind).
+TEST_F(BadInputCli, AbsurdOmpNumThreadsIsBadInput) {
+  const fs::path out = dir_ / "out";
+  for (const char* value : {"100000", "1,100000"}) {
+    ::setenv("OMP_NUM_THREADS", value, 1);
+    const auto r = run("run --builtin default --steps 1 --out " + out.string());
+    ::unsetenv("OMP_NUM_THREADS");
+    expect_bad_input(r, {"OMP_NUM_THREADS", value});
+    EXPECT_FALSE(fs::exists(out)) << value;
+  }
+  // A value libgomp cannot read it reports itself (and ignores) before main: ours follows.
+  ::setenv("OMP_NUM_THREADS", "four", 1);
+  const auto bad = run("run --builtin default --steps 1 --out " + out.string());
+  ::unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("lowband: error: OMP_NUM_THREADS:"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(out));
+  ::setenv("OMP_NUM_THREADS", "1,1", 1);  // nested levels, each sane
+  const auto ok = run("estimate --builtin default");
+  ::unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 // estimate --steps counts steps on a changing network; on a constant one it would do nothing.
 TEST_F(BadInputCli, EstimateStepsNeedsAChangingNetwork) {
   expect_bad_input(run("estimate --builtin default --steps 10"), {"--steps", "network.dynamics"});
