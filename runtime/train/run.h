@@ -11,6 +11,9 @@
 //                  ratio, network model, harness overhead, diverged or not; K/V
 //                  reconstruction error per layer (last step, mean of the last
 //                  10 % of steps) when the codec reports one
+// On a changing network (network.dynamics) the steps replay back to back from the
+// run's clock, and steps.jsonl and summary.json also give the time lost against
+// the nominal network (runtime/train/replayer.h).
 // curve.csv and summary.json are rewritten atomically after every replayed batch,
 // so the directory is valid (and readable) at any time, also after a divergence.
 //
