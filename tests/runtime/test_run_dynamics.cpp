@@ -57,7 +57,9 @@ TEST_F(RunDynamics, StepsRunOnOneClockAndReportTheTimeLost) {
     const double step = traced[i].at("sim_step_seconds").get<double>();
     const double lost_here = traced[i].at("sim_lost_seconds").get<double>();
     EXPECT_NEAR(lost_here, step - nominal[i].at("sim_step_seconds").get<double>(), 1e-12) << "step " << i + 1;
-    if (i != 3) EXPECT_NEAR(lost_here, 0, 1e-12) << "step " << i + 1;
+    if (i != 3) {
+      EXPECT_NEAR(lost_here, 0, 1e-12) << "step " << i + 1;
+    }
     clock += step;
     lost += lost_here;
     EXPECT_NEAR(traced[i].at("sim_total_seconds").get<double>(), clock, 1e-9);
