@@ -72,18 +72,16 @@ ReplayDynamics::ReplayDynamics(const NetworkSpec& network, const std::vector<sg4
   node_speed_.assign(hosts.size(), 1.0);
   node_state_.assign(hosts.size(), 1.0);
   for (const NetworkDynamic& d : network.dynamics) {
-    Series s{Trace(d.trace), d.quantity, {}, {}, 1.0};
+    Series s{Trace(d.trace), d.quantity, {}, {}};
     if (on_links(d.quantity, d.target)) {
       for (const std::string& name : link_names(network, d.target))
         for (const char* half : {"_UP", "_DOWN"}) {
           sg4::Link* link = sg4::Engine::get_instance()->link_by_name_or_null(name + half);
           if (!link) throw std::logic_error("sim::replay: no SimGrid link named " + name + half);
           s.links.push_back(link);
-          nominal_bandwidth_.emplace(link, link->get_bandwidth());
-          bandwidth_factor_.emplace(link, 1.0);
-          latency_factor_.emplace(link, 1.0);
-          link_state_.emplace(link, 1.0);
+          links_.emplace(link, LinkFactors{link->get_bandwidth()});
         }
+      stops_links_ = stops_links_ || d.quantity == DynamicQuantity::state;
     } else {
       for (int n = 0; n < network.nodes && n < static_cast<int>(hosts.size()); ++n)
         if (d.target.kind == DynamicTarget::Kind::all || n == d.target.a) s.nodes.push_back(n);
@@ -109,10 +107,10 @@ const std::vector<sg4::Link*>& ReplayDynamics::route(int src, int dst) {
 
 bool ReplayDynamics::transfer_stopped(int src, int dst) {
   if (node_down(src) || node_down(dst)) return true;
-  if (link_state_.empty()) return false;
+  if (!stops_links_) return false;
   for (sg4::Link* link : route(src, dst)) {
-    auto it = link_state_.find(link);
-    if (it != link_state_.end() && it->second == 0) return true;
+    auto it = links_.find(link);
+    if (it != links_.end() && it->second.state == 0) return true;
   }
   return false;
 }
@@ -120,42 +118,40 @@ bool ReplayDynamics::transfer_stopped(int src, int dst) {
 double ReplayDynamics::route_latency_seconds(int src, int dst) {
   double latency = 0;
   for (sg4::Link* link : route(src, dst)) {
-    auto it = latency_factor_.find(link);
-    latency += link->get_latency() * (it == latency_factor_.end() ? 1.0 : it->second);
+    auto it = links_.find(link);
+    latency += link->get_latency() * (it == links_.end() ? 1.0 : it->second.latency);
   }
   return latency;
 }
 
 bool ReplayDynamics::apply_at(double run_seconds) {
-  bool changed = first_;
+  bool changed = false;
   for (Series& s : series_) {
     const double v = s.trace.value_at(run_seconds);
-    if (v == s.value && !first_) continue;
+    if (v == s.value) continue;  // never true for the first value (NaN)
     s.value = v;
     changed = true;
   }
   if (!changed) return false;
-  first_ = false;
   // Recompute every product from scratch: changes are rare, and a product
   // rebuilt in one order is the same whichever trace changed.
-  for (auto& [link, f] : bandwidth_factor_) f = 1.0;
-  for (auto& [link, f] : latency_factor_) f = 1.0;
-  for (auto& [link, f] : link_state_) f = 1.0;
+  for (auto& [link, f] : links_) f.bandwidth = f.latency = f.state = 1.0;
   std::fill(node_speed_.begin(), node_speed_.end(), 1.0);
   std::fill(node_state_.begin(), node_state_.end(), 1.0);
   for (const Series& s : series_) {
     for (sg4::Link* link : s.links) {
-      if (s.quantity == DynamicQuantity::bandwidth) bandwidth_factor_[link] *= s.value;
-      if (s.quantity == DynamicQuantity::latency) latency_factor_[link] *= s.value;
-      if (s.quantity == DynamicQuantity::state) link_state_[link] *= s.value;
+      LinkFactors& f = links_.at(link);
+      if (s.quantity == DynamicQuantity::bandwidth) f.bandwidth *= s.value;
+      if (s.quantity == DynamicQuantity::latency) f.latency *= s.value;
+      if (s.quantity == DynamicQuantity::state) f.state *= s.value;
     }
     for (int n : s.nodes) {
       if (s.quantity == DynamicQuantity::speed) node_speed_[static_cast<size_t>(n)] *= s.value;
       if (s.quantity == DynamicQuantity::state) node_state_[static_cast<size_t>(n)] *= s.value;
     }
   }
-  for (auto& [link, f] : bandwidth_factor_) {
-    const double bandwidth = nominal_bandwidth_[link] * f;
+  for (auto& [link, f] : links_) {
+    const double bandwidth = f.nominal_bandwidth * f.bandwidth;
     if (link->get_bandwidth() != bandwidth) link->set_bandwidth(bandwidth);
   }
   return true;

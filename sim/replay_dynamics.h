@@ -9,6 +9,7 @@
 // the replay's start_seconds, so a run replayed in several processes (one per
 // batch of steps) sees one continuous trace.
 #include <functional>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -49,7 +50,11 @@ class ReplayDynamics {
     DynamicQuantity quantity;
     std::vector<simgrid::s4u::Link*> links;  // bandwidth, latency, state on links
     std::vector<int> nodes;                  // speed, state on nodes
-    double value = 1;
+    double value = std::numeric_limits<double>::quiet_NaN();  // none yet: the first apply_at sets it
+  };
+  struct LinkFactors {  // the products of the traces on one link
+    double nominal_bandwidth = 0;
+    double bandwidth = 1, latency = 1, state = 1;
   };
   bool apply_at(double run_seconds);  // whether any value changed
   void schedule_after(double run_seconds);
@@ -61,10 +66,8 @@ class ReplayDynamics {
   std::function<void()> on_change_;
   simgrid::kernel::timer::Timer* timer_ = nullptr;
   bool changes_latency_ = false;
-  bool first_ = true;
-  // Per link: nominal bandwidth, and the product of its traces' factors.
-  std::unordered_map<simgrid::s4u::Link*, double> nominal_bandwidth_, bandwidth_factor_, latency_factor_,
-      link_state_;
+  bool stops_links_ = false;  // a state trace names links: transfers look at their route
+  std::unordered_map<simgrid::s4u::Link*, LinkFactors> links_;  // every link a trace names
   std::vector<double> node_speed_, node_state_;
   std::unordered_map<uint64_t, std::vector<simgrid::s4u::Link*>> routes_;
 };
