@@ -20,7 +20,9 @@
 //              down: its compute stops, and so do its transfers, both ways.
 //   speed      a node's compute speed: a task of s seconds takes s / factor.
 // So a training step waits for a failed link or node: the time lost is what the
-// step took beyond its time on the nominal network.
+// step took beyond its time on the nominal network. Under network.restart
+// (RestartPolicy) it waits at most a timeout, then the run restarts from its last
+// checkpoint (sim/run_clock.h).
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -72,6 +74,17 @@ struct NetworkDynamic {
   DynamicTarget target;
   DynamicQuantity quantity = DynamicQuantity::bandwidth;
   TraceSpec trace;
+};
+
+// network.restart: what a run does when a step cannot go on. A step stalls while
+// any of its transfers or compute tasks is held by a node or link that is down;
+// once it has stalled for stall_timeout_seconds without a break (a collective's
+// watchdog, as NCCL's), the run gives up on the step, relaunches (the processes
+// start again and load the last checkpoint: relaunch_seconds) and redoes every
+// step since that checkpoint. Without it a step waits as long as the outage lasts.
+struct RestartPolicy {
+  double stall_timeout_seconds = 600;
+  double relaunch_seconds = 0;
 };
 
 const char* to_string(DynamicQuantity quantity);

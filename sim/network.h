@@ -2,6 +2,7 @@
 // What the network looks like: the typed form of a scenario's "network" section.
 // Units are SI: bytes per second, seconds. Nodes are numbered 0..nodes-1 and rank i
 // runs on node i.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +95,9 @@ struct NetworkSpec {
   // network.dynamics: how links and nodes change over the run (sim/dynamics.h).
   // Empty: a constant network, each step replayed alone (and cached).
   std::vector<NetworkDynamic> dynamics;
+  // network.restart: give up on a stalled step and restart from the last checkpoint
+  // (sim/dynamics.h). Absent: a step waits for whatever is down.
+  std::optional<RestartPolicy> restart;
 };
 
 const char* to_string(NetworkModel model);

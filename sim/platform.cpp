@@ -250,6 +250,19 @@ void install_tcp_model(const TcpSettings& tcp) {
   });
 }
 
+// network.restart: durations SimGrid's clock holds, and a state trace for it to act on.
+void check_restart(const NetworkSpec& net) {
+  const RestartPolicy& r = *net.restart;
+  if (!(r.stall_timeout_seconds > 0 && r.stall_timeout_seconds <= 1e9))
+    throw InputError("network.restart.stall_timeout", "must be in (0, 1e9] s, got " + std::to_string(r.stall_timeout_seconds));
+  if (!(r.relaunch_seconds >= 0 && r.relaunch_seconds <= 1e9))
+    throw InputError("network.restart.relaunch", "must be in [0, 1e9] s, got " + std::to_string(r.relaunch_seconds));
+  if (std::none_of(net.dynamics.begin(), net.dynamics.end(),
+                   [](const NetworkDynamic& d) { return d.quantity == DynamicQuantity::state; }))
+    throw InputError("network.restart", "has no effect without a \"state\" trace in network.dynamics: a step stalls "
+                                        "only on a node or link that is down");
+}
+
 }  // namespace
 
 void reset_tcp_connections() { tcp_connections().by_pair.clear(); }
@@ -297,6 +310,7 @@ void validate_network(const NetworkSpec& net) {
       break;
     }
   }
+  if (net.restart) check_restart(net);
 }
 
 void configure_network_model(const NetworkSpec& net) {

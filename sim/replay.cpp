@@ -96,6 +96,10 @@ ReplayResult summarize(detail::TaskTimes times) {
   for (size_t k = 0; k < ranks; ++k)
     r.rank_exposed_comm_seconds[k] = r.rank_finish_seconds[k] - r.rank_compute_busy_seconds[k];
   r.exposed_comm_seconds = r.step_seconds - max_busy;
+  if (times.gave_up_seconds >= 0) {
+    r.gave_up = true;
+    r.step_seconds = times.gave_up_seconds;
+  }
   r.task_start_seconds = std::move(times.start_seconds);
   r.task_finish_seconds = std::move(times.finish_seconds);
   return r;
@@ -110,10 +114,11 @@ ReplayResult summarize(detail::TaskTimes times) {
     std::vector<detail::TaskTimes> times = detail::simulate(network, graphs, options.task_times, options.start_seconds);
     const uint8_t status = kOk;
     w.raw(&status, 1);
+    w.doubles({static_cast<double>(times.size())});  // fewer than the graphs when one gave up
     for (detail::TaskTimes& t : times) {
       const ReplayResult r = summarize(std::move(t));
       w.doubles(r.rank_finish_seconds);
-      w.doubles({r.step_seconds, r.exposed_comm_seconds});
+      w.doubles({r.step_seconds, r.exposed_comm_seconds, r.gave_up ? 1.0 : 0.0});
       w.doubles(r.rank_compute_busy_seconds);
       w.doubles(r.rank_exposed_comm_seconds);
       w.doubles(r.task_start_seconds);
@@ -192,14 +197,18 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
     }
     throw std::runtime_error(what);
   }
+  const std::vector<double> count = rd.doubles();
+  if (count.size() != 1 || !(count[0] >= 0 && count[0] <= static_cast<double>(graphs.size())))
+    throw std::runtime_error("sim::replay: damaged reply from the SimGrid child");
   std::vector<ReplayResult> results;
-  for (size_t g = 0; g < graphs.size(); ++g) {
+  for (size_t g = 0; g < static_cast<size_t>(count[0]); ++g) {
     ReplayResult r;
     r.rank_finish_seconds = rd.doubles();
     const std::vector<double> step = rd.doubles();
-    if (step.size() != 2) throw std::runtime_error("sim::replay: damaged reply from the SimGrid child");
+    if (step.size() != 3) throw std::runtime_error("sim::replay: damaged reply from the SimGrid child");
     r.step_seconds = step[0];
     r.exposed_comm_seconds = step[1];
+    r.gave_up = step[2] != 0;
     r.rank_compute_busy_seconds = rd.doubles();
     r.rank_exposed_comm_seconds = rd.doubles();
     r.task_start_seconds = rd.doubles();

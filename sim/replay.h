@@ -55,6 +55,9 @@ struct ReplayResult {
   std::vector<double> rank_compute_busy_seconds;  // length of the union of the rank's compute intervals
   std::vector<double> rank_exposed_comm_seconds;  // finish - compute busy, per rank
   double exposed_comm_seconds = 0;                // step_seconds - max over ranks of compute busy
+  // network.restart: the step stalled past the timeout and was given up after
+  // step_seconds (a batch ends with it). The other figures are then partial.
+  bool gave_up = false;
   std::vector<double> task_start_seconds;         // by TaskId; only with ReplayOptions::task_times
   std::vector<double> task_finish_seconds;
 };
@@ -66,7 +69,8 @@ ReplayResult replay(const NetworkSpec& network, const StepGraph& graph, const Re
 
 // Several graphs on one platform, one after the other (each starts on an idle
 // network, when the previous one ended; its times are its own, from its start):
-// one child process and one platform build for all.
+// one child process and one platform build for all. Under network.restart the
+// results stop at the first graph that gave up (ReplayResult::gave_up).
 std::vector<ReplayResult> replay_batch(const NetworkSpec& network, const std::vector<StepGraph>& graphs,
                                        const ReplayOptions& options = {});
 std::vector<ReplayResult> replay_batch(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,

@@ -180,6 +180,11 @@ void ReplayDynamics::start(std::function<void()> on_change) {
   on_change_();  // a new graph's ranks start at nominal speed: tell them
 }
 
+bool ReplayDynamics::changes_later() {
+  const double now = start_seconds_ + sg4::Engine::get_clock();
+  return std::any_of(series_.begin(), series_.end(), [&](Series& s) { return s.trace.next_change_after(now) != kNever; });
+}
+
 void ReplayDynamics::stop() {
   if (timer_) timer_->remove();
   timer_ = nullptr;

@@ -35,6 +35,8 @@ class ReplayDynamics {
   // Applies every trace's value now and keeps them applied until stop().
   void start(std::function<void()> on_change);
   void stop();
+  // Whether any trace changes after now (if not, what is down stays down).
+  bool changes_later();
 
   double node_speed(int node) const;  // speed factor, 0 while the node is down
   bool node_down(int node) const { return node_state_[static_cast<size_t>(node)] == 0; }

@@ -54,6 +54,14 @@ class RankCpu {
     speed_ = factor;
     reschedule();
   }
+  // Whether a task of this rank is held by its node being down.
+  bool stalled() const { return speed_ == 0 && !running_.empty(); }
+  // The step gave up: nothing of it runs on.
+  void halt() {
+    if (timer_) timer_->remove();
+    timer_ = nullptr;
+    running_.clear();
+  }
 
  private:
   struct Running {
@@ -106,10 +114,11 @@ class GraphRun {
   // latencies: non-null when each transfer waits its route latency here, not in
   // SimGrid (sim/deferred_latency.h).
   // dynamics: null on a constant network.
+  // stall_timeout_seconds: network.restart's (with dynamics), else 0: never give up.
   GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, RouteLatencies* latencies,
-           ReplayDynamics* dynamics, bool fifo, bool task_times, TaskTimes& out)
+           ReplayDynamics* dynamics, bool fifo, double stall_timeout_seconds, bool task_times, TaskTimes& out)
       : graph_(graph), hosts_(hosts), latencies_(latencies), dynamics_(dynamics), fifo_(fifo),
-        task_times_(task_times), out_(out) {
+        stall_timeout_seconds_(stall_timeout_seconds), task_times_(task_times), out_(out) {
     const size_t n = graph.size();
     if (task_times_) {
       out_.start_seconds.assign(n, -1);
@@ -161,6 +170,7 @@ class GraphRun {
   }
 
   size_t finished_count() const { return finished_; }
+  bool gave_up() const { return out_.gave_up_seconds >= 0; }
   int ranks() const { return static_cast<int>(busy_.size()); }
   void release() { retired_.clear(); }
   // A graph that cannot finish: its transfers are left to the process's exit
@@ -212,6 +222,10 @@ class GraphRun {
       g = std::max(g, now);
     }
     if (++finished_ == pending_.size() && dynamics_) dynamics_->stop();  // let engine->run() return
+    if (finished_ == pending_.size() && stall_timer_) {
+      stall_timer_->remove();
+      stall_timer_ = nullptr;
+    }
     for (uint32_t k = first_succ_[static_cast<size_t>(id)]; k < first_succ_[static_cast<size_t>(id) + 1]; ++k)
       if (--pending_[static_cast<size_t>(succ_[k])] == 0) ready_.push_back(succ_[k]);
   }
@@ -232,6 +246,7 @@ class GraphRun {
     if (task.kind == TaskKind::compute) {
       if (task.amount == 0) return finished(id, task.rank, -1);
       cpus_[static_cast<size_t>(task.rank)].add(id, task.amount);
+      if (stall_timeout_seconds_ > 0 && dynamics_->node_down(task.rank)) update_stall();
     } else {
       if (task.rank == task.peer) return finished(id, task.rank, task.peer);
       const double latency = !latencies_                                       ? 0
@@ -239,6 +254,7 @@ class GraphRun {
                                                                          : latencies_->seconds(task.rank, task.peer);
       if (latency > 0)
         simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() {
+          if (gave_up()) return;
           send(id);
           drain();  // a message of no bytes finished at once
         });
@@ -267,10 +283,12 @@ class GraphRun {
     }
     const size_t slot = take_slot();
     slots_[slot] = {nullptr, id, task.rank, task.peer, false, bytes};
-    if (dynamics_ && dynamics_->transfer_stopped(task.rank, task.peer))
+    if (dynamics_ && dynamics_->transfer_stopped(task.rank, task.peer)) {
       slots_[slot].stopped = true;  // its bytes wait until the way is up (on_dynamics)
-    else
+      update_stall();
+    } else {
       start_comm(slot, bytes);
+    }
   }
 
   void start_comm(size_t slot, uint64_t bytes) {
@@ -308,7 +326,41 @@ class GraphRun {
         start_comm(i, slot.remaining_bytes);
       }
     }
+    update_stall();
     drain();
+  }
+
+  // network.restart: a step stalls while a transfer or compute task of it is held
+  // by a node or link that is down; stalled without a break for the timeout, it
+  // gives up (sim/dynamics.h). Called wherever something may start or stop being
+  // held: a trace change, a transfer that starts stopped, a task on a down node.
+  void update_stall() {
+    if (stall_timeout_seconds_ <= 0 || gave_up()) return;
+    bool stalled = std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.task >= 0 && s.stopped; });
+    for (const RankCpu& cpu : cpus_) stalled = stalled || cpu.stalled();
+    if (stalled && !stall_timer_) {
+      stall_timer_ = simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + stall_timeout_seconds_, [this]() {
+        stall_timer_ = nullptr;  // SimGrid frees it after this call
+        give_up();
+      });
+    } else if (!stalled && stall_timer_) {
+      stall_timer_->remove();
+      stall_timer_ = nullptr;
+    }
+  }
+
+  // Stops everything of the step now; engine->run() returns once the latency
+  // timers still set have fired (they send nothing now).
+  void give_up() {
+    out_.gave_up_seconds = sg4::Engine::get_clock() - t0_;
+    dynamics_->stop();
+    for (RankCpu& cpu : cpus_) cpu.halt();
+    for (Slot& slot : slots_) {
+      if (!slot.comm) continue;
+      retired_.push_back(std::move(slot.comm));
+      retired_.back()->cancel();
+    }
+    ready_.clear();
   }
 
   static uint64_t stream_key(const StepGraph::Record& task) {
@@ -360,6 +412,8 @@ class GraphRun {
   RouteLatencies* latencies_;
   ReplayDynamics* dynamics_;
   bool fifo_;
+  double stall_timeout_seconds_;
+  simgrid::kernel::timer::Timer* stall_timer_ = nullptr;
   bool task_times_;
   TaskTimes& out_;
   double t0_ = 0;
@@ -427,8 +481,8 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   });
   for (size_t g = 0; g < graphs.size(); ++g) {
     reset_tcp_connections();  // each graph starts on an idle network
-    GraphRun run(*graphs[g], hosts, latencies.get(), dynamics.get(),
-                 network.message_order == MessageOrder::fifo, task_times, times[g]);
+    GraphRun run(*graphs[g], hosts, latencies.get(), dynamics.get(), network.message_order == MessageOrder::fifo,
+                 dynamics && network.restart ? network.restart->stall_timeout_seconds : 0.0, task_times, times[g]);
     current = &run;
     run.start();
     engine->run();
@@ -437,6 +491,13 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
     current = nullptr;
     if (dynamics) dynamics->stop();  // an empty graph never finished a task
     if (run.finished_count() != graphs[g]->size()) run.abandon();
+    if (run.gave_up() && !dynamics->changes_later())  // restarting would stall again, for ever
+      throw InputError("network.dynamics", "step " + std::to_string(g + 1) + " of this replay waits for a link or node " +
+                                               "that is down and never comes back up");
+    if (run.gave_up()) {  // the run restarts from a checkpoint: the graphs after this one do not run now
+      times.resize(g + 1);
+      break;
+    }
     if (run.finished_count() != graphs[g]->size() && dynamics)
       throw InputError("network.dynamics", "step " + std::to_string(g + 1) + " of this replay waits for a link or node " +
                                                "that is down and never comes back up");

@@ -16,11 +16,14 @@ struct TaskTimes {
   std::vector<double> rank_finish_seconds;  // last finish of a task the rank runs, sends or receives
   // Per rank, the length of the union of its compute tasks' [start, finish].
   std::vector<double> busy_seconds;
+  // network.restart: when the graph gave up, stalled past the timeout; -1: it finished.
+  double gave_up_seconds = -1;
   std::vector<double> start_seconds;  // by TaskId; only with task_times
   std::vector<double> finish_seconds;
 };
 
 // start_seconds: the run's date at SimGrid's clock 0, where network.dynamics is read.
+// Under network.restart the result ends with the first graph that gave up.
 std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
                                 bool task_times, double start_seconds);
 

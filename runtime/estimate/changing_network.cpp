@@ -5,42 +5,34 @@
 
 #include "runtime/estimate/estimate.h"
 #include "runtime/estimate/layout_steps.h"
-#include "sim/replay.h"
+#include "sim/run_clock.h"
 
 namespace lowband::estimate_detail {
 
-namespace {
-
-// Graphs per SimGrid child: each child builds the platform once; the run's clock
-// carries over from one child to the next (sim::ReplayOptions::start_seconds).
-constexpr int kStepsPerChild = 500;
-
-}  // namespace
-
 // Step k (from 1) is the sync step where k is a multiple of the period (a run
 // syncs after each period's last step), else the step between syncs; with one
-// graph every step is alike. nominal_seconds: each graph's step on the nominal network.
+// graph every step is alike. nominal_seconds: each graph's step on the nominal
+// network. Restarts (network.restart) go back to the last multiple of
+// checkpoint_every, as a run's do.
 ChangingNetworkSection replay_on_changing_network(const sim::NetworkSpec& network, const LayoutSteps& steps,
                                                   const std::vector<double>& nominal_seconds, int step_count,
-                                                  double tokens_per_step) {
+                                                  int checkpoint_every, double tokens_per_step) {
   ChangingNetworkSection c;
   c.steps = step_count;
+  c.restart_policy = network.restart.has_value();
   const auto wall_start = std::chrono::steady_clock::now();
   const int period = steps.graphs.size() > 1 ? steps.period_steps : 1;
   auto graph_of = [&](int k) -> size_t { return steps.graphs.size() > 1 && k % period != 0 ? 1 : 0; };
-  for (int first = 1; first <= step_count; first += kStepsPerChild) {
-    const int last = std::min(step_count, first + kStepsPerChild - 1);
-    std::vector<const sim::StepGraph*> batch;
-    for (int k = first; k <= last; ++k) batch.push_back(&steps.graphs[graph_of(k)]);
-    sim::ReplayOptions options;
-    options.start_seconds = c.total_seconds;
-    const std::vector<sim::ReplayResult> replayed = sim::replay_batch(network, batch, options);
-    for (int k = first; k <= last; ++k) {
-      const double step = replayed[static_cast<size_t>(k - first)].step_seconds;
-      c.total_seconds += step;
-      c.nominal_total_seconds += nominal_seconds[graph_of(k)];
-      c.slowest_step_seconds = std::max(c.slowest_step_seconds, step);
-    }
+  std::vector<const sim::StepGraph*> run;
+  for (int k = 1; k <= step_count; ++k) {
+    run.push_back(&steps.graphs[graph_of(k)]);
+    c.nominal_total_seconds += nominal_seconds[graph_of(k)];
+  }
+  sim::RunClock clock(network, checkpoint_every);
+  for (const sim::ClockedStep& step : clock.replay(run, 0.0)) {
+    c.total_seconds += step.seconds;
+    c.slowest_step_seconds = std::max(c.slowest_step_seconds, step.seconds);
+    c.restarts += step.restarts;
   }
   c.lost_seconds = c.total_seconds - c.nominal_total_seconds;
   c.mean_step_seconds = step_count > 0 ? c.total_seconds / step_count : 0.0;

@@ -206,6 +206,7 @@ Estimate estimate(const Scenario& scenario) {
   // changing_network section, over a run's clock.
   Scenario s = scenario;
   s.network.dynamics.clear();
+  s.network.restart.reset();
   const LayoutSteps steps = estimate_detail::build_layout_steps(s);
   const estimate_detail::Uncompressed plain = estimate_detail::uncompressed_traffic(s);
   int stages = 1, context_ranks = 1;
@@ -249,7 +250,8 @@ Estimate estimate(const Scenario& scenario) {
     std::vector<double> nominal;
     for (size_t i = 0; i < steps.graphs.size(); ++i) nominal.push_back(replayed[i].step_seconds);
     e.changing_network = estimate_detail::replay_on_changing_network(
-        scenario.network, steps, nominal, scenario.training.steps, e.tokens_per_step);
+        scenario.network, steps, nominal, scenario.training.steps, scenario.training.checkpoint_every,
+        e.tokens_per_step);
   }
   return e;
 }

@@ -112,8 +112,9 @@ struct BoundSection {
 
 // On a changing network (network.dynamics): training.steps steps of the layout replayed
 // back to back from the run's clock 0, as a run replays them (with a periodic
-// sync, the sync step after each period's inner steps). The per-step figures
-// above stay those of the nominal network.
+// sync, the sync step after each period's inner steps; under network.restart
+// restarting from the last multiple of training.checkpoint_every). The per-step
+// figures above stay those of the nominal network.
 struct ChangingNetworkSection {
   int steps = 0;
   double total_seconds = 0;          // the run's clock after the last step
@@ -121,6 +122,8 @@ struct ChangingNetworkSection {
   double lost_seconds = 0;           // total − nominal
   double mean_step_seconds = 0, slowest_step_seconds = 0;
   double tokens_per_s = 0;           // over the whole run
+  bool restart_policy = false;       // network.restart given
+  int restarts = 0;                  // under it: times the run went back to a checkpoint
   double replay_wall_seconds = 0;
 };
 

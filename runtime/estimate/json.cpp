@@ -95,6 +95,7 @@ nlohmann::json to_json(const Estimate& e) {
                                {"slowest_step_seconds", c.slowest_step_seconds},
                                {"tokens_per_s", c.tokens_per_s},
                                {"replay_wall_seconds", c.replay_wall_seconds}};
+    if (c.restart_policy) out["changing_network"]["restarts"] = c.restarts;
   }
   return out;
 }

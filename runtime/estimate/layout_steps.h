@@ -37,6 +37,6 @@ Uncompressed uncompressed_traffic(const Scenario& scenario);
 // each of steps.graphs' step on the nominal network.
 ChangingNetworkSection replay_on_changing_network(const sim::NetworkSpec& network, const LayoutSteps& steps,
                                                   const std::vector<double>& nominal_seconds, int step_count,
-                                                  double tokens_per_step);
+                                                  int checkpoint_every, double tokens_per_step);
 
 }  // namespace lowband::estimate_detail

@@ -181,7 +181,8 @@ std::string format_estimate_table(const Scenario& s, const Estimate& e) {
                                 "the nominal network)");
     row("run time", fmt("%.4g s", c.total_seconds) + fmt(" (%.4g h)", c.total_seconds / 3600) +
                         fmt("; nominal %.4g s", c.nominal_total_seconds) + fmt(", lost %.4g s", c.lost_seconds) +
-                        fmt(" (%.1f %%)", c.nominal_total_seconds > 0 ? 100.0 * c.lost_seconds / c.nominal_total_seconds : 0.0));
+                        fmt(" (%.1f %%)", c.nominal_total_seconds > 0 ? 100.0 * c.lost_seconds / c.nominal_total_seconds : 0.0) +
+                        (c.restart_policy ? "; " + std::to_string(c.restarts) + " restarts from a checkpoint" : ""));
     row("step on it", fmt("mean %.4g s", c.mean_step_seconds) + fmt(", slowest %.4g s", c.slowest_step_seconds) +
                           fmt("; %.4g tokens/s over the run", c.tokens_per_s));
     row("replay", fmt("%.3g s wall", e.replay_wall_seconds) + fmt(" (changing network %.3g s)", c.replay_wall_seconds));

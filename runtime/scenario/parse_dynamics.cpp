@@ -322,4 +322,21 @@ std::vector<sim::NetworkDynamic> parse_dynamics(const ObjectReader& r, const sim
   return out;
 }
 
+std::optional<sim::RestartPolicy> parse_restart(const ObjectReader& r, const sim::NetworkSpec& net) {
+  if (!r.has("restart")) return std::nullopt;
+  const ObjectReader e = r.object("restart", {"stall_timeout", "relaunch"});
+  if (std::none_of(net.dynamics.begin(), net.dynamics.end(),
+                   [](const sim::NetworkDynamic& d) { return d.quantity == sim::DynamicQuantity::state; }))
+    fail(e.path(), "has no effect without a \"state\" trace in network.dynamics: a step stalls only while a node or "
+                   "link it needs is down", {r.path_of("dynamics")});
+  sim::RestartPolicy p;
+  // At least a second: each restart is a replay of its own, and a watchdog that
+  // fires sooner than that would fire on a healthy network's jitter anyway.
+  p.stall_timeout_seconds = trace_seconds(e.need("stall_timeout"), e.path_of("stall_timeout"));
+  if (!(p.stall_timeout_seconds >= 1))
+    fail(e.path_of("stall_timeout"), "must be at least 1s, got " + e.need("stall_timeout").dump());
+  p.relaunch_seconds = trace_seconds(e.need("relaunch"), e.path_of("relaunch"));
+  return p;
+}
+
 }  // namespace lowband::scenario_detail

@@ -25,6 +25,9 @@ sim::NetworkSpec parse_network(const ObjectReader& root, const std::string& sour
 // of `net` (topology, nodes, model, simgrid); trace files are read here.
 std::vector<sim::NetworkDynamic> parse_dynamics(const ObjectReader& r, const sim::NetworkSpec& net,
                                                 const std::string& source);
+// network.restart of the network reader `r` (parse_dynamics.cpp), once `net`'s
+// dynamics are parsed: it needs a state trace to act on.
+std::optional<sim::RestartPolicy> parse_restart(const ObjectReader& r, const sim::NetworkSpec& net);
 // An index into `count` things ("node", "cluster") at `path`.
 int index_in(const json& v, const std::string& path, int count, const char* thing);
 // r's "between": [a, b], two distinct indices below `count`, returned with a < b.

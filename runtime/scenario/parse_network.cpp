@@ -266,6 +266,7 @@ sim::NetworkSpec parse_network(const ObjectReader& root, const std::string& sour
   net.tcp = tcp_settings(r, net.model);
   net.simgrid_config = simgrid_config(r);
   net.dynamics = parse_dynamics(r, net, source);  // after the model and simgrid, which latency traces read
+  net.restart = parse_restart(r, net);
   return net;
 }
 

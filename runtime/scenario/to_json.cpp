@@ -130,6 +130,9 @@ json network_json(const sim::NetworkSpec& n) {
   }
   if (n.message_order == sim::MessageOrder::fifo) j["message_order"] = "fifo";  // absent: concurrent
   if (!n.dynamics.empty()) j["dynamics"] = dynamics_json(n.dynamics);  // absent: a constant network
+  if (n.restart)
+    j["restart"] = {{"stall_timeout", units::exact_duration(n.restart->stall_timeout_seconds)},
+                    {"relaunch", units::exact_duration(n.restart->relaunch_seconds)}};
   return j;
 }
 

@@ -6,25 +6,30 @@
 
 namespace lowband::train {
 
-Replayer::Replayer(const sim::NetworkSpec& network, bool cache) : network_(network), nominal_(network), cache_(cache) {
+Replayer::Replayer(const sim::NetworkSpec& network, bool cache, int checkpoint_every)
+    : network_(network), nominal_(network), cache_(cache), clock_(network, checkpoint_every) {
   nominal_.dynamics.clear();
+  nominal_.restart.reset();
 }
 
 std::vector<ReplayedStep> Replayer::replay(const std::vector<const sim::StepGraph*>& graphs, double run_seconds) {
   std::vector<sim::ReplayResult> nominal = replay_constant(graphs);
   std::vector<ReplayedStep> out(graphs.size());
   if (network_.dynamics.empty()) {
-    for (size_t i = 0; i < graphs.size(); ++i) out[i].replay = std::move(nominal[i]);
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      out[i].seconds = nominal[i].step_seconds;
+      out[i].replay = std::move(nominal[i]);
+    }
     return out;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  sim::ReplayOptions options;
-  options.start_seconds = run_seconds;
-  std::vector<sim::ReplayResult> changing = sim::replay_batch(network_, graphs, options);
+  std::vector<sim::ClockedStep> changing = clock_.replay(graphs, run_seconds);
   wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (size_t i = 0; i < graphs.size(); ++i) {
-    out[i].lost_seconds = changing[i].step_seconds - nominal[i].step_seconds;
-    out[i].replay = std::move(changing[i]);
+    out[i].seconds = changing[i].seconds;
+    out[i].lost_seconds = changing[i].seconds - nominal[i].step_seconds;
+    out[i].restarts = changing[i].restarts;
+    out[i].replay = std::move(changing[i].replay);
   }
   return out;
 }

@@ -4,27 +4,34 @@
 // task count and transfer sizes).
 //
 // On a changing network (network.dynamics) a step's time depends on when it runs:
-// each batch is replayed back to back from the run's clock, never cached, and
-// each step also on the nominal network (cached as above), for the time lost.
+// each batch is replayed back to back from the run's clock (sim::RunClock,
+// restarts included), never cached, and each step also on the nominal network
+// (cached as above), for the time lost.
 #include <map>
 #include <string>
 #include <vector>
 
 #include "sim/replay.h"
+#include "sim/run_clock.h"
 
 namespace lowband::train {
 
 struct ReplayedStep {
-  sim::ReplayResult replay;
+  sim::ReplayResult replay;  // on a changing network, its last replay (the one that finished)
+  // The step's time on the run's clock: replay.step_seconds, and on a changing
+  // network under network.restart also the restarts it caused (sim/run_clock.h).
+  double seconds = 0;
   // What the step took beyond its time on the nominal network (network.dynamics
   // without effect): waits for links and nodes that were down, slower links and
-  // nodes. 0 on a constant network.
+  // nodes, restarts. 0 on a constant network.
   double lost_seconds = 0;
+  int restarts = 0;
 };
 
 class Replayer {
  public:
-  Replayer(const sim::NetworkSpec& network, bool cache);
+  // checkpoint_every: training.checkpoint_every, where a restart goes back to.
+  Replayer(const sim::NetworkSpec& network, bool cache, int checkpoint_every);
 
   // run_seconds: the run's simulated clock when the first graph starts.
   std::vector<ReplayedStep> replay(const std::vector<const sim::StepGraph*>& graphs, double run_seconds);
@@ -37,6 +44,7 @@ class Replayer {
   const sim::NetworkSpec& network_;
   sim::NetworkSpec nominal_;  // network_ without its dynamics
   bool cache_;
+  sim::RunClock clock_;  // of the changing network
   std::map<std::string, sim::ReplayResult> results_;  // of the nominal network
 };
 

@@ -86,8 +86,9 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
   const parallel::StepRecord& rec = p.record;
   const sim::ReplayResult& replay = replayed.replay;
   ++steps_done;
-  sim_total_seconds += replay.step_seconds;
+  sim_total_seconds += replayed.seconds;
   sim_lost_seconds += replayed.lost_seconds;
+  sim_restarts += replayed.restarts;
   step_wall_seconds += p.wall_seconds;
   record_wall_seconds += rec.record_wall_seconds;
   last_train_loss = rec.loss;
@@ -115,7 +116,7 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
     bytes_all_ranks_sum[name] += all;
   }
   kv_bytes_sent += traffic.sent(rec.graph);
-  if (links) last_bound = physical_bound(*links, {&rec.graph}, {1.0}, replay.step_seconds, tokens_per_step);
+  if (links) last_bound = physical_bound(*links, {&rec.graph}, {1.0}, replayed.seconds, tokens_per_step);
   double compute = 0;
   for (double c : replay.rank_compute_busy_seconds) compute = std::max(compute, c);
 
@@ -124,7 +125,7 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
                          {"lr", rec.lr},
                          {"grad_norm", number_or_null(rec.grad_norm)},
                          {"weight_sync", rec.weight_sync},
-                         {"sim_step_seconds", replay.step_seconds},
+                         {"sim_step_seconds", replayed.seconds},
                          {"sim_total_seconds", sim_total_seconds},
                          {"bytes_sent_per_rank", bytes},
                          {"bytes_sent_all_ranks", bytes_all},
@@ -136,6 +137,7 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
     line["sim_lost_seconds"] = replayed.lost_seconds;
     line["sim_lost_total_seconds"] = sim_lost_seconds;
   }
+  if (restarting) line["sim_restarts"] = replayed.restarts;
   if (relay_node >= 0) line["bytes_sent_relay"] = relay_in_graph ? rec.graph.bytes_sent(relay_node, "") : 0.0;
   if (p.val_loss) line["val_loss"] = number_or_null(*p.val_loss);
   if (!p.val_loss_per_replica.empty()) {
@@ -179,6 +181,7 @@ nlohmann::json RunTotals::summary_json() const {
     s["sim_lost_seconds"] = sim_lost_seconds;
     s["sim_nominal_total_seconds"] = sim_total_seconds - sim_lost_seconds;
   }
+  if (restarting) s["sim_restarts"] = sim_restarts;
   s["sim_tokens_per_s"] = sim_total_seconds > 0 ? tokens_per_step * steps_done / sim_total_seconds : 0.0;
   s["process_tokens_per_s"] = step_wall_seconds > 0 ? tokens_per_step * steps_done / step_wall_seconds : 0.0;
   s["process_step_wall_seconds"] = step_wall_seconds / n;

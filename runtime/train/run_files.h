@@ -61,6 +61,10 @@ struct RunTotals {
   // changing_network: whether to report it (not checkpointed: from the scenario).
   double sim_lost_seconds = 0;
   bool changing_network = false;
+  // network.restart: times the run gave up on a stalled step and went back to its
+  // last checkpoint. restarting: whether to report them (from the scenario).
+  int sim_restarts = 0;
+  bool restarting = false;
   double step_wall_seconds = 0;       // sum of train_step wall times
   double record_wall_seconds = 0;     // of which building the graphs
   double replay_wall_seconds = 0;     // SimGrid replays

@@ -13,10 +13,18 @@ bool compressed(const parallel::StepRecord& record, const parallel::CompressedTr
   return traffic.sent(record.graph) < 0.999 * traffic.uncompressed_bytes_per_step;
 }
 
+ReplayedStep projected(const sim::ReplayResult& step) {
+  ReplayedStep out;
+  out.replay = step;
+  out.seconds = step.step_seconds;
+  return out;
+}
+
 }  // namespace
 
 Target::Target(const Scenario& s, const std::string& out_dir, bool cache_replays, bool writer)
-    : scenario(s), files(out_dir, writer), replayer(scenario.network, cache_replays) {
+    : scenario(s), files(out_dir, writer),
+      replayer(scenario.network, cache_replays, scenario.training.checkpoint_every) {
   if (scenario.projection.scenario) projection.emplace(*scenario.projection.scenario);
 }
 
@@ -38,6 +46,7 @@ void RunTargets::start_totals(const RunFacts& facts, const Checkpoint* resumed) 
     totals.traffic = facts.traffic;
     totals.relay_node = relay_node;
     totals.changing_network = !t.projection && !t.scenario.network.dynamics.empty();
+    totals.restarting = !t.projection && t.scenario.network.restart.has_value();
     totals.uncompressed_kv_bytes_per_step = facts.traffic.uncompressed_bytes_per_step;
     totals.header = {{"scenario", t.scenario.name},
                      {"scenario_source", t.scenario.source},
@@ -55,6 +64,7 @@ void RunTargets::start_totals(const RunFacts& facts, const Checkpoint* resumed) 
       totals.traffic = facts.traffic;
       totals.relay_node = relay_node;
       totals.changing_network = !t.projection && !t.scenario.network.dynamics.empty();
+    totals.restarting = !t.projection && t.scenario.network.restart.has_value();
       totals.last_bound.reset();
       totals.header["run_dir"] = t.files.dir();
       t.replayer.wall_seconds = totals.replay_wall_seconds;
@@ -83,7 +93,7 @@ void RunTargets::add(const std::vector<PendingStep>& pending) {
     t->totals.replay_wall_seconds = t->replayer.wall_seconds;
     for (size_t i = 0; i < pending.size(); ++i)
       t->totals.add(pending[i],
-                    t->projection ? ReplayedStep{t->projection->step(compressed(pending[i].record, traffic_)), 0.0}
+                    t->projection ? projected(t->projection->step(compressed(pending[i].record, traffic_)))
                                   : replays[i],
                     t->files);
     t->files.write_summary(t->totals.summary_json());

@@ -123,5 +123,54 @@ TEST_F(RunDynamics, ResumeOnAChangingNetworkEqualsTheStraightRun) {
   EXPECT_GT(lost, 0);  // the trace did change the run's time
 }
 
+TEST_F(RunDynamics, ARestartPaysTheStepsSinceTheCheckpointAndResumesExactly) {
+  const Scenario constant = resume_tiny();  // a checkpoint every 4 steps
+  ASSERT_EQ(constant.training.checkpoint_every, 4);
+  run(constant, dir_ / "constant");
+  const auto nominal = read_jsonl(dir_ / "constant" / "steps.jsonl");
+  // Node 1 down from the middle of step 6 for 20 of its steps; the watchdog gives
+  // up after one step's time, the relaunch takes half of one.
+  const double step = nominal[5].at("sim_step_seconds").get<double>();
+  const double down_at = nominal[4].at("sim_total_seconds").get<double>() + 0.5 * step;
+  Scenario s = constant;
+  s.network.dynamics = {{{sim::DynamicTarget::Kind::node, 1, -1},
+                         sim::DynamicQuantity::state,
+                         steps({{down_at, 0}, {down_at + 20 * step, 1}})}};
+  run(s, dir_ / "waits");
+  s.network.restart = sim::RestartPolicy{step, 0.5 * step};
+  run(s, dir_ / "restarts");
+  const auto waits = read_jsonl(dir_ / "waits" / "steps.jsonl");
+  const auto restarts = read_jsonl(dir_ / "restarts" / "steps.jsonl");
+  ASSERT_EQ(restarts.size(), 10u);
+  EXPECT_FALSE(waits[5].contains("sim_restarts"));  // no policy, nothing to report
+  int total = 0;
+  for (size_t i = 0; i < restarts.size(); ++i) {
+    const int here = restarts[i].at("sim_restarts").get<int>();
+    total += here;
+    if (i != 5) EXPECT_EQ(here, 0) << "step " << i + 1;
+    EXPECT_EQ(restarts[i].at("train_loss"), nominal[i].at("train_loss"));  // time only, never numerics
+  }
+  // Each attempt from a relaunch stalls at once (the node is still down) and gives
+  // up a timeout later: 20 steps of outage hold about 20 / 1.5 attempts.
+  const int restarts_of_6 = restarts[5].at("sim_restarts").get<int>();
+  EXPECT_GE(restarts_of_6, 12);
+  EXPECT_LE(restarts_of_6, 15);
+  // Once the node is back, the run redoes step 5 (the last checkpoint was after
+  // step 4) and then step 6 whole: more than the run that waited, which finishes
+  // step 6's remaining half.
+  const double lost_restarting = restarts[5].at("sim_lost_seconds").get<double>();
+  const double lost_waiting = waits[5].at("sim_lost_seconds").get<double>();
+  EXPECT_GT(lost_restarting, lost_waiting + nominal[4].at("sim_step_seconds").get<double>());
+  const auto summary = nlohmann::json::parse(slurp(dir_ / "restarts" / "summary.json"));
+  EXPECT_EQ(summary.at("sim_restarts").get<int>(), total);
+
+  // Stopped after step 6 and resumed from the checkpoint at step 4: the restarts
+  // replay again from there, to the same numbers.
+  const RunResult stopped = run(s, dir_ / "resumed", 6);
+  ASSERT_EQ(stopped.steps_done, 6);
+  EXPECT_EQ(run(s, dir_ / "resumed", -1, true).resumed_at_step, 4);
+  expect_same_numerics(dir_ / "restarts", dir_ / "resumed", s.training.steps);
+}
+
 }  // namespace
 }  // namespace lowband::train::test

@@ -394,5 +394,40 @@ TEST(ScenarioMessageOrder, ParsesRoundTripsAndRefusesOthers) {
   }
 }
 
+TEST(ScenarioRestart, ParsesRoundTripsAndNamesEachBadPart) {
+  const json down = json::parse(R"([{"node": 1, "state": {"steps": [["10s", 0], ["20s", 1]]}}])");
+  json d = with_dynamics(down);
+  d["network"]["restart"] = {{"stall_timeout", "5min"}, {"relaunch", 30}};
+  const Scenario s = parse_scenario(d, "test.json");
+  ASSERT_TRUE(s.network.restart.has_value());
+  EXPECT_EQ(s.network.restart->stall_timeout_seconds, 300);
+  EXPECT_EQ(s.network.restart->relaunch_seconds, 30);
+  const Scenario echoed = parse_scenario(to_json(s), "echo");
+  ASSERT_TRUE(echoed.network.restart.has_value());
+  EXPECT_EQ(echoed.network.restart->stall_timeout_seconds, 300);
+  EXPECT_EQ(echoed.network.restart->relaunch_seconds, 30);
+  EXPECT_FALSE(parse_scenario(with_dynamics(down), "test.json").network.restart.has_value());
+
+  const std::vector<std::tuple<json, json, std::string>> bad = {
+      {down, {{"stall_timeout", "5min"}}, "network.restart.relaunch: required key"},
+      {down, {{"relaunch", "1min"}}, "network.restart.stall_timeout: required key"},
+      {down, {{"stall_timeout", "0.5s"}, {"relaunch", 0}}, "network.restart.stall_timeout: must be at least 1s"},
+      {down, {{"stall_timeout", "5min"}, {"relaunch", -1}}, "network.restart.relaunch: a duration must not be negative"},
+      {down, {{"stall_timeout", "5min"}, {"relaunch", "2e9s"}}, "network.restart.relaunch: "},
+      {down, {{"stall_timeout", "5min"}, {"relaunch", 0}, {"after", 3}}, "unknown key \"after\" at network.restart"},
+      {down, "5min", "network.restart"},
+      {json::parse(R"([{"bandwidth": {"steps": [["10s", 0.5]]}}])"), {{"stall_timeout", "5min"}, {"relaunch", 0}},
+       "network.restart: has no effect without a \"state\" trace"},
+  };
+  for (const auto& [dynamics, restart, expected] : bad) {
+    json doc = with_dynamics(dynamics);
+    doc["network"]["restart"] = restart;
+    EXPECT_CONTAINS(error_of(doc), expected);
+  }
+  json none = json::parse(builtin_scenario_text("default"));
+  none["network"]["restart"] = {{"stall_timeout", "5min"}, {"relaunch", 0}};
+  EXPECT_CONTAINS(error_of(none), "network.restart: has no effect without a \"state\" trace");
+}
+
 }  // namespace
 }  // namespace lowband
