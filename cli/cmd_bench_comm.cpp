@@ -1,5 +1,4 @@
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -41,9 +40,9 @@ sim::Collective parse_collective(const std::string& name) {
 // rank so that any number of nodes fits. Anything else loads as a full scenario.
 Scenario load_bench_scenario(const ScenarioSource& source, bool& network_only) {
   network_only = false;
-  if (source.file.empty()) return load_scenario(source);
-  std::ifstream in(source.file);
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (source.file.empty() || !source.builtin.empty()) return load_scenario(source);  // and its errors
+  // Read as every scenario file is: a fifo or /dev/zero is refused, not waited on.
+  const nlohmann::json doc = nlohmann::json::parse(read_scenario_text(source.file), nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || doc.contains("model") || !doc.contains("network"))
     return load_scenario(source);  // and its errors, with line and column for bad JSON
   nlohmann::json full = nlohmann::json::parse(builtin_scenario_text("default"));
@@ -134,6 +133,7 @@ void add_bench_comm_command(CLI::App& app) {
     for (int node : args->pair)
       if (node < 0 || node >= scenario.network.nodes || args->pair[0] == args->pair[1])
         throw InputError("--pair", "need two different nodes in 0.." + std::to_string(scenario.network.nodes - 1));
+    if (flags_only()) return;  // checked: nothing simulated
     std::vector<int> ranks(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) ranks[static_cast<size_t>(i)] = i;
     auto rows = sim::run_comm_bench(scenario.network, ranks, sizes_bytes, collectives);

@@ -77,6 +77,7 @@ void run_transport_bench(const TransportBenchArgs& args, const std::function<int
     if (p > max_threads_here())
       throw InputError("--ranks", "the scenario's " + std::to_string(p) + " ranks are more in-process threads than 4 x "
                                   "this machine's cores (" + std::to_string(max_threads_here()) + "): give --ranks N");
+    if (flags_only()) return;  // checked: no threads started
     std::cout << "# transport in-process: " << p
               << " ranks as threads of one process, free-running (no baton); float32; time: the slowest rank's mean\n";
     comm::InProcessWorld world(p, /*baton=*/false);
@@ -88,6 +89,7 @@ void run_transport_bench(const TransportBenchArgs& args, const std::function<int
     if (!comm::launched_by_mpirun())
       throw InputError("--transport", args.transport + ": start it with mpirun -np P lowband bench-comm --transport " +
                                           args.transport);
+    if (flags_only()) return;  // the rest needs the MPI world
     comm::MpiSession session;
     {
       const std::unique_ptr<comm::Communicator> world = rank_world(args.transport);

@@ -59,6 +59,7 @@ void check_steps_flag(const EstimateArgs& a, const Scenario& scenario) {
 
 void single_point(const EstimateArgs& a, const Scenario& scenario) {
   check_steps_flag(a, scenario);
+  if (flags_only()) return;  // checked: no estimate, nothing written
   const Estimate result = estimate(scenario);  // picks the layout as make_trainer does
   nlohmann::json json = to_json(result);
   json["scenario"] = scenario.name;
@@ -104,6 +105,7 @@ void run_estimate(EstimateArgs a) {
     check_plot_target(a.plot);
   }
   check_steps_flag(a, plan.points.front().scenario);
+  if (flags_only()) return;
   const EstimateGrid grid = estimate_grid(plan);
   const nlohmann::json json = grid_json(grid);
   if (a.json)

@@ -51,6 +51,7 @@ void add_plot_command(CLI::App& app) {
     const double target = args->target_loss ? *args->target_loss : report::default_target_loss(loaded.runs);
     const std::string origin = args->target_loss ? "--target-loss" : "highest final loss among the runs";
     const auto figures = report::build_figures(loaded.runs, target, origin);
+    if (flags_only()) return;  // checked: no gnuplot, nothing written
     try {
       report::require_gnuplot();  // before anything is written
     } catch (const report::GnuplotError& e) {

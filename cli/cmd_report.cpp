@@ -40,6 +40,7 @@ void add_report_command(CLI::App& app) {
     for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
     const report::Report r = report::build_report(std::move(loaded), {args->target_loss, args->baseline});
     const std::string markdown = report::report_markdown(r);
+    if (flags_only()) return;  // checked: nothing printed or written
     if (args->out.empty()) {
       std::cout << markdown;
       return;

@@ -143,15 +143,17 @@ void add_run_command(CLI::App& app) {
     if (resume && !args->also_time_on.empty())
       throw InputError("--also-time-on", "not with --resume: the checkpoint remembers the run's timing targets");
     options.also_timed_on = retime_targets(*args);
+    const bool under_mpirun = comm::launched_by_mpirun();
+    if (!under_mpirun && cmd->count("--transport"))
+      throw InputError("--transport", "only under mpirun: mpirun -np P lowband run --transport " + args->transport);
+    if (flags_only()) return;  // checked: no MPI session, no training, nothing written
     // Under mpirun: one context-parallel rank per process; rank 0 writes and prints.
     std::optional<comm::MpiSession> mpi;
     std::unique_ptr<comm::Communicator> world;
-    if (comm::launched_by_mpirun()) {
+    if (under_mpirun) {
       mpi.emplace();
       world = rank_world(args->transport);
       options.comm = world.get();
-    } else if (cmd->count("--transport")) {
-      throw InputError("--transport", "only under mpirun: mpirun -np P lowband run --transport " + args->transport);
     }
     const bool quiet = world && world->rank() != 0;
     if (quiet) options.log = nullptr, options.warnings = nullptr;

@@ -46,6 +46,7 @@ void run_docs(const DocsArgs& a) {
     throw InputError(readme.string(), e.what());
   }
   const std::string schema_new = fields::json_schema_text();
+  if (flags_only()) return;  // --root's files read: nothing compared or written
   std::string stale;
   for (const auto& [path, now, fresh] : {std::tuple{readme, readme_now, readme_new},
                                          std::tuple{schema, std::filesystem::exists(schema) ? read_file(schema) : "",

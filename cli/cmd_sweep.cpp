@@ -86,6 +86,7 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw InputError("--out", out + " is not a directory");
   if (fs::is_directory(out, ec) && !train::empty_but_lock(out) && !fs::exists(fs::path(out) / "index.json", ec))
     throw InputError("--out", out + " exists and is not a sweep directory (no index.json): give a new or empty one");
+  if (flags_only()) return;  // checked: no worker started, nothing written
 
   sweep::SweepOptions options;
   options.out_dir = out;
@@ -131,6 +132,7 @@ void add_sweep_command(CLI::App& app) {
   worker->add_option("GROUP_FILE", *group_file)->required();
   worker->add_option("--parent-pid", *parent_pid, "the sweep that started this worker: it dies with it");
   worker->callback([group_file, parent_pid] {
+    if (flags_only()) return;  // its one argument is a file the sweep wrote: nothing to check
     if (*parent_pid > 0) sweep::die_with_parent(*parent_pid);
     const int status = sweep::run_group_worker(*group_file);
     if (status != 0) throw CommandFailed("sweep worker: the training failed (" + sweep::result_path(*group_file) + ")", status);

@@ -43,13 +43,13 @@ void add_tokenize_command(CLI::App& app) {
       throw InputError(args->input, std::filesystem::exists(args->input, ec) ? "not a regular file" : "no such file");
     std::ifstream in(args->input, std::ios::binary);
     if (!in) throw InputError(args->input, "cannot open text file");
-    std::ostringstream text;
-    text << in.rdbuf();
-
     data::Gpt2Files files;
     if (args->tokenizer == "gpt2")
       files = data::find_gpt2_files(args->input, args->gpt2_dir, args->gpt2_dir.empty() ? "--tokenizer" : "--gpt2-dir");
     const auto tokenizer = data::make_tokenizer(args->tokenizer, files, "--tokenizer");
+    if (flags_only()) return;  // checked: the text is not read, nothing written
+    std::ostringstream text;
+    text << in.rdbuf();
 
     // Timed: the encoding alone, not reading the file or loading the vocabulary.
     const auto start = std::chrono::steady_clock::now();

@@ -53,6 +53,14 @@ struct ScenarioText {
 };
 ScenarioText scenario_text(const ScenarioSource& source);
 
+// Every subcommand above on `app`, one required: the app main parses (and the CLI
+// fuzz target, tests/fuzz/fuzz_cli_flags.cpp).
+void add_all_commands(CLI::App& app);
+// Flags only: each command checks its flags (and the scenario they name) as usual,
+// then returns before any work or write. For the CLI fuzz target; off in lowband.
+void set_flags_only(bool on);
+bool flags_only();
+
 void add_validate_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
 void add_bench_comm_command(CLI::App& app);

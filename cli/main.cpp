@@ -17,16 +17,7 @@ int main(int argc, char** argv) {
   lowband::kernels::limit_omp_spinning_by_default(argv);
   CLI::App app{"lowband: how fast does a model converge, in wall-clock time, when it is trained\n"
                "across machines joined by slow links, with and without compression?"};
-  app.require_subcommand(1);
-  lowband::cli::add_validate_command(app);
-  lowband::cli::add_estimate_command(app);
-  lowband::cli::add_bench_comm_command(app);
-  lowband::cli::add_tokenize_command(app);
-  lowband::cli::add_run_command(app);
-  lowband::cli::add_sweep_command(app);
-  lowband::cli::add_plot_command(app);
-  lowband::cli::add_report_command(app);
-  lowband::cli::add_scenario_docs_command(app);
+  lowband::cli::add_all_commands(app);
   try {
     lowband::cli::check_no_empty_argument(argc, argv);
     lowband::cli::check_omp_num_threads_env();

@@ -3,8 +3,10 @@
 # ASan and UBSan into build-fuzz/, then runs each for RUNS inputs (default 4000,
 # seconds): the scenario loader and --set parsing seeded with scenarios/, the
 # grid flags of sweep and estimate (axes, sweep sections) from the same seeds, the
-# checkpoint and .u16 readers from a few seeds. A crash, leak, hang (10 s) or an
-# error other than InputError fails it, leaving the input in build-fuzz/crashes/.
+# checkpoint and .u16 readers from a few seeds, and every subcommand's flags
+# (fuzz_cli_flags: an argv, checked and not run) from a few command lines. A crash,
+# leak, hang (10 s) or an error other than InputError (or, for the command line,
+# CLI11's parse errors) fails it, leaving the input in build-fuzz/crashes/.
 # A long local run: RUNS=1000000 scripts/fuzz-smoke.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,11 +15,12 @@ build="$root/build-fuzz"
 "$root/scripts/install-deps.sh" --fuzz
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOWBAND_CUDA=OFF -DLOWBAND_FUZZ=ON \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_scenario fuzz_checkpoint fuzz_sweep_grid >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_scenario fuzz_checkpoint fuzz_sweep_grid \
+  fuzz_cli_flags >/dev/null
 
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-mkdir -p "$corpus/scenario" "$corpus/checkpoint" "$corpus/sweep_grid" "$build/crashes"
+mkdir -p "$corpus/scenario" "$corpus/checkpoint" "$corpus/sweep_grid" "$corpus/cli_flags" "$build/crashes"
 find "$root/scenarios" -name '*.json' -exec cp {} "$corpus/scenario/" \;
 printf '0network.bandwidth=1Gbps\n' | tr 0 '\0' >"$corpus/scenario/set-only"
 cp "$corpus/scenario/"* "$corpus/sweep_grid/"
@@ -26,8 +29,22 @@ printf '{"sweep": {"training.seed": [1, 2]}}\000network.bandwidth=80Mbps,1Gbps\n
 printf '\001LBCKPT\r\n\002\0\0\0\0\0\0\0' >"$corpus/checkpoint/header"
 printf '\002LBCKPT\r\n\002\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' >"$corpus/checkpoint/fixed-header"
 printf '\000\001\000\377\377' >"$corpus/checkpoint/tokens"
+# Command lines: one argument per NUL-separated piece.
+printf 'estimate\000--builtin\000default\000--set\000network.bandwidth=1Gbps' >"$corpus/cli_flags/estimate"
+printf 'estimate\000--set\000network.bandwidth=80Mbps,1Gbps\000--plot\000x.svg' >"$corpus/cli_flags/estimate-grid"
+printf 'run\000--builtin\000default\000--threads\0005' >"$corpus/cli_flags/run"
+printf 'run\000--resume\000dir\000--steps\00010' >"$corpus/cli_flags/run-resume"
+printf 'sweep\000--builtin\000default\000--set\000training.seed=1,2\000--jobs\0002\000--dry-run' \
+  >"$corpus/cli_flags/sweep"
+printf 'report\000dir\000--target-loss\000-1' >"$corpus/cli_flags/report"
+printf 'bench-comm\000--transport\000in-process\000--ranks\0002048' >"$corpus/cli_flags/bench-comm"
+printf 'bench-comm\000--builtin\000default\000--sizes\0001KB,0B\000--pair\0000,1' >"$corpus/cli_flags/bench-comm-sim"
+printf 'plot\000x\000--format\000png,gif' >"$corpus/cli_flags/plot"
+printf 'tokenize\000in.txt\000--tokenizer\000byte\000--out\000out.u16' >"$corpus/cli_flags/tokenize"
+printf 'validate\000--builtin\000nope' >"$corpus/cli_flags/validate"
+printf 'scenario-docs\000--root\000.' >"$corpus/cli_flags/scenario-docs"
 
-for target in scenario checkpoint sweep_grid; do
+for target in scenario checkpoint sweep_grid cli_flags; do
   log="$build/crashes/fuzz_$target.log"
   if ! (cd "$build/crashes" && "$build/fuzz_$target" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
           -print_final_stats=1 "$corpus/$target" >"$log" 2>&1); then

@@ -4,6 +4,7 @@
 // refuse a scenario the same way, so each is tried where it is cheap.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -182,15 +183,17 @@ TEST_F(BadInputCli, RunAndSweepStepsAreTheSameSteps) {
 }
 
 // A path that is a symlink loop was an internal error (exit 1) where a command
-// asked the file system about it: now exit 2 naming it.
+// asked the file system about it: now exit 2 naming it. So is a name too long
+// for the file system (fuzz_cli_flags accepts both as main reports them).
 TEST_F(BadInputCli, ASymlinkLoopIsBadInputNamingThePath) {
-  const fs::path loop = dir_ / "loop";
+  const fs::path loop = dir_ / "loop", too_long = dir_ / std::string(300, 'a');
   fs::create_symlink(loop, loop);
-  for (const std::string command : {"validate", "report", "plot", "run --resume", "sweep --resume"}) {
-    const auto r = run(command + " " + loop.string());
-    expect_bad_input(r, {loop.string()});
-    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << command << ": " << r.err;
-  }
+  for (const fs::path& path : {loop, too_long})
+    for (const std::string command : {"validate", "report", "plot", "run --resume", "sweep --resume"}) {
+      const auto r = run(command + " " + path.string());
+      expect_bad_input(r, {path.string()});
+      EXPECT_EQ(r.err.find("internal error"), std::string::npos) << command << ": " << r.err;
+    }
   expect_bad_input(run("run --builtin default --steps 1 --set training.data=" + loop.string() + " --out " +
                        (dir_ / "out").string()),
                    {"training.data", loop.string()});
@@ -261,6 +264,25 @@ TEST_F(BadInputCli, EmptyFlagValuesAreRefused) {
                                   " run --builtin default --steps 1 --out '' >/dev/null 2>&1").c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2);
   EXPECT_TRUE(fs::is_empty(here));
+}
+
+// A scenario path that is no regular file is refused by name, unread: a fifo would
+// wait for a writer forever (bench-comm opened its file before asking), /dev/zero never ends.
+TEST_F(BadInputCli, AScenarioThatIsNotARegularFileIsRefusedUnread) {
+  const fs::path fifo = dir_ / "fifo", out = dir_ / "out";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::string> commands = {"validate", "estimate", "sweep --dry-run", "bench-comm",
+                                             "run --steps 1 --out " + out.string()};
+  for (const std::string& path : {std::string("/dev/zero"), fifo.string(), dir_.string()})
+    for (const std::string& command : commands) expect_bad_input(run(command + " " + path), {path, "not a regular file"});
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// bench-comm read a network-only file and dropped --builtin without a word.
+TEST_F(BadInputCli, BenchCommTakesAFileOrABuiltinNotBoth) {
+  const fs::path net = write("net.json", R"({"network": {"model": "tcp", "topology": "star", "nodes": 3,
+      "bandwidth": "1Gbps", "latency": "1ms"}})");
+  expect_bad_input(run("bench-comm " + net.string() + " --builtin default"), {"--builtin", "not both"});
 }
 
 }  // namespace
