@@ -58,7 +58,8 @@ for label, scenario in SETTINGS:
                 sets += ["network.restart=" + json.dumps(RESTART, separators=(",", ":")),
                          "training.checkpoint_every=%d" % every]
             c = est(LB, scenario, *sets)["changing_network"]
-            restarts = "; %d restarts, checkpoint every %d steps" % (c["restarts"], every) if "restarts" in c else ""
+            restarts = "; %d restart%s, checkpoint every %d steps" % (
+                c["restarts"], "" if c["restarts"] == 1 else "s", every) if "restarts" in c else ""
             cells.append("%s (+%s, +%.1f %%; slowest step %s s%s)" % (
                 hours(c["total_seconds"]), hours(c["lost_seconds"]),
                 100 * c["lost_seconds"] / c["nominal_total_seconds"], sec(c["slowest_step_seconds"]), restarts))
