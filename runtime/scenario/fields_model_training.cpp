@@ -77,11 +77,9 @@ Section training_section() {
       {"model.vocab=50257"},  // tokenizer gpt2 needs it
       {integer("steps", t, &TrainingConfig::steps, 1, kMaxInt, {"`100`", "optimiser steps", "3"}),
        integer("batch_size", t, &TrainingConfig::batch_size, 1, kMaxInt, {"`1`", "sequences per step", "2", {}, "sequences"}),
-       // Past 10 no optimiser here trains (AdamW's step is lr-sized): a typo, refused.
-       number("lr", t, &TrainingConfig::lr, Bounds{0, 10, true, false}, {"`3e-4`", "peak learning rate", "0.02"}),
+       number("lr", t, &TrainingConfig::lr, Bounds::above(0), {"`3e-4`", "peak learning rate", "0.02"}),
        integer("lr_warmup_steps", t, &TrainingConfig::lr_warmup_steps, 0, kMaxInt, {"`0`", "linear warm-up", "5", {}, "steps"}),
-       // AdamW shrinks weights by lr·weight_decay a step: past 10 that is a typo too.
-       number("weight_decay", t, &TrainingConfig::weight_decay, Bounds::closed(0, 10), {"`0.01`", "AdamW", "0.1"}),
+       number("weight_decay", t, &TrainingConfig::weight_decay, Bounds::at_least(0), {"`0.01`", "AdamW", "0.1"}),
        number("grad_clip", t, &TrainingConfig::grad_clip, Bounds::at_least(0), {"`1.0`", "global norm (0: off)", "0.5"}),
        seed,
        data,

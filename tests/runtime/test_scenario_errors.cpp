@@ -123,12 +123,7 @@ TEST(ScenarioErrors, WrongTypeNamesPathAndExpectation) {
                   "network.topology: expected \"star\" or \"full_mesh\" or \"clusters\" or \"explicit\", got");
   d = base();
   d["training"]["lr"] = 0;
-  EXPECT_CONTAINS(error_of(d), "training.lr: expected a number in (0, 10], got 0");
-  d["training"]["lr"] = 1e300;  // no optimiser trains at that rate: a typo
-  EXPECT_CONTAINS(error_of(d), "training.lr: expected a number in (0, 10], got 1e+300");
-  d = base();
-  d["training"]["weight_decay"] = 1e9;
-  EXPECT_CONTAINS(error_of(d), "training.weight_decay: expected a number in [0, 10], got 1000000000");
+  EXPECT_CONTAINS(error_of(d), "training.lr: expected a number > 0, got 0");
   EXPECT_CONTAINS(error_of(json::array()), "top level: expected an object, got an array");
 }
 
