@@ -184,7 +184,11 @@ void add_run_command(CLI::App& app) {
     if (r.final_val_loss) out << ", validation loss " << *r.final_val_loss;
     out << "; simulated " << r.sim_total_seconds << " s";
     if (r.summary.contains("sim_lost_seconds"))  // network.dynamics
-      out << " (" << r.summary["sim_lost_seconds"].get<double>() << " s beyond the nominal network)";
+      out << " (" << r.summary["sim_lost_seconds"].get<double>() << " s beyond the nominal network"
+          << (r.summary.contains("sim_restarts")  // network.restart
+                  ? ", " + std::to_string(r.summary["sim_restarts"].get<int>()) + " restarts from a checkpoint"
+                  : std::string())
+          << ")";
     out << "; harness overhead "
               << 100.0 * r.harness_overhead_fraction << " % of step time\n";
   });

@@ -123,6 +123,9 @@ std::string describe(const NetworkSpec& network) {
     for (size_t i = 0; i < quantities.size(); ++i) out += (i ? ", " : "") + quantities[i];
     out += ")";
   }
+  if (network.restart)
+    out += ", restart after a " + format_latency(network.restart->stall_timeout_seconds) + " stall (relaunch " +
+           format_latency(network.restart->relaunch_seconds) + ")";
   return out;
 }
 

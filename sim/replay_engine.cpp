@@ -491,16 +491,16 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
     current = nullptr;
     if (dynamics) dynamics->stop();  // an empty graph never finished a task
     if (run.finished_count() != graphs[g]->size()) run.abandon();
-    if (run.gave_up() && !dynamics->changes_later())  // restarting would stall again, for ever
-      throw InputError("network.dynamics", "step " + std::to_string(g + 1) + " of this replay waits for a link or node " +
-                                               "that is down and never comes back up");
+    auto never_up = [g] {
+      return InputError("network.dynamics", "step " + std::to_string(g + 1) + " of this replay waits for a link or " +
+                                                "node that is down and never comes back up");
+    };
+    if (run.gave_up() && !dynamics->changes_later()) throw never_up();  // restarting would stall again, for ever
     if (run.gave_up()) {  // the run restarts from a checkpoint: the graphs after this one do not run now
       times.resize(g + 1);
       break;
     }
-    if (run.finished_count() != graphs[g]->size() && dynamics)
-      throw InputError("network.dynamics", "step " + std::to_string(g + 1) + " of this replay waits for a link or node " +
-                                               "that is down and never comes back up");
+    if (run.finished_count() != graphs[g]->size() && dynamics) throw never_up();
     if (run.finished_count() != graphs[g]->size())
       throw std::runtime_error("sim::replay: " +
                                std::to_string(graphs[g]->size() - run.finished_count()) +

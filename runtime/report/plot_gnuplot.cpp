@@ -74,9 +74,14 @@ std::string plot_command(const Figure& f) {
            quoted(kPalette[s.color % kPaletteSize]) + " dt " + std::to_string(1 + s.color / kPaletteSize % 5) +
            " title " + quoted(s.title);
   }
-  if (!f.bands_title.empty())
-    cmd += ", \\\n     keyentry with boxes fillstyle transparent solid 0.3 noborder lc rgb \"#7F7F7F\" title " +
-           quoted(f.bands_title);
+  if (!f.bands_title.empty()) {
+    // The key's sample as the bands look: one run's colour, or grey where the runs' colours differ.
+    const bool one_colour = std::all_of(f.bands.begin(), f.bands.end(),
+                                        [&](const Band& b) { return b.color == f.bands.front().color; });
+    const std::string colour = one_colour && !f.bands.empty() ? kPalette[f.bands.front().color % kPaletteSize] : "#7F7F7F";
+    cmd += ", \\\n     keyentry with boxes fillstyle transparent solid 0.15 noborder lc rgb " + quoted(colour) +
+           " title " + quoted(f.bands_title);
+  }
   return cmd;
 }
 

@@ -147,7 +147,8 @@ std::string report_markdown(const Report& r) {
   for (const ReportRow& row : r.rows) any_lost = any_lost || row.lost_seconds.has_value();
   if (any_lost)
     out << "- Time lost: over the whole run, simulated time beyond the same steps on the nominal network "
-           "(`network.dynamics`: links and nodes down, slower, or with less bandwidth); — on a constant network.\n";
+           "(`network.dynamics`: links and nodes down, slower, or with less bandwidth; under `network.restart` "
+           "also the restarts from a checkpoint); — on a constant network.\n";
   for (const std::string& note : r.notes) out << "- Note: " << note << "\n";
   out << "\n| run | bandwidth | compression | tokens/s | time to loss " << target
       << " | final val loss | val perplexity | bytes sent per step | K/V bytes saved (measured) | time to target ÷ baseline |"

@@ -120,13 +120,14 @@ Section network_section() {
                  "cluster pair's WAN link; neither: every link or node), one quantity and its trace, a factor of the "
                  "nominal value over the run's clock. `[]`: a constant network",
                  R"([{"bandwidth": {"daily": {"low": 0.5, "low_at": "20h"}}}])"}),
-       doc_only("restart", Kind::object, "`{\"stall_timeout\": duration ≥ 1s, \"relaunch\": duration}`",
+       tested_from(doc_only("restart", Kind::object, "`{\"stall_timeout\": duration ≥ 1s, \"relaunch\": duration}`",
                 {"absent: a step waits",
                  "what a run does when a node or link it needs is down (needs a `state` trace): a step stalled that "
                  "long without a break gives up (a collective's watchdog); the run relaunches (`relaunch`: start the "
                  "processes, load the checkpoint) and redoes the steps since its last checkpoint "
                  "(`training.checkpoint_every`). `summary.json` counts the restarts",
-                 R"({"stall_timeout": "10min", "relaunch": "2min"})"})}};
+                 R"({"stall_timeout": "10min", "relaunch": "2min"})"}),
+                   "", {R"(network.dynamics=[{"node": 1, "state": {"steps": [["10s", 0], ["20s", 1]]}}])"})}};
 }
 
 Section devices_section() {

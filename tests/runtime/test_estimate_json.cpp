@@ -187,5 +187,26 @@ TEST(EstimateChangingNetwork, APeriodicSyncRunsItsSyncStepEveryPeriod) {
   EXPECT_NEAR(e.changing_network->slowest_step_seconds, e.sync->sync_step_seconds, 1e-9);
 }
 
+TEST(EstimateChangingNetwork, RestartsRedoTheStepsSinceTheCheckpoint) {
+  Scenario s = layout(1, 1, 2, {"training.steps=20", "training.checkpoint_every=5"});
+  const double step = estimate(s).step_seconds;
+  // Node 1 down from the middle of step 8 for 10 steps' time.
+  sim::TraceSpec down;
+  down.points = {{7.5 * step, 0}, {17.5 * step, 1}};
+  s.network.dynamics = {{{sim::DynamicTarget::Kind::node, 1, -1}, sim::DynamicQuantity::state, down}};
+  const Estimate waits = estimate(s);
+  EXPECT_FALSE(to_json(waits).at("changing_network").contains("restarts"));
+  // A watchdog of 2 steps and a relaunch of 1: gives up at 9.5, 12.5, 15.5 (each
+  // relaunch stalls at once: node 1 computes first); relaunched at 16.5 it waits
+  // for 17.5 and then redoes steps 6 and 7 (a checkpoint after step 5), 8, and on.
+  s.network.restart = sim::RestartPolicy{2 * step, step};
+  const Estimate restarts = estimate(s);
+  ASSERT_TRUE(restarts.changing_network);
+  EXPECT_EQ(restarts.changing_network->restarts, 3);
+  EXPECT_EQ(to_json(restarts).at("changing_network").at("restarts"), 3);
+  EXPECT_NEAR(restarts.changing_network->total_seconds, (17.5 + 3 + 12) * step, 0.5 * step);
+  EXPECT_NEAR(waits.changing_network->total_seconds, 30 * step, 0.5 * step);
+}
+
 }  // namespace
 }  // namespace lowband

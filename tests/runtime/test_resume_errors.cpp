@@ -172,10 +172,11 @@ TEST_F(ResumeErrors, AbsurdTargetCountIsAnError) {
 TEST(CheckpointTotals, AbsurdListCountIsAnError) {
   const RunTotals empty;
   std::string bytes = encode_totals(empty);
-  // At the end: the K and V reconstruction errors' list counts (0), then curve.csv
-  // (its length, its bytes). Make the K count 2^32 lists that the bytes do not hold.
+  // The tail: the K and V reconstruction errors' list counts (0), curve.csv (its
+  // length, its bytes), then 24 bytes (the all-ranks sums' count, the time lost,
+  // the restarts). Make the K count 2^32 lists that the bytes do not hold.
   const uint64_t huge = uint64_t(1) << 32;
-  std::memcpy(bytes.data() + bytes.size() - empty.curve_csv.size() - 24, &huge, 8);
+  std::memcpy(bytes.data() + bytes.size() - 24 - empty.curve_csv.size() - 8 - 8 - 8, &huge, 8);
   EXPECT_THROW(decode_totals(bytes), binary::BinaryFormatError);
 }
 
@@ -211,7 +212,10 @@ TEST(CheckpointTotals, RoundTripBitForBit) {
   t.kv_recon_v = {{}, {0.5, 0.125}};
   t.diverged = true, t.message = "m";
   t.curve_csv += "1,2,3\n";
+  t.sim_lost_seconds = 0.7 / 3, t.sim_restarts = 5;
   const RunTotals back = decode_totals(encode_totals(t));
+  EXPECT_EQ(back.sim_lost_seconds, t.sim_lost_seconds);
+  EXPECT_EQ(back.sim_restarts, 5);
   EXPECT_EQ(back.header, t.header);
   EXPECT_EQ(back.steps_done, 3);
   EXPECT_EQ(back.sim_total_seconds, t.sim_total_seconds);

@@ -36,6 +36,9 @@ TEST(Network, DescriptionNamesTheDynamics) {
   star.dynamics.push_back(NetworkDynamic{{}, DynamicQuantity::bandwidth, {}});
   EXPECT_EQ(describe(star), "star, 2 nodes, 300 Mbps / 1 ms per access link (path latency 2 ms), model ideal, "
             "3 network.dynamics traces (bandwidth, state)");
+  star.restart = RestartPolicy{600, 90};
+  EXPECT_EQ(describe(star), "star, 2 nodes, 300 Mbps / 1 ms per access link (path latency 2 ms), model ideal, "
+            "3 network.dynamics traces (bandwidth, state), restart after a 600 s stall (relaunch 90 s)");
 }
 
 TEST(StepGraph, DependenciesMustBeEarlierTasks) {
