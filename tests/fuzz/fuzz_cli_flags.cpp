@@ -5,9 +5,10 @@
 // error but lowband::InputError, CLI11's parse errors, CommandFailed and a
 // filesystem_error naming its path (main's one line "PATH: reason", exit 2: a
 // symlink loop, a name too long) is a bug and stops the fuzzer, as do crashes,
-// leaks, hangs and a file written into the working directory. Each input runs in an empty scratch directory, so a relative
-// path names nothing; crash inputs are written where the fuzzer was started
-// (-artifact_prefix is set to it unless given). Seeds: scripts/fuzz-smoke.sh.
+// leaks, hangs and a file written into the working directory. Each input runs
+// in an empty scratch directory, so a relative path names nothing; crash inputs
+// are written where the fuzzer was started (-artifact_prefix is set to it unless
+// given). Seeds: scripts/fuzz-smoke.sh.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>

@@ -147,7 +147,9 @@ TEST_F(RunDynamics, ARestartPaysTheStepsSinceTheCheckpointAndResumesExactly) {
   for (size_t i = 0; i < restarts.size(); ++i) {
     const int here = restarts[i].at("sim_restarts").get<int>();
     total += here;
-    if (i != 5) EXPECT_EQ(here, 0) << "step " << i + 1;
+    if (i != 5) {
+      EXPECT_EQ(here, 0) << "step " << i + 1;
+    }
     EXPECT_EQ(restarts[i].at("train_loss"), nominal[i].at("train_loss"));  // time only, never numerics
   }
   // Each attempt from a relaunch stalls at once (the node is still down) and gives
