@@ -148,7 +148,7 @@ void add_run_command(CLI::App& app) {
     std::unique_ptr<comm::Communicator> world;
     if (comm::launched_by_mpirun()) {
       mpi.emplace();
-      world = rank_world(args->transport);
+      world = rank_world(args->transport, scenario.parallel.all_reduce);
       options.comm = world.get();
     } else if (cmd->count("--transport")) {
       throw InputError("--transport", "only under mpirun: mpirun -np P lowband run --transport " + args->transport);
