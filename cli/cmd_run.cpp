@@ -152,7 +152,7 @@ void add_run_command(CLI::App& app) {
     std::unique_ptr<comm::Communicator> world;
     if (under_mpirun) {
       mpi.emplace();
-      world = rank_world(args->transport);
+      world = rank_world(args->transport, scenario.parallel.all_reduce);
       options.comm = world.get();
     }
     const bool quiet = world && world->rank() != 0;

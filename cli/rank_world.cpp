@@ -10,7 +10,7 @@
 
 namespace lowband::cli {
 
-std::unique_ptr<comm::Communicator> rank_world(const std::string& transport) {
+std::unique_ptr<comm::Communicator> rank_world(const std::string& transport, sim::AllReduceAlgorithm all_reduce) {
   if (transport == "nccl") {
     std::unique_ptr<comm::NcclCommunicator> world;
     try {
@@ -23,7 +23,7 @@ std::unique_ptr<comm::Communicator> rank_world(const std::string& transport) {
   }
   if (const int gpus = kernels::cuda::device_count(); gpus > 0)
     kernels::set_default_cuda_device(comm::node_local_rank() % gpus);
-  return comm::mpi_world();
+  return comm::mpi_world(0, all_reduce);
 }
 
 }  // namespace lowband::cli

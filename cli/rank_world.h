@@ -4,6 +4,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "sim/collectives.h"
 
 namespace lowband::cli {
 
@@ -12,6 +13,8 @@ namespace lowband::cli {
 // else the node-local rank modulo the GPUs, so ranks on one node do not share a
 // GPU while others idle. No usable NCCL (no GPU, not built) is an InputError
 // naming --transport.
-std::unique_ptr<comm::Communicator> rank_world(const std::string& transport);
+// all_reduce: the MPI transport's algorithm (parallel.all_reduce); NCCL chooses its own.
+std::unique_ptr<comm::Communicator> rank_world(const std::string& transport,
+                                               sim::AllReduceAlgorithm all_reduce = sim::AllReduceAlgorithm::ring);
 
 }  // namespace lowband::cli

@@ -55,6 +55,8 @@ struct MpiCommunicator::Impl {
   int64_t max_elements = INT_MAX;
   std::deque<Send> sends;  // in flight, oldest first
   std::vector<uint8_t> ring_a, ring_b;  // reduce-scatter: the partial sums received, alternately
+  sim::AllReduceAlgorithm all_reduce = sim::AllReduceAlgorithm::ring;
+  std::vector<std::vector<uint8_t>> blocks;  // direct reduce-scatter: each rank's copy of this rank's segment
   std::vector<MPI_Request> requests;
 
   // Completes the sends that are done, without waiting.
@@ -131,6 +133,43 @@ struct MpiCommunicator::Impl {
     }
     // out may overlap in: written only now, from the partial of segment `rank`.
     if (mine > 0) std::memcpy(out, send, static_cast<size_t>(mine) * esize);
+  }
+
+  // Direct reduce-scatter (sim::direct_all_reduce's first half): every rank sends
+  // segment j to rank j at once; rank r sums the P copies of its segment in
+  // ring_sum_order(r, P), as the ring would have added them, so the same bits.
+  void direct_reduce_scatter(const uint8_t* in, void* out, const std::vector<int64_t>& counts, DType type) {
+    const size_t esize = dtype_bytes(type);
+    const std::vector<int64_t> offsets = offsets_of(counts);
+    const int64_t mine = counts[static_cast<size_t>(rank)];
+    blocks.resize(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) continue;
+      blocks[static_cast<size_t>(r)].resize(static_cast<size_t>(mine) * esize);
+      post_recv(blocks[static_cast<size_t>(r)].data(), mine, type, r);
+      post_send(in + offsets[static_cast<size_t>(r)] * esize, counts[static_cast<size_t>(r)], type, r);
+    }
+    wait_all("MPI_Waitall (direct reduce-scatter)");
+    std::vector<const void*> copies;
+    for (int r : ring_sum_order(rank, size))
+      copies.push_back(r == rank ? in + offsets[static_cast<size_t>(rank)] * esize : blocks[static_cast<size_t>(r)].data());
+    if (mine > 0) sum_in_order(copies, out, mine, type);
+  }
+
+  // Direct all-gather (its second half): every rank sends its segment to every
+  // other at once, each received straight into place.
+  void direct_all_gather(const void* in, uint8_t* out, const std::vector<int64_t>& counts, DType type) {
+    const size_t esize = dtype_bytes(type);
+    const std::vector<int64_t> offsets = offsets_of(counts);
+    uint8_t* own = out + offsets[static_cast<size_t>(rank)] * esize;
+    const int64_t mine = counts[static_cast<size_t>(rank)];
+    if (in != own && mine > 0) std::memmove(own, in, static_cast<size_t>(mine) * esize);
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) continue;
+      post_recv(out + offsets[static_cast<size_t>(r)] * esize, counts[static_cast<size_t>(r)], type, r);
+      post_send(own, mine, type, r);
+    }
+    wait_all("MPI_Waitall (direct all-gather)");
   }
 
   // Ring all-gather (ring_all_gather): in round k, rank r passes segment r-k to
@@ -250,11 +289,17 @@ void MpiCommunicator::all_reduce_sum(void* data, int64_t count, DType type, cons
   if (count < 0) throw std::logic_error("MPI comm: all_reduce_sum of a negative count");
   if (type == DType::u8) throw std::logic_error("MPI comm: no all_reduce_sum of u8");
   impl_->progress();
-  // A ring reduce-scatter into this rank's own segment, then a ring all-gather in place.
+  // A reduce-scatter into this rank's own segment, then an all-gather in place:
+  // ring or direct (parallel.all_reduce), the same sums either way.
   const std::vector<int64_t> counts = even_counts(count, impl_->size);
   const std::vector<int64_t> offsets = offsets_of(counts);
   auto* bytes = static_cast<uint8_t*>(data);
   uint8_t* mine = bytes + offsets[static_cast<size_t>(impl_->rank)] * dtype_bytes(type);
+  if (impl_->all_reduce == sim::AllReduceAlgorithm::direct && impl_->size > 1) {
+    impl_->direct_reduce_scatter(bytes, mine, counts, type);
+    impl_->direct_all_gather(mine, bytes, counts, type);
+    return;
+  }
   impl_->ring_reduce_scatter(bytes, mine, counts, type);
   impl_->ring_all_gather(mine, bytes, counts, type);
 }
@@ -295,17 +340,19 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color) {
   impl_->progress();
   auto impl = std::make_unique<Impl>();
   impl->max_elements = impl_->max_elements;
+  impl->all_reduce = impl_->all_reduce;
   check(MPI_Comm_split(impl_->comm, color < 0 ? MPI_UNDEFINED : color, impl_->rank, &impl->comm), "MPI_Comm_split");
   if (impl->comm == MPI_COMM_NULL) return nullptr;
   return std::make_unique<MpiCommunicator>(std::move(impl));
 }
 
-std::unique_ptr<MpiCommunicator> mpi_world(int64_t max_elements_per_call) {
+std::unique_ptr<MpiCommunicator> mpi_world(int64_t max_elements_per_call, sim::AllReduceAlgorithm all_reduce) {
   int initialized = 0;
   check(MPI_Initialized(&initialized), "MPI_Initialized");
   if (!initialized) throw std::logic_error("MPI comm: mpi_world() needs an MpiSession");
   auto impl = std::make_unique<MpiCommunicator::Impl>();
   if (max_elements_per_call > 0) impl->max_elements = std::min<int64_t>(max_elements_per_call, INT_MAX);
+  impl->all_reduce = all_reduce;
   check(MPI_Comm_dup(MPI_COMM_WORLD, &impl->comm), "MPI_Comm_dup");
   return std::make_unique<MpiCommunicator>(std::move(impl));
 }

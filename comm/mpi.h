@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "comm/communicator.h"
+#include "sim/collectives.h"
 
 namespace lowband::comm {
 
@@ -74,7 +75,9 @@ class MpiCommunicator final : public Communicator {
 // A communicator over all of mpirun's processes (a duplicate of MPI_COMM_WORLD);
 // needs an MpiSession. max_elements_per_call: the most elements one MPI call
 // moves (<= 0: what an int count holds); small values only exercise the
-// several-calls path in tests.
-std::unique_ptr<MpiCommunicator> mpi_world(int64_t max_elements_per_call = 0);
+// several-calls path in tests. all_reduce: how all_reduce_sum moves its bytes
+// (parallel.all_reduce; its splits inherit it): the same sums either way.
+std::unique_ptr<MpiCommunicator> mpi_world(int64_t max_elements_per_call = 0,
+                                           sim::AllReduceAlgorithm all_reduce = sim::AllReduceAlgorithm::ring);
 
 }  // namespace lowband::comm

@@ -299,7 +299,7 @@ struct MessageKeyHash {
 
 }  // namespace
 
-sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
+sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs, sim::AllReduceAlgorithm all_reduce) {
   const int P = int(logs.size());
   bool relay = false;  // the relay, when an all-gather goes through it, is graph rank P
   for (const RankLog* log : logs)
@@ -380,7 +380,7 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs) {
           if (members.size() == 1) {
             done = {g.add_compute(members[0], 0.0, after[0], kind_tag)};
           } else if (e.type == EventType::all_reduce) {
-            done = sim::ring_all_reduce(g, members, S, after, kind_tag);
+            done = sim::all_reduce(g, all_reduce, members, S, after, kind_tag);
           } else if (e.type == EventType::all_gather) {
             done = (e.flags & RankLog::kRelay) ? sim::relay_all_gather(g, members, P, S, after, kind_tag)
                                                : sim::ring_all_gather(g, members, S, after, kind_tag);

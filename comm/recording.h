@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "sim/collectives.h"
 #include "sim/step_graph.h"
 
 namespace lowband::comm {
@@ -174,6 +175,8 @@ class RecordingCommunicator final : public Communicator {
 // P ranks, or P + 1 when an all-gather went through the relay (rank P).
 // std::logic_error when the logs do not match (a recv with no send, a
 // collective some member never reached).
-sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs);
+// all_reduce: how every all-reduce's bytes move (parallel.all_reduce).
+sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs,
+                                   sim::AllReduceAlgorithm all_reduce = sim::AllReduceAlgorithm::ring);
 
 }  // namespace lowband::comm

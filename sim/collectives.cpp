@@ -23,6 +23,10 @@ const char* to_string(Collective collective) {
   return "?";
 }
 
+const char* to_string(AllReduceAlgorithm algorithm) {
+  return algorithm == AllReduceAlgorithm::direct ? "direct" : "ring";
+}
+
 namespace {
 
 void check_args(const char* what, const std::vector<int>& ranks, double total_bytes, const RankDeps& after) {
@@ -103,6 +107,23 @@ std::vector<TaskId> all_to_all(StepGraph& graph, const std::vector<int>& ranks, 
   return joins;
 }
 
+std::vector<TaskId> direct_all_reduce(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
+                                      const RankDeps& after, const std::string& kind_tag) {
+  check_args("direct_all_reduce", ranks, total_bytes, after);
+  // Each rank's join of the first all-to-all waits for every block it receives:
+  // the sum of its block is then complete, and its second all-to-all sends it.
+  const std::vector<TaskId> reduced = all_to_all(graph, ranks, total_bytes, after, kind_tag);
+  RankDeps then;
+  for (TaskId id : reduced) then.push_back({id});
+  return all_to_all(graph, ranks, total_bytes, then, kind_tag);
+}
+
+std::vector<TaskId> all_reduce(StepGraph& graph, AllReduceAlgorithm algorithm, const std::vector<int>& ranks,
+                               double total_bytes, const RankDeps& after, const std::string& kind_tag) {
+  return algorithm == AllReduceAlgorithm::direct ? direct_all_reduce(graph, ranks, total_bytes, after, kind_tag)
+                                                 : ring_all_reduce(graph, ranks, total_bytes, after, kind_tag);
+}
+
 std::vector<TaskId> point_to_point(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
                                    const RankDeps& after, const std::string& kind_tag) {
   check_args("point_to_point", ranks, total_bytes, after);
@@ -180,6 +201,11 @@ double all_to_all_seconds(int p, double total_bytes, double bandwidth_bytes_per_
                           int flows_per_link) {
   if (p == 1) return 0;
   return latency_s + flows_per_link * total_bytes / (p * bandwidth_bytes_per_s);
+}
+
+double direct_all_reduce_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s,
+                                 int flows_per_link) {
+  return 2 * all_to_all_seconds(p, total_bytes, bandwidth_bytes_per_s, latency_s, flows_per_link);
 }
 
 double point_to_point_seconds(double total_bytes, double bandwidth_bytes_per_s, double latency_s) {

@@ -6,7 +6,10 @@
 //  all-gather:      each of the p ranks owns S/p and ends with all S.
 //  reduce-scatter:  each rank holds S and ends with its reduced S/p.
 //  all-reduce:      each rank holds S and ends with the reduced S
-//                   (ring reduce-scatter, then ring all-gather).
+//                   (ring reduce-scatter, then ring all-gather; or direct: every
+//                   rank sends block j of S/p to rank j at once, and rank j, once
+//                   it holds every block j, sends the sum to every rank at once —
+//                   two all-to-alls: 2 latencies instead of 2(p-1), the same bytes).
 //  all-to-all:      each rank holds S in p blocks of S/p; block j goes to rank j
 //                   (direct: all p-1 sends start at once).
 //  point-to-point:  ranks[0] sends S to ranks[1].
@@ -33,6 +36,11 @@ namespace lowband::sim {
 
 enum class Collective { all_gather, reduce_scatter, all_reduce, all_to_all, p2p, incast };
 const char* to_string(Collective collective);
+// How an all-reduce moves its bytes (parallel.all_reduce): the same bytes per rank
+// either way; ring takes 2(p-1) latencies on one link per rank, direct 2 latencies
+// on every link at once. Both sum each element in ring order (comm/communicator.h).
+enum class AllReduceAlgorithm { ring, direct };
+const char* to_string(AllReduceAlgorithm algorithm);
 using RankDeps = std::vector<std::vector<TaskId>>;
 
 std::vector<TaskId> ring_all_gather(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
@@ -43,6 +51,10 @@ std::vector<TaskId> ring_all_reduce(StepGraph& graph, const std::vector<int>& ra
                                     const RankDeps& after, const std::string& kind_tag);
 std::vector<TaskId> all_to_all(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
                                const RankDeps& after, const std::string& kind_tag);
+std::vector<TaskId> direct_all_reduce(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
+                                      const RankDeps& after, const std::string& kind_tag);
+std::vector<TaskId> all_reduce(StepGraph& graph, AllReduceAlgorithm algorithm, const std::vector<int>& ranks,
+                               double total_bytes, const RankDeps& after, const std::string& kind_tag);
 // ranks must hold exactly two ranks: the source, then the destination.
 std::vector<TaskId> point_to_point(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
                                    const RankDeps& after, const std::string& kind_tag);
@@ -61,6 +73,8 @@ std::vector<TaskId> append_collective(StepGraph& graph, Collective collective, c
 //   ring all-gather, ring reduce-scatter:  (p-1) * (S/(p*B) + L)
 //   ring all-reduce:                       2 (p-1) * (S/(p*B) + L)
 //   all-to-all, flows_per_link flows sharing each link:  L + flows_per_link * S/(p*B)
+//   direct all-reduce, the same:           2 (L + flows_per_link * S/(p*B))
+//     (a star: p-1 flows share each access link; a full mesh: one each)
 //   point-to-point:                        L + S/B
 //   incast, flows_per_link senders sharing the receiver's link:  L + flows_per_link * S/B
 double ring_all_gather_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s);
@@ -68,6 +82,8 @@ double ring_reduce_scatter_seconds(int p, double total_bytes, double bandwidth_b
 double ring_all_reduce_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s);
 double all_to_all_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s,
                           int flows_per_link);
+double direct_all_reduce_seconds(int p, double total_bytes, double bandwidth_bytes_per_s, double latency_s,
+                                 int flows_per_link);
 double point_to_point_seconds(double total_bytes, double bandwidth_bytes_per_s, double latency_s);
 // Relay all-gather on a star, every rank's access link uploading at U and
 // downloading at D, the relay's link taking in at relay_in and sending at

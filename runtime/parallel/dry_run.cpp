@@ -89,7 +89,7 @@ sim::StepGraph dry_context_step(const Scenario& s, int step) {
   for (int c = 0; c < C; ++c) dry_context_rank(s, c, step, replica, logs[size_t(c)]);  // one at a time
   std::vector<const comm::RankLog*> views;
   for (const comm::RankLog& log : logs) views.push_back(&log);
-  sim::StepGraph graph = comm::assemble_step_graph(views);
+  sim::StepGraph graph = comm::assemble_step_graph(views, s.parallel.all_reduce);
   if (!s.parallel.placement.empty()) graph = place_on_nodes(graph, Layout(s.parallel));
   return graph;
 }

@@ -72,7 +72,7 @@ sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
   if (!external_) {
     std::vector<const comm::RankLog*> logs;
     for (const auto& log : logs_) logs.push_back(&log);
-    return on_nodes(comm::assemble_step_graph(logs));
+    return on_nodes(comm::assemble_step_graph(logs, scenario.parallel.all_reduce));
   }
   const std::vector<std::string> blobs = all_gather_strings(*external_, logs_[0].serialize());
   if (external_->rank() != 0) return sim::StepGraph(ranks_);
@@ -80,7 +80,7 @@ sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
   for (const auto& b : blobs) logs.push_back(comm::RankLog::deserialize(b));
   std::vector<const comm::RankLog*> ptrs;
   for (const auto& log : logs) ptrs.push_back(&log);
-  return on_nodes(comm::assemble_step_graph(ptrs));
+  return on_nodes(comm::assemble_step_graph(ptrs, scenario.parallel.all_reduce));
 }
 
 RankWorld::StepBooks RankWorld::close_step(const Scenario& scenario, double local_kernel_seconds, bool record) {

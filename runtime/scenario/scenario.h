@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/collectives.h"
 #include "sim/device_profile.h"
 #include "sim/network.h"
 
@@ -89,6 +90,8 @@ struct ParallelConfig {
   CpSplit split = CpSplit::zigzag;
   CpExchange exchange = CpExchange::ring;
   bool overlap = true;  // overlap K/V transfers with attention on blocks already received
+  // How every all-reduce (gradient sync, loss) moves its bytes (sim/collectives.h).
+  sim::AllReduceAlgorithm all_reduce = sim::AllReduceAlgorithm::ring;
   // The network node of each rank (rank order: replica, stage, context rank);
   // empty: rank r on node r. runtime/parallel/layout.h reads it.
   std::vector<int> placement;

@@ -59,15 +59,6 @@ def kinds(r):  # the busiest link's bytes by kind, MB
                      if v >= 5e4)
 
 
-def direct(r, ring_members):
-    """Arithmetic, not a replay: the busiest link if grad_sync went directly to each of the
-    ring's other members (a direct all-reduce) instead of around the ring: (link seconds, tokens/s)."""
-    b = dict(r["busiest_link_bytes_by_kind"])
-    b["grad_sync"] = r["bytes_per_rank_per_step"]["grad_sync"] / (ring_members - 1)
-    t = sum(b.values()) / r["busiest_link_bandwidth_bytes_per_s"]
-    return t, r["tokens_per_step"] / max(t, r["compute_bound_seconds"])
-
-
 rows = []
 
 # 1. MoS, centralised 56K.
@@ -120,10 +111,12 @@ MP = dict((("%s/%s/%s" % (p["settings"]["compression.sync_every"], p["settings"]
 mp1, mp10, m4 = MP["1/300Mbps/10ms"], MP["10/300Mbps/10ms"], MP["10/4Gbps/1ms"]
 print("- shipped, %s: %s; K/V + dK/dV alone %.1f s" % (m["busiest_link"], kinds(m),
       (m["busiest_link_bytes_by_kind"]["kv"] + m["busiest_link_bytes_by_kind"]["dkv"]) / m["busiest_link_bandwidth_bytes_per_s"]))
-t, x = direct(mp1, 8)
-print("- per peer, sync every step, %s: %s (grad_sync %.2f s); with grad_sync sent directly to the 7 peers"
-      " (arithmetic) %.2f s, at most %s tokens/s" % (mp1["busiest_link"], kinds(mp1),
-      mp1["busiest_link_bytes_by_kind"]["grad_sync"] / mp1["busiest_link_bandwidth_bytes_per_s"], t, tokens(x)))
+DIRECT = "parallel.all_reduce=direct"  # grad_sync to every peer at once, not around the ring
+md1, md10 = est(MOS, *MESH, DIRECT), est(MOS, *MESH, "compression.sync_every=10", DIRECT)
+print("- per peer, sync every step, %s: %s (grad_sync %.2f s)" % (mp1["busiest_link"], kinds(mp1),
+      mp1["busiest_link_bytes_by_kind"]["grad_sync"] / mp1["busiest_link_bandwidth_bytes_per_s"]))
+show("full_mesh, all_gather, sync every step, parallel.all_reduce direct", md1)
+show("full_mesh, all_gather, sync every 10 steps, parallel.all_reduce direct", md10)
 mno = est(MOS, *MESH, "compression.sync_every=10", "parallel.overlap=false")
 print("- per peer, sync every 10 steps, 300 Mbps, 10 ms, parallel.overlap=false: %s tokens/s (step %s s, %.1f %% longer)"
       % (tokens(mno["tokens_per_s"]), sec(mno["step_seconds"]), 100 * (mno["step_seconds"] / mp10["step_seconds"] - 1)))
@@ -131,11 +124,14 @@ print("- per layer and direction, each peer link of the per-peer case carries %.
       % (mp10["bytes_per_rank_per_step"]["kv"] / 8 / 7 / 1e6))
 rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, MoS (K 98 %, V 95 %)", "55K",
              "%s (`mos-paper-mos-300mbps`: star, sync every step)" % tokens(m["tokens_per_s"]),
-             "star: ≤ %s: impossible; a link per peer: ≤ %s with the sync every step (impossible), ≤ %s with it every 10 steps (possible)"
-             % (tokens(m["max_tokens_per_s"]), tokens(mp1["max_tokens_per_s"]), tokens(mp10["max_tokens_per_s"])),
-             "not reached at 300 Mbps: best %s (a link per peer, all-gather, sync every 10 steps; %.2f× its bound); "
-             "%s at 4 Gbps per peer link and 1 ms" % (tokens(mp10["tokens_per_s"]), mp10["step_over_bound"],
-                                                     tokens(m4["tokens_per_s"])), command(*C3)))
+             "star: ≤ %s: impossible; a link per peer: ≤ %s with the sync every step ring all-reduced, ≤ %s direct "
+             "(impossible either way), ≤ %s with it every 10 steps (possible)"
+             % (tokens(m["max_tokens_per_s"]), tokens(mp1["max_tokens_per_s"]), tokens(md1["max_tokens_per_s"]),
+                tokens(mp10["max_tokens_per_s"])),
+             "not reached at 300 Mbps: best %s (a link per peer, all-gather, direct all-reduce, sync every 10 steps; "
+             "%.2f× its bound); %s at 4 Gbps per peer link and 1 ms" % (tokens(md10["tokens_per_s"]),
+                                                                       md10["step_over_bound"], tokens(m4["tokens_per_s"])),
+             command(*C3) + " (`--set parallel.all_reduce=direct` for the best)"))
 
 # 4. Figure 2: MoS on par with centralised in wall-clock time (600 steps, 100 warm-up steps).
 print("\n## 4. Figure 2, MoS on par with centralised in wall-clock time\n")
@@ -190,9 +186,8 @@ for p in g:
 f3p4 = at(g, network__bandwidth="4Gbps", network__latency="1ms")
 print("- star, %s: %s" % (f3m["busiest_link"], kinds(f3m)))
 gs = f3p["busiest_link_bytes_by_kind"]["grad_sync"]
-t, x = direct(f3p, 4)
-print("- per peer, with the stage's grad_sync sent directly to its 3 context peers (arithmetic): busiest link"
-      " %.1f s, at most %s tokens/s" % (t, tokens(x)))
+f3pd = est(F3M, *MESH, DIRECT)
+show("compressed, full_mesh, all_gather, 300Mbps, 10ms, parallel.all_reduce direct", f3pd)
 print("- per-peer busiest link (%s): grad_sync %.2f GB = %.1f s of its %.1f s; K/V + dK/dV %.2f GB"
       % (f3p["busiest_link"], gs / 1e9, gs / f3p["busiest_link_bandwidth_bytes_per_s"], f3p["busiest_link_seconds"],
          (f3p["busiest_link_bytes_by_kind"]["kv"] + f3p["busiest_link_bytes_by_kind"]["dkv"]) / 1e9))

@@ -195,6 +195,14 @@ int main(int argc, char** argv) {
         auto chunked = mpi_world(37);
         exact_collectives(*chunked, "37/call ", 4099);
         float_sums(*chunked);  // messages cut in pieces: the same sums
+        // parallel.all_reduce direct: two all-to-alls instead of the ring, the
+        // same bits (float_sums compares with the ring-order sum); splits inherit it.
+        for (const int64_t per_call : {int64_t{0}, int64_t{37}}) {
+          auto direct = mpi_world(per_call, lowband::sim::AllReduceAlgorithm::direct);
+          exact_collectives(*direct, per_call ? "direct 37/call " : "direct ", per_call ? 4099 : 1 << 18);
+          float_sums(*direct);
+          split_and_messages(*direct);
+        }
       }
       if (world->rank() == 0) std::printf("# #wrong in all: %lld\n", static_cast<long long>(total_wrong));
     }

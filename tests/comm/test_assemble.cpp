@@ -61,6 +61,31 @@ TEST(AssembleStepGraph, GroupsOfOneSplitKeepTheirOwnCollectives) {
 // One group numbered differently on its members: rank 0 made two more splits
 // before (a pipeline replica's per-step groups) than rank 1 (a context replica).
 // Their collectives still meet, in order, by the group's members.
+TEST(AssembleStepGraph, AnAllReduceMovesItsBytesAsTheAlgorithmSays) {
+  // 4 ranks, 4000 bytes each: ring — 2·3 rounds of one 1000-byte transfer per rank
+  // to its successor; direct — 2 all-to-alls, 1000 bytes to each other rank each
+  // time. Both send 6000 bytes per rank.
+  std::vector<RankLog> logs(4);
+  for (auto& log : logs) log.add(all_reduce({0, 1, 2, 3}, 4000, 0));
+  const std::vector<const RankLog*> views = {&logs[0], &logs[1], &logs[2], &logs[3]};
+  for (const sim::AllReduceAlgorithm a : {sim::AllReduceAlgorithm::ring, sim::AllReduceAlgorithm::direct}) {
+    const sim::StepGraph g = assemble_step_graph(views, a);
+    std::vector<std::vector<int>> to(4, std::vector<int>(4, 0));
+    for (const sim::Task& t : g.tasks())
+      if (t.kind == sim::TaskKind::transfer) {
+        EXPECT_EQ(t.bytes, 1000);
+        ++to[size_t(t.rank)][size_t(t.peer)];
+      }
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(g.bytes_sent(r, ""), 6000) << to_string(a);
+      for (int q = 0; q < 4; ++q) {
+        const int expected = a == sim::AllReduceAlgorithm::ring ? (q == (r + 1) % 4 ? 6 : 0) : (q == r ? 0 : 2);
+        EXPECT_EQ(to[size_t(r)][size_t(q)], expected) << to_string(a) << " " << r << " -> " << q;
+      }
+    }
+  }
+}
+
 TEST(AssembleStepGraph, OneGroupNumberedDifferentlyOnItsMembersStillMeets) {
   std::vector<RankLog> logs(2);
   logs[0].add(all_reduce({0, 1}, 16, 3));

@@ -208,5 +208,17 @@ TEST(EstimateChangingNetwork, RestartsRedoTheStepsSinceTheCheckpoint) {
   EXPECT_NEAR(waits.changing_network->total_seconds, 30 * step, 0.5 * step);
 }
 
+TEST(EstimateAllReduce, DirectSendsTheSameBytesInFewerRoundsOnAFullMesh) {
+  // 4 replicas' gradient all-reduce on a full mesh: direct uses every pair's link
+  // at once and 2 latencies, the ring one link per rank and 6.
+  const Scenario ring = layout(4, 1, 1, {"network.topology=full_mesh"});
+  Scenario direct = ring;
+  direct.parallel.all_reduce = sim::AllReduceAlgorithm::direct;
+  const Estimate a = estimate(ring), b = estimate(direct);
+  EXPECT_EQ(a.bytes_per_rank_per_step, b.bytes_per_rank_per_step);
+  EXPECT_LT(b.step_seconds, 0.8 * a.step_seconds);
+  EXPECT_NEAR(a.compute_seconds, b.compute_seconds, 1e-9 * a.compute_seconds);
+}
+
 }  // namespace
 }  // namespace lowband

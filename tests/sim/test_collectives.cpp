@@ -87,6 +87,23 @@ TEST(Collectives, AllToAllSharesStarLinksButNotMeshLinks) {
   EXPECT_NEAR(expected_seconds(Collective::all_to_all, testing::star(p, link(B, L)), p, S), star_t, 1e-12);
 }
 
+TEST(Collectives, DirectAllReduceIsTwoAllToAllsWithTwoLatencies) {
+  // Star: 2 (2L + (p-1) S/(pB)); full mesh: 2 (L + S/(pB)); the ring on the star:
+  // 2 (p-1)(2L + S/(pB)), the same bytes through each link but 2(p-1) latencies.
+  const int p = 8;
+  const double S = 8e6, B = 1e8, L = 1e-3;
+  for (const bool mesh : {false, true}) {
+    const NetworkSpec net = mesh ? testing::full_mesh(p, link(B, L)) : testing::star(p, link(B, L));
+    StepGraph g(p);
+    direct_all_reduce(g, first_ranks(p), S, {}, "test");
+    const double expected = direct_all_reduce_seconds(p, S, B, mesh ? L : 2 * L, mesh ? 1 : p - 1);
+    EXPECT_NEAR(replay(net, g).step_seconds, expected, kTolerance * expected) << (mesh ? "mesh" : "star");
+    EXPECT_EQ(g.bytes_sent(0, ""), 2 * (p - 1) * S / p);  // as the ring's
+  }
+  EXPECT_NEAR(direct_all_reduce_seconds(p, S, B, 2 * L, p - 1), 2 * (2 * L + (p - 1) * S / (p * B)), 1e-15);
+  EXPECT_LT(direct_all_reduce_seconds(p, S, B, 2 * L, p - 1), ring_all_reduce_seconds(p, S, B, 2 * L));
+}
+
 TEST(Collectives, PointToPointAndStartDependencies) {
   // p2p 0->1 after a 5 ms compute on rank 0: 5 ms + 2L + S/B = 5 + 2 + 10 = 17 ms.
   StepGraph g(2);

@@ -111,7 +111,7 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
   }
   std::vector<const comm::RankLog*> views;
   for (const auto& log : logs) views.push_back(&log);
-  out.graph = place_on_nodes(comm::assemble_step_graph(views), layout);
+  out.graph = place_on_nodes(comm::assemble_step_graph(views, s.parallel.all_reduce), layout);
   return out;
 }
 

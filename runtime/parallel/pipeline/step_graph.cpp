@@ -62,7 +62,7 @@ PipelineStep build_pipeline_parallel(const Scenario& s) {
   for (int r = 0; r < N; ++r) dry_pipeline_rank(s, r, steady_step(s, true), world, logs[size_t(r)]);
   std::vector<const comm::RankLog*> views;
   for (const auto& log : logs) views.push_back(&log);
-  out.graph = comm::assemble_step_graph(views);
+  out.graph = comm::assemble_step_graph(views, s.parallel.all_reduce);
   if (!s.parallel.placement.empty()) out.graph = place_on_nodes(out.graph, Layout(s.parallel));
   return out;
 }
