@@ -65,6 +65,13 @@ std::vector<TaskId> ring_rounds(StepGraph& graph, const std::vector<int>& ranks,
   return joins;
 }
 
+// A second phase's start dependencies: each participant after its own join of the first.
+RankDeps each_after(const std::vector<TaskId>& joins) {
+  RankDeps then;
+  for (TaskId id : joins) then.push_back({id});
+  return then;
+}
+
 }  // namespace
 
 std::vector<TaskId> ring_all_gather(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
@@ -83,9 +90,7 @@ std::vector<TaskId> ring_all_reduce(StepGraph& graph, const std::vector<int>& ra
                                     const RankDeps& after, const std::string& kind_tag) {
   check_args("ring_all_reduce", ranks, total_bytes, after);
   const std::vector<TaskId> reduced = ring_reduce_scatter(graph, ranks, total_bytes, after, kind_tag);
-  RankDeps then;
-  for (TaskId id : reduced) then.push_back({id});
-  return ring_all_gather(graph, ranks, total_bytes, then, kind_tag);
+  return ring_all_gather(graph, ranks, total_bytes, each_after(reduced), kind_tag);
 }
 
 std::vector<TaskId> all_to_all(StepGraph& graph, const std::vector<int>& ranks, double total_bytes,
@@ -113,9 +118,7 @@ std::vector<TaskId> direct_all_reduce(StepGraph& graph, const std::vector<int>& 
   // Each rank's join of the first all-to-all waits for every block it receives:
   // the sum of its block is then complete, and its second all-to-all sends it.
   const std::vector<TaskId> reduced = all_to_all(graph, ranks, total_bytes, after, kind_tag);
-  RankDeps then;
-  for (TaskId id : reduced) then.push_back({id});
-  return all_to_all(graph, ranks, total_bytes, then, kind_tag);
+  return all_to_all(graph, ranks, total_bytes, each_after(reduced), kind_tag);
 }
 
 std::vector<TaskId> all_reduce(StepGraph& graph, AllReduceAlgorithm algorithm, const std::vector<int>& ranks,

@@ -16,6 +16,12 @@ const Applies kLocal = {"method", {"diloco", "sparseloco"}};
 const Applies kDiloco = {"method", {"diloco"}};
 const Applies kSparse = {"method", {"sparseloco"}};
 
+// parallel.all_reduce's field, written only where it is not the default ring.
+Field written_unless_ring(Field f) {
+  f.written = [](const Scenario& s) { return s.parallel.all_reduce != sim::AllReduceAlgorithm::ring; };
+  return f;
+}
+
 }  // namespace
 
 Section parallel_section() {
@@ -76,15 +82,17 @@ Section parallel_section() {
                "\"contiguous\""}),
        choice("exchange", p, &ParallelConfig::exchange, {{"ring", CpExchange::ring}, {"all_gather", CpExchange::all_gather}},
               {"`\"ring\"`", "how K/V travel between ranks", "\"all_gather\""}),
-       choice("all_reduce", p, &ParallelConfig::all_reduce,
-              {{"ring", sim::AllReduceAlgorithm::ring}, {"direct", sim::AllReduceAlgorithm::direct}},
-              {"`\"ring\"`",
-               "how every all-reduce (gradient sync, loss, codec) moves its bytes: `ring` — 2(P-1) rounds, one "
-               "link per rank; `direct` — each rank sends block j to rank j, then each sends its summed block "
-               "to all: 2 rounds over every link at once, the same bytes (fewer latencies; on a full mesh every "
-               "link busy). The sums are the same bits either way (ring order); the MPI transport does the "
-               "same, NCCL chooses its own",
-               "\"direct\""}),
+       // Written only when not the ring, so that run directories and checkpoints from
+       // before the key read as the same scenario.
+       written_unless_ring(choice("all_reduce", p, &ParallelConfig::all_reduce,
+                {{"ring", sim::AllReduceAlgorithm::ring}, {"direct", sim::AllReduceAlgorithm::direct}},
+                {"`\"ring\"`",
+                 "how every all-reduce (gradient sync, loss, codec) moves its bytes: `ring` — 2(P-1) rounds, one "
+                 "link per rank; `direct` — each rank sends block j to rank j, then each sends its summed block "
+                 "to all: 2 rounds over every link at once, the same bytes (fewer latencies; on a full mesh every "
+                 "link busy). The sums are the same bits either way (ring order); the MPI transport does the "
+                 "same, NCCL chooses its own",
+                 "\"direct\""})),
        boolean("overlap", p, &ParallelConfig::overlap,
                {"`true`", "K/V transfers overlap attention on blocks already received", "false"}),
        doc_only("data_sync", Kind::object, "object",
