@@ -78,6 +78,35 @@ std::string read_all(int fd) {
   return out;
 }
 
+// GCC 12's AddressSanitizer takes no allocator lock across fork: a thread that is
+// still exiting when the replay forks (the OpenMP pool of a rank thread just
+// joined) can hold it, and the child then waits for it for ever (seen once in
+// sanitize-check, in SimGrid's first allocation). glibc's malloc is fork-safe, so
+// only a sanitized build waits, until the thread count has held still for 30 ms
+// (at most 2 s).
+void settle_threads_before_fork() {
+#if defined(__SANITIZE_ADDRESS__)
+  auto threads = [] {
+    std::FILE* f = std::fopen("/proc/self/stat", "r");
+    int n = -1;
+    // Field 20 of /proc/self/stat is num_threads (after "(comm)", which may hold spaces).
+    char line[4096];
+    if (f && std::fgets(line, sizeof line, f))
+      if (const char* close = std::strrchr(line, ')'))
+        std::sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &n);
+    if (f) std::fclose(f);
+    return n;
+  };
+  int last = threads(), still = 0;
+  for (int i = 0; i < 200 && still < 3; ++i) {
+    ::usleep(10000);
+    const int now = threads();
+    still = now == last ? still + 1 : 0;
+    last = now;
+  }
+#endif
+}
+
 // The whole-step figures from the replay's per-rank record (and each task's
 // times, passed through when asked).
 ReplayResult summarize(detail::TaskTimes times) {
@@ -157,6 +186,7 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
   // Flush before forking, or the child would inherit (and SimGrid might flush) a copy
   // of whatever the caller has buffered.
   std::fflush(nullptr);
+  settle_threads_before_fork();
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("sim::replay: pipe: ") + std::strerror(errno));
   const pid_t pid = ::fork();
