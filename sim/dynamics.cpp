@@ -29,6 +29,11 @@ double exponential(uint64_t& state, double mean) { return -mean * std::log(unifo
 
 }  // namespace
 
+bool takes_anything_down(const std::vector<NetworkDynamic>& dynamics) {
+  return std::any_of(dynamics.begin(), dynamics.end(),
+                     [](const NetworkDynamic& d) { return d.quantity == DynamicQuantity::state; });
+}
+
 const char* to_string(DynamicQuantity quantity) {
   switch (quantity) {
     case DynamicQuantity::bandwidth: return "bandwidth";

@@ -88,6 +88,8 @@ struct RestartPolicy {
 };
 
 const char* to_string(DynamicQuantity quantity);
+// Whether a trace takes a link or node down: what network.restart acts on.
+bool takes_anything_down(const std::vector<NetworkDynamic>& dynamics);
 
 // A trace's values over time, generated as far as asked.
 class Trace {

@@ -257,8 +257,7 @@ void check_restart(const NetworkSpec& net) {
     throw InputError("network.restart.stall_timeout", "must be in (0, 1e9] s, got " + std::to_string(r.stall_timeout_seconds));
   if (!(r.relaunch_seconds >= 0 && r.relaunch_seconds <= 1e9))
     throw InputError("network.restart.relaunch", "must be in [0, 1e9] s, got " + std::to_string(r.relaunch_seconds));
-  if (std::none_of(net.dynamics.begin(), net.dynamics.end(),
-                   [](const NetworkDynamic& d) { return d.quantity == DynamicQuantity::state; }))
+  if (!takes_anything_down(net.dynamics))
     throw InputError("network.restart", "has no effect without a \"state\" trace in network.dynamics: a step stalls "
                                         "only on a node or link that is down");
 }

@@ -325,8 +325,7 @@ std::vector<sim::NetworkDynamic> parse_dynamics(const ObjectReader& r, const sim
 std::optional<sim::RestartPolicy> parse_restart(const ObjectReader& r, const sim::NetworkSpec& net) {
   if (!r.has("restart")) return std::nullopt;
   const ObjectReader e = r.object("restart", {"stall_timeout", "relaunch"});
-  if (std::none_of(net.dynamics.begin(), net.dynamics.end(),
-                   [](const sim::NetworkDynamic& d) { return d.quantity == sim::DynamicQuantity::state; }))
+  if (!sim::takes_anything_down(net.dynamics))
     fail(e.path(), "has no effect without a \"state\" trace in network.dynamics: a step stalls only while a node or "
                    "link it needs is down", {r.path_of("dynamics")});
   sim::RestartPolicy p;
