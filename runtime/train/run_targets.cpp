@@ -40,35 +40,32 @@ void RunTargets::start_totals(const RunFacts& facts, const Checkpoint* resumed) 
   for (size_t index = 0; index < targets_.size(); ++index) {
     Target& t = *targets_[index];
     RunTotals& totals = t.totals;
-    const int relay_node = parallel::Layout(t.scenario.parallel).relay_node();
-    totals.steps_planned = facts.steps;
-    totals.tokens_per_step = t.projection ? t.projection->tokens_per_step() : facts.tokens_per_step;
-    totals.traffic = facts.traffic;
-    totals.relay_node = relay_node;
-    totals.changing_network = !t.projection && !t.scenario.network.dynamics.empty();
-    totals.restarting = !t.projection && t.scenario.network.restart.has_value();
-    totals.uncompressed_kv_bytes_per_step = facts.traffic.uncompressed_bytes_per_step;
-    totals.header = {{"scenario", t.scenario.name},
-                     {"scenario_source", t.scenario.source},
-                     {"run_dir", t.files.dir()},
-                     {"network", sim::describe(t.scenario.network)},
-                     {"network_model", sim::to_string(t.scenario.network.model)},
-                     {"codec", facts.traffic.codec},
-                     {"data", facts.data},
-                     {"ranks", facts.ranks},
-                     {"compute_timing", facts.timing == parallel::ComputeTiming::measured ? "measured" : "profile"}};
-    if (index > 0) totals.header["trained_in"] = main_dir();
-    if (t.projection) totals.header["time_projection"] = t.projection->describe();
     if (resumed) {  // the totals as they were at the checkpoint
       totals = resumed->targets[index].totals;
-      totals.traffic = facts.traffic;
-      totals.relay_node = relay_node;
-      totals.changing_network = !t.projection && !t.scenario.network.dynamics.empty();
-    totals.restarting = !t.projection && t.scenario.network.restart.has_value();
       totals.last_bound.reset();
       totals.header["run_dir"] = t.files.dir();
       t.replayer.wall_seconds = totals.replay_wall_seconds;
+    } else {
+      totals.steps_planned = facts.steps;
+      totals.tokens_per_step = t.projection ? t.projection->tokens_per_step() : facts.tokens_per_step;
+      totals.uncompressed_kv_bytes_per_step = facts.traffic.uncompressed_bytes_per_step;
+      totals.header = {{"scenario", t.scenario.name},
+                       {"scenario_source", t.scenario.source},
+                       {"run_dir", t.files.dir()},
+                       {"network", sim::describe(t.scenario.network)},
+                       {"network_model", sim::to_string(t.scenario.network.model)},
+                       {"codec", facts.traffic.codec},
+                       {"data", facts.data},
+                       {"ranks", facts.ranks},
+                       {"compute_timing", facts.timing == parallel::ComputeTiming::measured ? "measured" : "profile"}};
+      if (index > 0) totals.header["trained_in"] = main_dir();
+      if (t.projection) totals.header["time_projection"] = t.projection->describe();
     }
+    // What this run derives from its scenario and facts, resumed or not.
+    totals.traffic = facts.traffic;
+    totals.relay_node = parallel::Layout(t.scenario.parallel).relay_node();
+    totals.changing_network = !t.projection && !t.scenario.network.dynamics.empty();
+    totals.restarting = !t.projection && t.scenario.network.restart.has_value();
     if (!t.projection) totals.links = std::make_shared<const sim::NetworkLinks>(t.scenario.network);
   }
 }
