@@ -229,7 +229,10 @@ Estimate estimate(const Scenario& scenario) {
   if (kind == parallel::LayoutKind::data)
     e.data = DataSection{int(steps.replica_shapes.size()), steps.replica_shapes,
                          data_sync_method_name(s.parallel.data_sync.method)};
-  if (context_ranks > 1) e.context = context_section(context_ranks, steps, plain);
+  if (context_ranks > 1) {
+    e.context = context_section(context_ranks, steps, plain);
+    e.context->sequences_in_flight = stages > 1 ? 1 : s.parallel.microbatches;  // a pipeline's are microbatches
+  }
   if (stages > 1) e.pipeline = pipeline_section(s, stages, steps, replayed, plain);
   if (by_kind) {
     ExposedByKind x;

@@ -27,6 +27,7 @@ namespace lowband {
 struct ContextSection {
   int context_ranks = 0;
   std::string kv_codec;
+  int sequences_in_flight = 1;  // per context rank without pipeline stages (parallel.microbatches)
   // "kv" + "dkv" bytes sent over what they carry uncompressed (all ranks): 1 without compression.
   double kv_bytes_ratio = 1, kv_bytes_saved_fraction = 0;
 };

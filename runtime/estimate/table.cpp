@@ -86,7 +86,11 @@ void scenario_block(const Scenario& s, const Estimate& e, std::string& out) {
     row("context ranks", std::to_string(m.seq_len) + " tokens x " + std::to_string(s.training.batch_size) + " seq, " +
                              (p.split == CpSplit::zigzag ? "zigzag" : "contiguous") + ", " +
                              (p.exchange == CpExchange::ring ? "ring" : "all_gather") +
-                             (p.overlap ? ", overlapped" : ", not overlapped") + "; K/V " + e.context->kv_codec);
+                             (p.overlap ? ", overlapped" : ", not overlapped") +
+                             (e.context->sequences_in_flight > 1
+                                  ? ", " + std::to_string(e.context->sequences_in_flight) + " in flight per rank"
+                                  : "") +
+                             "; K/V " + e.context->kv_codec);
   if (e.pipeline) {
     const int replicas = e.data ? std::max(1, e.data->replicas) : 1;
     std::string layers;  // the layout's own stages (a data layout's replicas say theirs above)

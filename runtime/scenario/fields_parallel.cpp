@@ -46,7 +46,12 @@ Section parallel_section() {
                  "divide by `pipeline`",
                  "[3, 1]"}),
        integer("microbatches", p, &ParallelConfig::microbatches, 1, kMaxInt,
-               {"`1`", "microbatches per step, each `training.batch_size` / microbatches sequences (must divide it)", "2"}),
+               {"`1`",
+                "microbatches per step, each a replica's `training.batch_size` / microbatches sequences (must divide "
+                "it): a pipeline's, or, in a replica without stages, the sequences each context-parallel rank keeps "
+                "in flight, each layer's halves interleaved so that one microbatch's K/V cross the links while the "
+                "others compute (needs `pipeline` or `context` > 1)",
+                "2"}),
        choice("schedule", p, &ParallelConfig::schedule,
               {{"1f1b", PipelineSchedule::one_f_one_b}, {"gpipe", PipelineSchedule::gpipe}},
               {"`\"1f1b\"`",

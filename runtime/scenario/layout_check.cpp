@@ -30,6 +30,21 @@ void check_keys_in_effect(const Scenario& s) {
                                         " syncs context-parallel ranks, but parallel.context is 1 (nothing to sync): "
                                         "expected \"all_reduce\"",
          {"parallel.context", "parallel.pipeline", "parallel.replicas"});
+  // Microbatches are a pipeline's, or the sequences a context rank keeps in flight.
+  const bool staged = p.pipeline > 1 || std::any_of(p.replicas.begin(), p.replicas.end(),
+                                                    [](const ReplicaConfig& r) { return r.pipeline > 1; });
+  if (p.microbatches > 1 && !staged && p.context == 1)
+    fail("parallel.microbatches", "splits a step over pipeline stages, or keeps several sequences in flight per "
+                                  "context-parallel rank, but parallel.pipeline and parallel.context are 1: "
+                                  "expected 1", {"parallel.pipeline", "parallel.context", "parallel.replicas"});
+  // Each slot's K/V messages have tags of their own (context/attention.h): 2 per
+  // slot and layer, within the 32767 every MPI library allows.
+  if (p.context > 1 && 2LL * p.microbatches * s.model.layers > 32767)
+    fail("parallel.microbatches", std::to_string(p.microbatches) + " microbatches of " +
+                                      std::to_string(s.model.layers) + " layers need " +
+                                      std::to_string(2LL * p.microbatches * s.model.layers) +
+                                      " message tags with context parallelism; at most 32767",
+         {"model.layers", "parallel.context"});
   // compress_boundaries selects which replicas' stage boundaries compression.boundary codes.
   for (size_t q = 0; q < p.replicas.size(); ++q) {
     const ReplicaConfig& r = p.replicas[q];
@@ -107,6 +122,11 @@ void check_layout_schema(const Scenario& s) {
   if (s.training.batch_size % int(shapes.size()) != 0)
     fail("training.batch_size", std::to_string(s.training.batch_size) + " sequences do not split over " +
                                     std::to_string(shapes.size()) + " replicas", {"parallel.data", "parallel.replicas"});
+  const int per_replica = s.training.batch_size / int(shapes.size());
+  if (per_replica % p.microbatches != 0)
+    fail("parallel.microbatches", std::to_string(p.microbatches) + " microbatches do not divide a replica's " +
+                                      std::to_string(per_replica) + " sequences (training.batch_size / replicas)",
+         {"training.batch_size", "parallel.data", "parallel.replicas"});
 }
 
 }  // namespace lowband::scenario_detail

@@ -144,6 +144,9 @@ INSTANTIATE_TEST_SUITE_P(
                       MpiCase{4, " --set parallel.split=zigzag --set parallel.exchange=ring"
                                  " --set compression.method=mos --set compression.k_ratio=0.5 --set compression.v_ratio=0.5"
                                  " --set compression.warmup_steps=2"},
+                      // Two sequences in flight per context rank: each slot's messages on tags of their own.
+                      MpiCase{4, " --set parallel.split=zigzag --set parallel.exchange=ring"
+                                 " --set parallel.microbatches=2 --set training.batch_size=4"},
                       // Pipeline stages, one per process (the later --set wins over parallel.context=P).
                       MpiCase{2, " --set parallel.context=1 --set parallel.pipeline=2 --set parallel.microbatches=2"
                                  " --set model.tie_embeddings=false --set compression.boundary.method=subspace"

@@ -2,7 +2,7 @@
 // the single-device computation: with compression off, P = 1, 2, 4, 8 ranks
 // (contiguous and zigzag, ring and all-gather) give the single-device model's
 // loss, gradients and updated parameters to fp32 rounding, and the replicas stay
-// bit-identical after the all-reduce.
+// bit-identical after the all-reduce; so do 2 or 3 sequences in flight per rank.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,13 +81,16 @@ struct Case {
   int P;
   const char* split;
   const char* exchange;
+  int in_flight = 1;  // parallel.microbatches: sequences in flight per rank
 };
 
 class EqualsSingleDevice : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EqualsSingleDevice, LossGradientsAndParametersOverSteps) {
   const Case c = GetParam();
-  const Scenario s = tiny(c.P, c.split, c.exchange);
+  const Scenario s = tiny(c.P, c.split, c.exchange,
+                         {"training.batch_size=" + std::to_string(2 * c.in_flight),
+                          "parallel.microbatches=" + std::to_string(c.in_flight)});
   LayoutTrainer cp(s);
   model::Model ref(s.model, s.training.seed);
   model::LocalAttention local;
@@ -130,9 +133,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{1, "zigzag", "ring"}, Case{2, "zigzag", "ring"}, Case{4, "zigzag", "ring"},
                       Case{8, "zigzag", "ring"}, Case{2, "contiguous", "all_gather"},
                       Case{4, "zigzag", "all_gather"}, Case{8, "zigzag", "all_gather"},
-                      Case{8, "contiguous", "all_gather"}),
+                      Case{8, "contiguous", "all_gather"},
+                      // Several sequences in flight: each layer's halves interleaved over the slots.
+                      Case{2, "contiguous", "ring", 2}, Case{4, "zigzag", "ring", 2}, Case{4, "zigzag", "ring", 3},
+                      Case{4, "zigzag", "all_gather", 2}, Case{8, "contiguous", "all_gather", 3}),
     [](const ::testing::TestParamInfo<Case>& info) {
-      return std::string(info.param.split) + "_" + info.param.exchange + "_P" + std::to_string(info.param.P);
+      return std::string(info.param.split) + "_" + info.param.exchange + "_P" + std::to_string(info.param.P) +
+             (info.param.in_flight > 1 ? "_in_flight" + std::to_string(info.param.in_flight) : "");
     });
 
 }  // namespace

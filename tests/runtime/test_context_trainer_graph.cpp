@@ -76,6 +76,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // the schedule's n·(k_rank + v_rank)·kv_heads·2 + 4 bytes per theta.
                       std::vector<std::string>{"parallel.context=4", "compression.method=mos",
                                                "compression.k_ratio=0.75", "compression.v_ratio=0.5",
+                                               "compression.warmup_steps=0"},
+                      // Two sequences in flight, each slot's own messages.
+                      std::vector<std::string>{"parallel.context=4", "parallel.microbatches=2", "compression.method=mos",
+                                               "compression.k_ratio=0.75", "compression.v_ratio=0.5",
                                                "compression.warmup_steps=0"}));
 
 class ProfileTimedGraph : public ::testing::TestWithParam<std::vector<std::string>> {};
@@ -119,7 +123,14 @@ INSTANTIATE_TEST_SUITE_P(
         std::vector<std::string>{"parallel.context=4", "parallel.split=contiguous", "compression.method=mos",
                                  "compression.k_rank=4", "compression.v_rank=4", "compression.warmup_steps=0",
                                  "compression.weight_sync=sparse", "compression.sync_every=3"},
-        std::vector<std::string>{"parallel.context=4", "compression.method=quantize", "compression.bits=4"}));
+        std::vector<std::string>{"parallel.context=4", "compression.method=quantize", "compression.bits=4"},
+        // Sequences in flight: each layer's halves interleaved over the slots.
+        std::vector<std::string>{"parallel.context=4", "parallel.microbatches=2"},
+        std::vector<std::string>{"parallel.context=3", "model.seq_len=60", "parallel.exchange=all_gather",
+                                 "training.batch_size=3", "parallel.microbatches=3"},
+        std::vector<std::string>{"parallel.context=4", "parallel.microbatches=2", "parallel.overlap=false",
+                                 "compression.method=mos", "compression.k_rank=4", "compression.v_rank=4",
+                                 "compression.warmup_steps=0", "compression.weight_sync=topk_grad"}));
 
 TEST(RecordedGraph, ProfileTimingTakesTheDeviceProfilesSeconds) {
   const Scenario s = small({"parallel.context=4"});

@@ -30,7 +30,7 @@ const Keys kCommon = {"parallelism", "ranks", "step_seconds", "tokens_per_step",
                       "busiest_link_bandwidth_bytes_per_s", "busiest_link_seconds", "busiest_link_bytes_by_kind", "latency_bound_seconds",
                       "compute_bound_seconds", "step_over_bound", "max_tokens_per_s"};
 const Keys kData = {"replicas", "replica_shapes", "data_sync"};
-const Keys kContext = {"context_ranks", "kv_codec", "kv_bytes_ratio", "kv_bytes_saved_fraction"};
+const Keys kContext = {"context_ranks", "kv_codec", "sequences_in_flight", "kv_bytes_ratio", "kv_bytes_saved_fraction"};
 const Keys kPipeline = {"stages", "microbatches", "schedule", "bubble_fraction", "ideal_bubble_fraction",
                         "boundary_bytes", "boundary_bytes_ratio", "boundary_codec"};
 const Keys kByKind = {"exposed_kv_seconds", "exposed_boundary_seconds", "exposed_grad_sync_seconds"};

@@ -62,5 +62,20 @@ TEST(MosContext, FullRankEqualsUncompressedOverSteps) {
   EXPECT_GT(std::abs(low[3] - plain[3]), 1e-4 * std::abs(plain[3]));
 }
 
+TEST(MosContext, SequencesInFlightTrainAsOneSlot) {
+  // Two sequences in flight (parallel.microbatches = 2: each layer's halves
+  // interleaved over two slots of one sequence) through a compressing codec with
+  // its warm-up Gram sums and learned rotation: the same blocks, so the same
+  // losses as one slot to fp32 rounding (the slots' GEMMs and gradient sums run
+  // in another order), warm-up included and six compressed steps after it.
+  const std::vector<std::string> mos = {"compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",
+                                        "compression.warmup_steps=2"};
+  std::vector<std::string> two = mos;
+  two.push_back("parallel.microbatches=2");
+  const auto one_slot = losses(tiny(mos), 8), two_slots = losses(tiny(two), 8);
+  for (size_t i = 0; i < one_slot.size(); ++i)
+    EXPECT_NEAR(two_slots[i], one_slot[i], 1e-5 * std::abs(one_slot[i])) << "step " << i;
+}
+
 }  // namespace
 }  // namespace lowband::compress

@@ -37,6 +37,7 @@ TEST(PipelineCosts, StagesTogetherCostTheWholeModel) {
       one.attention(0, 0, true) * L;
   for (int P : {1, 2, 4})
     for (int M : {1, 2, 4}) {
+      if (P == 1 && M > 1) continue;  // one stage of one rank: nothing to split microbatches over (refused)
       const Scenario s = testing::small_pp_scenario(P, M);  // the costs keep a reference to it
       const PipelineCosts c(s);
       EXPECT_EQ(c.microbatch_rows(), 4 / M * 4096);

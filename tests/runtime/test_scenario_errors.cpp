@@ -370,6 +370,29 @@ TEST(ScenarioPipelineErrors, MicrobatchesDivideTheBatchAndTheScheduleIsNamed) {
   EXPECT_CONTAINS(error_of(d), "\"1f1b\"");
 }
 
+TEST(ScenarioPipelineErrors, MicrobatchesNeedStagesOrContextRanksAndFitTheTags) {
+  json d = pipelined();
+  d["parallel"]["pipeline"] = 1;
+  d["parallel"]["context"] = 1;
+  d["training"]["batch_size"] = 4;
+  d["parallel"]["microbatches"] = 2;
+  EXPECT_CONTAINS(error_of(d), "parallel.microbatches: splits a step over pipeline stages, or keeps several "
+                               "sequences in flight");
+  d["parallel"]["context"] = 2;  // sequences in flight per context rank
+  EXPECT_EQ(parse_scenario(d, "test.json").parallel.microbatches, 2);
+  d["parallel"]["data"] = 2;  // 2 sequences per replica
+  d["network"]["nodes"] = 4;
+  EXPECT_EQ(parse_scenario(d, "test.json").parallel.microbatches, 2);
+  d["parallel"]["data"] = 4;
+  d["network"]["nodes"] = 8;
+  EXPECT_CONTAINS(error_of(d), "parallel.microbatches: 2 microbatches do not divide a replica's 1 sequences");
+  d["parallel"]["data"] = 1;
+  d["training"]["batch_size"] = 4096;
+  d["parallel"]["microbatches"] = 4096;
+  d["model"]["layers"] = 4;
+  EXPECT_CONTAINS(error_of(d), "parallel.microbatches: 4096 microbatches of 4 layers need 32768 message tags");
+}
+
 TEST(ScenarioPipelineErrors, BoundaryKeysBelongToTheirMethod) {
   json d = pipelined();
   d["compression"]["boundary"] = {{"method", "subspace"}};

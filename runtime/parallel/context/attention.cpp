@@ -47,6 +47,7 @@ ContextAttention::ContextAttention(const Scenario& s, int rank, std::unique_ptr<
 
 void ContextAttention::use_slot(int slot) {
   if (slots_.size() <= size_t(slot)) slots_.resize(size_t(slot) + 1);
+  slot_index_ = slot;
   slot_ = &slots_[size_t(slot)];
   if (slot_->lse.empty()) {
     slot_->lse.resize(size_t(layers_));
@@ -69,7 +70,7 @@ model::TokenBatch ContextAttention::gather(const int32_t* inputs, const int32_t*
   slot_->sequences = sequences, slot_->first_sequence = first_sequence;
   const int64_t n = local_tokens_[size_t(rank_)], rows = n * sequences;
   inputs_.resize(size_t(rows)), targets_.resize(size_t(rows)), positions_.resize(size_t(rows));
-  valid_ = 0;
+  slot_->valid = 0;
   const auto& mine = ranges_[size_t(rank_)];
   for (int s = 0; s < sequences; ++s)
     for (size_t i = 0; i < mine.size(); ++i) {
@@ -79,7 +80,7 @@ model::TokenBatch ContextAttention::gather(const int32_t* inputs, const int32_t*
         inputs_[row] = inputs[s * seq_len_ + t];
         targets_[row] = targets ? targets[s * seq_len_ + t] : -1;
         positions_[row] = t;
-        valid_ += targets_[row] >= 0;
+        slot_->valid += targets_[row] >= 0;
       }
     }
   for (size_t l = 0; l < size_t(layers_); ++l) {
@@ -143,6 +144,11 @@ void ContextAttention::attend(int l, int owner, bool backward, float* dk, float*
 }
 
 void ContextAttention::forward_layer(comm::Communicator& comm, int l) {
+  forward_layer_send(comm, l);
+  forward_layer_finish(comm, l);
+}
+
+void ContextAttention::forward_layer_send(comm::Communicator& comm, int l) {
   const bool ring = scenario_.parallel.exchange == CpExchange::ring;
   std::vector<uint8_t> message;
   ComputeSpan qkv(spans_, "qkv", costs_.pre_attention(rank_) + costs_.mos_project(rank_));
@@ -156,6 +162,10 @@ void ContextAttention::forward_layer(comm::Communicator& comm, int l) {
       for (int j = 1; j < context_ranks_; ++j)
         comm.send((rank_ + j) % context_ranks_, tag_kv(l), message.data(), message.size(), wire);
   }
+}
+
+void ContextAttention::forward_layer_finish(comm::Communicator& comm, int l) {
+  const bool ring = scenario_.parallel.exchange == CpExchange::ring;
   // Overlap: attend to each block as it arrives. Without: every block first.
   const bool overlap = scenario_.parallel.overlap;
   std::vector<std::vector<uint8_t>> arrived(static_cast<size_t>(context_ranks_));
@@ -188,6 +198,11 @@ void ContextAttention::forward_layer(comm::Communicator& comm, int l) {
 }
 
 void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
+  backward_layer_send(comm, l);
+  backward_layer_finish(comm, l);
+}
+
+void ContextAttention::backward_layer_send(comm::Communicator& comm, int l) {
   const auto& m = scenario_.model;
   const int64_t hd = m.head_dim(), q_row = int64_t(m.heads) * hd;
   const bool ring = scenario_.parallel.exchange == CpExchange::ring;
@@ -245,7 +260,12 @@ void ContextAttention::backward_layer(comm::Communicator& comm, int l) {
               comm::Wire("dkv", gradient_wire_bytes(mine)));
     mine.clear();
   }
-  std::vector<compress::CodecGradient> summed;
+}
+
+void ContextAttention::backward_layer_finish(comm::Communicator& comm, int l) {
+  const bool ring = scenario_.parallel.exchange == CpExchange::ring;
+  const int prev = (rank_ - 1 + context_ranks_) % context_ranks_;
+  std::vector<compress::CodecGradient> summed, acc;
   if (ring && context_ranks_ > 1) {
     receive_gradients(comm, prev, l, rank_, summed);
   } else {

@@ -56,13 +56,25 @@ class ContextAttention {
   // targets may be null): the batch to begin the model with. first_sequence: the
   // first one's index in the step's batch (it names the codec's blocks).
   model::TokenBatch gather(const int32_t* inputs, const int32_t* targets, int sequences, int first_sequence);
-  int64_t valid() const { return valid_; }  // targets >= 0 among the rows gathered last
+  int64_t valid() const { return slot_->valid; }  // targets >= 0 among the current slot's rows
   int64_t rows(int owner) const;            // the current slot's rows of `owner`
   int64_t tokens_per_sequence(int owner) const { return local_tokens_[size_t(owner)]; }
 
   // Layer l (global) through the exchange over `group` (this rank's context group).
   void forward_layer(comm::Communicator& group, int l);
   void backward_layer(comm::Communicator& group, int l);
+  // The same layer in two halves, so that other slots' work can run while this
+  // slot's messages cross the links (several sequences in flight, context/rank.h):
+  // forward: _send computes Q/K/V and sends this rank's blocks, _finish receives
+  // the others' and attends, then the MLP; backward: _send runs the MLP and the
+  // attention backward and sends each owner its dK/dV, _finish receives this
+  // rank's own and runs the Q/K/V backward. Each slot's messages have tags of
+  // their own, so the halves of several slots may interleave in any order the
+  // group's ranks share.
+  void forward_layer_send(comm::Communicator& group, int l);
+  void forward_layer_finish(comm::Communicator& group, int l);
+  void backward_layer_send(comm::Communicator& group, int l);
+  void backward_layer_finish(comm::Communicator& group, int l);
 
   // The codec's collectives, once per step: begin_step (after the warm-up every
   // rank's Gram sums, summed); the codec's AdamW step on its parameter gradients
@@ -86,6 +98,7 @@ class ContextAttention {
   using Buffer = kernels::BackendBuffer<float>;
   struct Slot {
     int sequences = 0, first_sequence = 0;
+    int64_t valid = 0;  // targets >= 0 among its rows
     // [layer - first layer][owner]: the decoded K/V of remote owners.
     std::vector<std::vector<Buffer>> k_hat, v_hat;
     std::vector<Buffer> lse;  // [layer - first layer]: (rows, heads) of the merged attention
@@ -101,8 +114,9 @@ class ContextAttention {
   void receive_blocks(comm::Communicator& comm, int src, int l, int owner, std::vector<uint8_t>& message);
   void receive_gradients(comm::Communicator& comm, int src, int l, int owner,
                          std::vector<compress::CodecGradient>& blocks);
-  static int tag_kv(int layer) { return 2 * layer; }  // one tag per layer and direction
-  static int tag_dkv(int layer) { return 2 * layer + 1; }
+  // One tag per slot, layer and direction (slot 0's: 2·layer and 2·layer + 1).
+  int tag_kv(int layer) const { return 2 * (slot_index_ * scenario_.model.layers + layer); }
+  int tag_dkv(int layer) const { return tag_kv(layer) + 1; }
   int owner_at(int k) const { return ((rank_ - k) % context_ranks_ + context_ranks_) % context_ranks_; }
   size_t layer_index(int l) const { return size_t(l - first_layer_); }
   compress::KvBlockId block_id(int l, compress::KvTensor t, int owner, int chunk, int sequence) const;
@@ -124,7 +138,7 @@ class ContextAttention {
 
   std::vector<Slot> slots_;
   Slot* slot_ = nullptr;
-  int64_t valid_ = 0;
+  int slot_index_ = 0;
   std::vector<int32_t> inputs_, targets_;
   std::vector<int64_t> positions_;
   std::vector<char> started_;  // per (sequence, query chunk): output written this layer

@@ -7,6 +7,13 @@
 // global count of valid targets every rank counts itself); then the weight sync
 // (sync/replica_sync.h) and AdamW.
 //
+// Several sequences in flight (parallel.microbatches = M): the step's sequences
+// split into M slots, each with its own activations (gradients accumulate over
+// them), and each layer's halves interleaved over the slots
+// (ContextAttention::forward_layer_send/_finish): slot m's K/V cross the links
+// while the other slots compute, so a layer's exchange can hide behind M − 1
+// slots' compute. The numerics are the one-slot step's up to the order of sums.
+//
 // Every compute span is logged (comm::RankLog) with its measured seconds (a
 // steady clock, after waiting for the GPU) or the device profile's
 // (context/costs.h), under the step graph's tags: "embed", "lm_head", the same
@@ -15,6 +22,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -67,10 +75,17 @@ class ContextRank final : public RankProgram {
   double take_kernel_wall_seconds() override { double s = kernel_wall_seconds_; kernel_wall_seconds_ = 0; return s; }
 
  private:
-  void begin(const int32_t* inputs, const int32_t* targets, int sequences);
-  float global_loss(comm::Communicator& comm, bool backward);
+  void use_slot(int slot);
+  // Gathers and embeds this rank's rows of the batch, slot by slot; returns the
+  // slots used (parallel.microbatches, or one for an evaluation batch it does
+  // not divide; training: InputError).
+  int begin(const int32_t* inputs, const int32_t* targets, int sequences, bool training);
+  void forward_layers(comm::Communicator& comm, int slots);
+  float global_loss(comm::Communicator& comm, int slots, bool backward);
+  int64_t valid_local() const { return std::accumulate(valid_local_.begin(), valid_local_.end(), int64_t{0}); }
 
   Scenario scenario_;
+  Scenario slot_scenario_;  // one slot's share of the batch: its spans' costs
   int rank_, L_;
   const kernels::Backend& k_;
   double kernel_wall_seconds_ = 0;
@@ -81,7 +96,8 @@ class ContextRank final : public RankProgram {
   optim::AdamW optimizer_;
   optim::LrSchedule lr_;
   ContextAttention attention_;
-  int64_t valid_global_ = 0;  // targets >= 0 in the whole batch
+  int64_t valid_global_ = 0;         // targets >= 0 in the whole batch
+  std::vector<int64_t> valid_local_;  // per slot: targets >= 0 among this rank's rows
 };
 
 }  // namespace lowband::parallel
