@@ -111,8 +111,9 @@ class ReplicaSync {
   // The error buffer (empty before the first exchange: all zero).
   const std::vector<float>& error() const { return error_; }
   void save_state(std::ostream& out) const;
-  // binary::BinaryFormatError for a buffer of another size.
-  void load_state(std::istream& in, int64_t params);
+  // binary::BinaryFormatError for a buffer of another size than `layout`'s (the
+  // rank's model's: a pipeline stage's holds only its layers).
+  void load_state(std::istream& in, const model::ParamLayout& layout);
 
  private:
   // sparse: averages step `step`'s random slice of the parameters over `comm`.

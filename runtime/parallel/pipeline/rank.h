@@ -96,6 +96,8 @@ class PipelineRank final : public RankProgram {
   const optim::AdamW& optimizer() const override { return optimizer_; }
   ContextAttention* context() override { return context_.get(); }  // null unless C > 1
   const ContextAttention* context() const override { return context_.get(); }
+  sync::ReplicaSync* replica_sync() override { return context_ ? &sync_ : nullptr; }  // over the context group
+  const sync::ReplicaSync* replica_sync() const override { return context_ ? &sync_ : nullptr; }
 
   // inputs, targets: the whole batch (sequences, seq_len), row-major (every rank
   // has it: the first stage needs the inputs, the last the targets, the codec the
