@@ -85,6 +85,10 @@ class ReplicaSync {
   bool sparse_updates() const { return s_.compression.weight_sync == WeightSync::sparse_update; }
   // Whether it keeps an error buffer (checkpointed: save_state / load_state).
   bool error_feedback() const { return sparse_gradients() || sparse_updates(); }
+  // Whether every rank steps on the same gradients after before_optimizer (all
+  // but sparse and sparse_update, whose ranks step on their own and whose
+  // after_optimizer then moves the weights).
+  bool same_gradients() const { return sums_gradients() || sparse_gradients(); }
   // Whether step `step` (from 0) synchronises the weights.
   bool syncs_at(int step) const;
   // all_reduce: sums bucket `b` of the rank's gradients over `comm` (in place).
