@@ -2,20 +2,23 @@
 // (sync/replica_sync.h over each stage's context group, on the stage's own
 // parameter layout): the error-feedback methods keep a stage's ranks
 // bit-identical and at 100 % take the all-reduce's steps, sparse lets them drift
-// between syncs, training learns, the sync state resumes bit for bit, and the
-// step graph (so the estimate) carries the sync's own collectives.
+// between syncs, training learns, the sync state resumes bit for bit, sparse and
+// sparse_update keep the subspace constraint, and the step graph (so the
+// estimate) carries the sync's own collectives.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "runtime/estimate/estimate.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/parallel/pipeline/step_graph.h"
 #include "runtime/sync/replica_sync.h"
 #include "tests/runtime/test_estimate_support.h"
+#include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"
 
 namespace lowband::parallel::test {
@@ -124,6 +127,32 @@ TEST(PipelineContextSync, SparseDriftsBetweenSyncsAndLearns) {
     const StepRecord rec = u.train_step(k, b.inputs.data(), b.targets.data(), full.training.batch_size, false);
     EXPECT_EQ(rec.weight_sync, k % 2 == 1) << "step " << k;
     EXPECT_EQ(stages_identical(u), k % 2 == 1) << "after step " << k;
+  }
+}
+
+// Subspace boundaries: sparse and sparse_update move the weights after the step
+// (a slice averaged, elementwise), so the stage projects them back into span(U):
+// projecting again changes stage 0's constrained tensors by rounding only.
+TEST(PipelineContextSync, OwnGradientSyncsKeepTheSubspaceConstraint) {
+  for (const char* sync : {"sparse", "sparse_update"}) {
+    Scenario s = pp_cp_sync({std::string("compression.weight_sync=") + sync, "compression.sync_fraction=0.25"});
+    s = with_boundary(s, BoundaryMethod::subspace, 8);
+    LayoutTrainer t(s, ComputeTiming::profile);
+    train_on_one_batch(t, s, 3);
+    for (int c = 0; c < kC; ++c) {
+      model::Model& m = t.rank(c).model();  // stage 0: its layers' wo, w_down and the embedding constrained
+      const std::vector<float> before = m.params_to_host();
+      BoundaryConstraint(s, kernels::backend(kernels::Device::cpu)).project(m, /*grads=*/false);
+      const std::vector<float> after = m.params_to_host();
+      const model::ParamLayout& L = m.layout();
+      std::vector<std::pair<int64_t, int64_t>> spans = {{L.embedding(), int64_t(s.model.vocab) * s.model.d_model}};
+      for (int l = L.first_layer(); l < L.end_layer(); ++l) {
+        spans.push_back({L.layer(l).wo, int64_t(s.model.d_model) * s.model.d_model});
+        spans.push_back({L.layer(l).w_down, int64_t(s.model.d_model) * s.model.ffn_hidden});
+      }
+      for (const auto& [at, n] : spans)
+        EXPECT_LT(test_support::rel_diff(after.data() + at, before.data() + at, n), 1e-6) << sync << " rank " << c;
+    }
   }
 }
 
