@@ -14,25 +14,28 @@ namespace lowband::estimate_detail {
 
 namespace {
 
-LayoutSteps context_steps(const Scenario& s) {
+// A context group's weight sync: the sparse one every c > 1 steps, then the
+// step with the sync and the step between syncs.
+template <class Build>
+LayoutSteps weight_sync_steps(const Scenario& s, Build build) {
   const CompressionConfig& c = s.compression;
   LayoutSteps out;
   if (c.weight_sync == WeightSync::sparse && c.sync_every > 1) out.periodic_sync = "sparse", out.period_steps = c.sync_every;
   for (bool weight_sync_step : {true, false}) {
     if (!weight_sync_step && out.periodic_sync.empty()) break;
-    parallel::ContextStep step = parallel::build_context_parallel(s, weight_sync_step);
+    auto step = build(s, weight_sync_step);
     out.graphs.push_back(std::move(step.graph));
     out.tokens = step.tokens, out.model_flops = step.model_flops;
   }
   return out;
 }
 
+LayoutSteps context_steps(const Scenario& s) {
+  return weight_sync_steps(s, [](const Scenario& one, bool sync) { return parallel::build_context_parallel(one, sync); });
+}
+
 LayoutSteps pipeline_steps(const Scenario& s) {
-  parallel::PipelineStep step = parallel::build_pipeline_parallel(s);
-  LayoutSteps out;
-  out.graphs.push_back(std::move(step.graph));
-  out.tokens = step.tokens, out.model_flops = step.model_flops;
-  return out;
+  return weight_sync_steps(s, [](const Scenario& one, bool sync) { return parallel::build_pipeline_parallel(one, sync); });
 }
 
 LayoutSteps data_steps(const Scenario& s) {

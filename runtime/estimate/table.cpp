@@ -100,7 +100,8 @@ void scenario_block(const Scenario& s, const Estimate& e, std::string& out) {
                                " microbatches of " + std::to_string(s.training.batch_size / replicas / e.pipeline->microbatches) +
                                " x " + std::to_string(m.seq_len) + " tokens; boundaries " + e.pipeline->boundary_codec);
   }
-  if (e.data || !e.pipeline) row(e.data ? "data sync" : "weight sync", describe_sync(s, e));  // stages all-reduce theirs
+  // A pipeline's stages sync weights over their context ranks (C = 1: nothing to sync).
+  if (e.data || !e.pipeline || e.context) row(e.data ? "data sync" : "weight sync", describe_sync(s, e));
   row("network", e.network);
   row("network model", e.network_model);
   row("devices", s.devices.default_profile.name + (s.devices.node_profiles.empty() ? "" : " (with per-node overrides)"));

@@ -73,9 +73,9 @@ bool LayoutTrainer::local_steps() const {
 }
 
 bool LayoutTrainer::syncs_weights(int step) const {
-  if (R_ == 1) {  // a context rank's own weight sync (sparse: every sync_every steps)
-    const auto* context = dynamic_cast<const ContextRank*>(ranks_[0].get());
-    return !context || context->sync().syncs_at(step);
+  if (R_ == 1) {  // the context ranks' own weight sync (sparse: every sync_every steps)
+    const sync::ReplicaSync* sync = ranks_[0]->replica_sync();
+    return !sync || sync->syncs_at(step);
   }
   return !local_steps() || (step + 1) % scenario_.parallel.data_sync.inner_steps == 0;
 }

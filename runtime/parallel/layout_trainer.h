@@ -59,8 +59,8 @@ namespace lowband::parallel {
 class LayoutTrainer final : public Trainer {
  public:
   // InputError naming the key for a layout it cannot train (shapes context
-  // parallelism cannot split, pipeline stages with context ranks under a weight
-  // sync other than all_reduce; replicas of different shapes or compression
+  // parallelism cannot split, a weight sync other than all_reduce without
+  // context ranks; replicas of different shapes or compression
   // under all_reduce, context degrees that differ, a batch the replicas cannot
   // share, a sparse weight sync across replicas), InputError("training.backend")
   // where its kernels cannot run. comm null: every rank in-process; else this

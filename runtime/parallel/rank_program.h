@@ -10,6 +10,10 @@
 #include "runtime/model/model.h"
 #include "runtime/optim/optimizer.h"
 
+namespace lowband::sync {
+class ReplicaSync;
+}
+
 namespace lowband::parallel {
 
 class ContextAttention;
@@ -51,6 +55,10 @@ class RankProgram {
   // The K/V exchange (its codec's state is checkpointed), or null.
   virtual ContextAttention* context() = 0;
   virtual const ContextAttention* context() const = 0;
+  // The weight sync over the rank's context group (its state is checkpointed
+  // where it keeps one; sparse syncs every sync_every steps), or null.
+  virtual sync::ReplicaSync* replica_sync() = 0;
+  virtual const sync::ReplicaSync* replica_sync() const = 0;
   // Measured wall seconds of the rank's compute spans since the last call.
   virtual double take_kernel_wall_seconds() = 0;
 };

@@ -9,7 +9,7 @@
 
 #include "common/binary_io.h"
 #include "runtime/parallel/context/attention.h"
-#include "runtime/parallel/context/rank.h"
+#include "runtime/sync/replica_sync.h"
 
 namespace lowband::parallel {
 namespace {
@@ -20,11 +20,8 @@ constexpr uint64_t kContextStateTagV1 = 0x6374782d73746174ULL;  // "ctx-stat"
 constexpr uint64_t kPipelineStateTag = 0x7069702d73746131ULL;   // "pip-sta1"
 constexpr uint64_t kDataStateTag = 0x6461742d73746131ULL;       // "dat-sta1"
 
-// A context rank's weight sync keeps an error buffer with some methods.
-const sync::ReplicaSync* error_feedback(const RankProgram& p) {
-  const auto* context = dynamic_cast<const ContextRank*>(&p);
-  return context && context->sync().error_feedback() ? &context->sync() : nullptr;
-}
+// A weight sync over context ranks keeps an error buffer with some methods.
+bool error_feedback(const RankProgram& p) { return p.replica_sync() && p.replica_sync()->error_feedback(); }
 
 std::string rank_blob(const RankProgram& p, int rank, const std::function<void(int, std::ostream&)>& more) {
   std::ostringstream one;
@@ -32,7 +29,7 @@ std::string rank_blob(const RankProgram& p, int rank, const std::function<void(i
   binary::write_array(one, params.data(), uint64_t(params.size()));
   p.optimizer().save_state(one);
   if (p.context()) p.context()->save_codec_state(one);
-  if (const sync::ReplicaSync* sync = error_feedback(p)) sync->save_state(one);
+  if (error_feedback(p)) p.replica_sync()->save_state(one);
   more(rank, one);
   return one.str();
 }
@@ -46,7 +43,7 @@ void load_blob(const std::string& blob, RankProgram& p, int rank, const kernels:
   k.upload(m.params(), host.data(), host.size() * sizeof(float));
   p.optimizer().load_state(one);
   if (p.context()) p.context()->load_codec_state(one);
-  if (error_feedback(p)) dynamic_cast<ContextRank&>(p).sync().load_state(one, m.param_count());
+  if (error_feedback(p)) p.replica_sync()->load_state(one, m.layout());
   more(rank, one);
 }
 

@@ -5,9 +5,10 @@
 // earlier rank whose state is the same bytes (replicas under all_reduce, context
 // ranks whose codecs keep no state: written once) or its blob — its parameters,
 // its AdamW state, its K/V codec's state where it has one, its weight sync's
-// error buffer where it keeps one (a context rank's sparse_grad, topk_grad,
-// sparse_update, lowrank_grad) and what `more` adds (a data-parallel rank's outer
-// syncs, in part order). Under MPI the blobs are gathered onto every process
+// error buffer and Q factors where it keeps them (sparse_grad, topk_grad,
+// sparse_update, lowrank_grad over a context group: a context-only replica's or
+// a pipeline stage's) and what `more` adds (a data-parallel rank's outer syncs,
+// in part order). Under MPI the blobs are gathered onto every process
 // (RankWorld::gather) and each process loads its own ranks'.
 //
 // Still read, as the formats of the trainers before there was one: the context

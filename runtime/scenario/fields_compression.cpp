@@ -52,8 +52,8 @@ std::vector<Field> weight_sync_fields() {
                  "shared by all ranks, all-reduced, values only; `topk_grad`: SparseLoCo's per-chunk top-k, 2-bit "
                  "values and 12-bit indices, all-gathered; `lowrank_grad`: PowerSGD's rank-r factors of each matrix, "
                  "two all-reduces, every coordinate served every step) and all apply the same aggregate. "
-                 "Context-parallel ranks only (docs/design.md §3): other than `all_reduce`, an error with "
-                 "`parallel.context` 1",
+                 "Context-parallel ranks only, a context-only replica's or each pipeline stage's (docs/design.md §3, "
+                 "§3b): other than `all_reduce`, an error with `parallel.context` 1 or with data-parallel replicas",
                  "\"sparse\""})),
        hand_read(number("sync_fraction", kAt, &CompressionConfig::sync_fraction, Bounds{0, 1, true, false},
                 {"`0.05`",

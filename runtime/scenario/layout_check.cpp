@@ -65,10 +65,9 @@ void check_pipeline_layout(const Scenario& s) {
   if (deepest > 1 && s.model.tie_embeddings)
     fail("model.tie_embeddings", "a tied LM head is the embedding, but pipeline stages split them: set it false "
                                  "for pipeline parallelism", {"parallel.pipeline", "parallel.replicas"});
-  // A stage's gradients are all-reduced over its context ranks every step.
-  if (s.parallel.pipeline > 1 && s.parallel.context > 1 && s.compression.weight_sync != WeightSync::all_reduce)
-    fail("compression.weight_sync", "pipeline stages with context ranks all-reduce their gradients every step "
-                                    "(expected \"all_reduce\")", {"parallel.pipeline", "parallel.context"});
+  // A stage's context ranks sync its weights by compression.weight_sync, as a
+  // context-only replica's do (check_keys_in_effect and check_layout_schema: not
+  // with context 1, nor with data replicas).
 }
 
 void check_each_replica(const Scenario& s, const std::vector<ReplicaConfig>& shapes) {

@@ -14,8 +14,7 @@ namespace lowband {
 std::vector<ReplicaConfig> replica_shapes(const ParallelConfig& parallel);
 
 // InputError at the JSON path to blame: pipeline stages with a tied embedding;
-// pipeline stages with context ranks under a weight sync other than all_reduce;
-// data-parallel replicas (parallel.data > 1 or parallel.replicas) with more
+// a weight sync other than all_reduce without context ranks; data-parallel replicas (parallel.data > 1 or parallel.replicas) with more
 // stages than layers, of different shapes or boundary compression under
 // all_reduce, of different context degrees, under a context-only weight sync,
 // or a batch they cannot share.

@@ -85,6 +85,10 @@ class ReplicaSync {
   bool sparse_updates() const { return s_.compression.weight_sync == WeightSync::sparse_update; }
   // Whether it keeps an error buffer (checkpointed: save_state / load_state).
   bool error_feedback() const { return sparse_gradients() || sparse_updates(); }
+  // Whether every rank steps on the same gradients after before_optimizer (all
+  // but sparse and sparse_update, whose ranks step on their own and whose
+  // after_optimizer then moves the weights).
+  bool same_gradients() const { return sums_gradients() || sparse_gradients(); }
   // Whether step `step` (from 0) synchronises the weights.
   bool syncs_at(int step) const;
   // all_reduce: sums bucket `b` of the rank's gradients over `comm` (in place).
@@ -111,8 +115,9 @@ class ReplicaSync {
   // The error buffer (empty before the first exchange: all zero).
   const std::vector<float>& error() const { return error_; }
   void save_state(std::ostream& out) const;
-  // binary::BinaryFormatError for a buffer of another size.
-  void load_state(std::istream& in, int64_t params);
+  // binary::BinaryFormatError for a buffer of another size than `layout`'s (the
+  // rank's model's: a pipeline stage's holds only its layers).
+  void load_state(std::istream& in, const model::ParamLayout& layout);
 
  private:
   // sparse: averages step `step`'s random slice of the parameters over `comm`.

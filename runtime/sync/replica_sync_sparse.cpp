@@ -133,13 +133,14 @@ void ReplicaSync::save_state(std::ostream& out) const {
   binary::write_vector(out, q_);
 }
 
-void ReplicaSync::load_state(std::istream& in, int64_t params) {
+void ReplicaSync::load_state(std::istream& in, const model::ParamLayout& layout) {
+  const int64_t params = layout.count();
   std::vector<float> e = binary::read_vector<float>(in, "the weight sync's error buffer");
   if (!e.empty() && int64_t(e.size()) != params)
     throw binary::BinaryFormatError("an error buffer of " + std::to_string(e.size()) + " values, the model has " +
                                     std::to_string(params) + " parameters");
   std::vector<float> q = binary::read_vector<float>(in, "the weight sync's Q factors");
-  const int64_t want = lowrank_grad_elements(model::ParamLayout(s_.model), s_.compression.sync_fraction).second;
+  const int64_t want = lowrank_grad_elements(layout, s_.compression.sync_fraction).second;
   if (!q.empty() && (s_.compression.weight_sync != WeightSync::lowrank_grad || int64_t(q.size()) != want))
     throw binary::BinaryFormatError("Q factors of " + std::to_string(q.size()) + " values where " +
                                     (s_.compression.weight_sync == WeightSync::lowrank_grad ? std::to_string(want)

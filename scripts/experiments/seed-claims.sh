@@ -5,7 +5,7 @@
 # (grids where a row needs several points), python3 for the formatting. Prints the table's
 # measured cells and, per claim, the figures the page's sections quote.
 #   scripts/experiments/seed-claims.sh [LOWBAND]   (default build/lowband)
-# 30 calls of `lowband estimate --json`, 7 of them grids: about 26 s on 2 cores.
+# CALLS calls of `lowband estimate --json`, GRIDS of them grids: about SECS s on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exec python3 - "${1:-build/lowband}" <<'PY'
@@ -210,6 +210,13 @@ show("compressed, full_mesh, all_gather, 300Mbps, 10ms, parallel.all_reduce dire
 print("- per-peer busiest link (%s): grad_sync %.2f GB = %.1f s of its %.1f s; K/V + dK/dV %.2f GB"
       % (f3p["busiest_link"], gs / 1e9, gs / f3p["busiest_link_bandwidth_bytes_per_s"], f3p["busiest_link_seconds"],
          (f3p["busiest_link_bytes_by_kind"]["kv"] + f3p["busiest_link_bytes_by_kind"]["dkv"]) / 1e9))
+# The stages' weight sync compressed (compression.weight_sync over each stage's context ranks).
+for sync in (SPARSE10, ("compression.weight_sync=sparse_grad", "compression.sync_fraction=0.05"),
+             ("compression.weight_sync=topk_grad", "compression.sync_fraction=0.05"),
+             ("compression.weight_sync=lowrank_grad", "compression.sync_fraction=0.05")):
+    for net, where in (((), "star"), (MESH, "full_mesh, all_gather")):
+        show("compressed, %s, %s" % (where, ", ".join(x.replace("compression.", "") for x in sync)),
+             est(F3M, *sync, *net))
 rows.append(("MoS paper, Figure 3: pipeline × context (3B, 32×A100), compressed ≈ centralised", "near parity (no figure in docs/design.md; the 800M table has 55K against 56K)",
              "%s = %s of centralised %s (`mos-fig3-pp-cp-compressed-300mbps`, `-centralized-100gbps`)" % (tokens(f3m["tokens_per_s"]), pct(f3m["tokens_per_s"], f3c["tokens_per_s"]),
                                                                   tokens(f3c["tokens_per_s"])),

@@ -166,7 +166,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // The same through a relay on node 7 (the last): the relay flag crosses the MPI log gather.
                       MpiCase{4, " --set parallel.context=2 --set parallel.data=2"
                                  " --set parallel.data_sync={\\\"method\\\":\\\"sparseloco\\\",\\\"inner_steps\\\":2,"
-                                 "\\\"exchange\\\":\\\"relay\\\"}"}),
+                                 "\\\"exchange\\\":\\\"relay\\\"}"},
+                      // 2 stages x 2 context ranks under sparse_update over each stage's context ranks
+                      // (its error buffers, per-rank norms, the weights projected back into span(U)).
+                      MpiCase{4, " --set parallel.context=2 --set parallel.pipeline=2 --set parallel.microbatches=2"
+                                 " --set model.tie_embeddings=false --set compression.boundary.method=subspace"
+                                 " --set compression.boundary.rank=8 --set compression.weight_sync=sparse_update"}),
     [](const auto& info) { return "P" + std::to_string(info.param.ranks) + "_" + std::to_string(info.index); });
 
 }  // namespace

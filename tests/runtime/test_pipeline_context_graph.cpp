@@ -306,9 +306,11 @@ TEST(PipelineContextGraph, ErrorsNameTheirKeys) {
   s = pp_cp(2, 2, 2);
   s.network.nodes = 3;
   EXPECT_EQ(place_of(s), "network.nodes");
-  s = pp_cp(2, 2, 2);
+  s = pp_cp(2, 1, 2);  // stages without context ranks: nothing to sync
   s.compression.weight_sync = WeightSync::sparse;
   EXPECT_EQ(place_of(s), "compression.weight_sync");
+  s.parallel.context = 2, s.network.nodes = 4;  // with them, any weight sync
+  EXPECT_EQ(place_of(s), "(no error)");
   s = pp_cp(2, 4, 2);
   s.model.seq_len = 6;  // 8 zigzag chunks
   EXPECT_EQ(place_of(s), "model.seq_len");

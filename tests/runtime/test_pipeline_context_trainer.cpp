@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "tests/runtime/test_numeric_support.h"
@@ -152,17 +151,6 @@ TEST(PipelineContext, CompressedTrainsAndResumesBitIdentically) {
         << "rank " << r;
   }
   expect_resumes_bit_identically<LayoutTrainer>(s, 2, 4);
-}
-
-TEST(PipelineContext, RefusesSparseWeightSync) {
-  Scenario s = tiny_pipeline_context(2, 2, 2, PipelineSchedule::one_f_one_b);
-  s.compression.weight_sync = WeightSync::sparse;
-  try {
-    LayoutTrainer t(s, ComputeTiming::profile);
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("compression.weight_sync"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

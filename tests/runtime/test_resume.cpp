@@ -1,8 +1,9 @@
 // run_training with RunOptions::resume: a run stopped as if killed (steps written
 // past its last checkpoint, RunOptions::stop_after_steps) and resumed has exactly
 // the numbers of the run that never stopped — uncompressed, MoS with the warm-up
-// ending before the checkpoint, at it, and after it, sparse weight sync, and a
-// retime target — and resuming a finished run trains nothing.
+// ending before the checkpoint, at it, and after it, sparse weight sync, pipeline
+// stages with context ranks under topk_grad (their error buffers), and a retime
+// target — and resuming a finished run trains nothing.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -83,6 +84,13 @@ TEST_F(Resume, SparseWeightSync) {
   check_resume_equals_straight(resume_tiny({"parallel.context=4", "compression.weight_sync=sparse",
                                             "compression.sync_every=3", "compression.sync_fraction=0.2"}),
                                7, 4);
+}
+
+// 2 stages x 2 context ranks: each stage's error buffers (its own layers') come back.
+TEST_F(Resume, PipelineContextTopkGradWeightSync) {
+  check_resume_equals_straight(resume_tiny({"parallel.pipeline=2", "model.tie_embeddings=false",
+                                            "compression.weight_sync=topk_grad", "compression.sync_fraction=0.05"}),
+                               6, 4);
 }
 
 // One training timed on a second network: both directories continue; the retime

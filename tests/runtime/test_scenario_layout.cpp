@@ -31,8 +31,9 @@ const std::vector<BadLayout>& bad_layouts() {
       {false, {"parallel.context=1", "parallel.data=2", "network.nodes=2", "training.batch_size=2",
                "compression.weight_sync=topk_grad"}, "compression.weight_sync"},
       {false, {"parallel.context=1", "parallel.pipeline=2", "model.tie_embeddings=true"}, "model.tie_embeddings"},
-      {false, {"parallel.context=2", "parallel.pipeline=2", "compression.weight_sync=sparse"},
-       "compression.weight_sync"},
+      // Stages with context ranks sync by any method, but not across data replicas.
+      {false, {"parallel.context=2", "parallel.pipeline=2", "parallel.data=2", "network.nodes=8",
+               "training.batch_size=4", "compression.weight_sync=topk_grad"}, "compression.weight_sync"},
   };
   return cases;
 }
@@ -97,6 +98,10 @@ TEST(ScenarioLayout, GoodNeighboursLoad) {
                                                "training.batch_size=4"}));
   EXPECT_NO_THROW(builtin_scenario("default", {"parallel.context=1", "parallel.pipeline=2"}));
   EXPECT_NO_THROW(builtin_scenario("default", {"parallel.context=2", "parallel.pipeline=2"}));
+  for (const char* sync : {"sparse", "sparse_grad", "topk_grad", "sparse_update", "lowrank_grad"})
+    EXPECT_NO_THROW(builtin_scenario("default", {"parallel.context=2", "parallel.pipeline=2",
+                                                 std::string("compression.weight_sync=") + sync}))
+        << sync;
 }
 
 }  // namespace

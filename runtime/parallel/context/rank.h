@@ -60,6 +60,8 @@ class ContextRank final : public RankProgram {
   const compress::KvCodec& codec() const { return attention_.codec(); }
   const sync::ReplicaSync& sync() const { return sync_; }
   sync::ReplicaSync& sync() { return sync_; }
+  sync::ReplicaSync* replica_sync() override { return &sync_; }
+  const sync::ReplicaSync* replica_sync() const override { return &sync_; }
 
   // inputs, targets: the whole batch (sequences, seq_len), row-major, targets < 0
   // ignored; the rank takes its own tokens. Afterwards grads() hold this rank's

@@ -252,37 +252,53 @@ RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t
   }
 
   model_.zero_grads();
-  std::vector<double> sums = {0, 0};  // the loss sum, then the squared gradient norm
+  double loss_sum = 0;
   for (const PipelineOp& op : pipeline_schedule(scenario_.parallel.schedule, stages_, stage_, M)) {
     const Microbatch& mb = mbs[size_t(op.microbatch)];
     const int slot = op.microbatch % in_flight;
-    if (op.forward) sums[0] += forward(g, op.microbatch, mb, slot);
+    if (op.forward) loss_sum += forward(g, op.microbatch, mb, slot);
     else backward(g, op.microbatch, mb, slot, valid_total);
   }
   RankStepResult res;
-  // The context ranks' shares of the stage's gradients summed, then the replicas'.
+  // The context ranks' shares of the stage's gradients summed (all_reduce), then the replicas'.
   const std::vector<sync::GradBucket> buckets = sync::gradient_buckets(model_.layout());
-  if (context_)
+  if (context_ && sync_.sums_gradients())
     for (const sync::GradBucket& b : buckets) sync_.all_reduce_bucket(*g.context, model_, b);
   if (data && data->group)
     for (const sync::GradBucket& b : buckets) sync_.all_reduce_bucket(*data->group, model_, b);
   if (context_ || (data && data->group)) spans_.log.join_deferred();
+  if (context_) {  // the other weight syncs (the layout check allows them without data replicas only)
+    int64_t valid_rank = 0;
+    for (int64_t v : local_valid_) valid_rank += v;
+    sync_.before_optimizer(*g.context, model_, step, valid_rank, valid_total);
+    res.weight_sync = sync_.syncs_at(step);
+  }
   constraint_.project(model_, /*grads=*/true);
-  if (c_ == 0) sums[1] = optimizer_.squared_grad_norm(model_.grads());  // once per stage
+  // The loss sum, then the squared gradient norm: once per stage where the
+  // stage's ranks step on the same gradients, else one per context rank.
+  const bool own_gradients = context_ && !sync_.same_gradients();
+  const int norms = own_gradients ? context_ranks_ : 1, norm_at = own_gradients ? 1 + c_ : 1;
+  std::vector<double> sums(size_t(1 + norms), 0.0);
+  sums[0] = loss_sum;
+  if (own_gradients || c_ == 0) sums[size_t(norm_at)] = optimizer_.squared_grad_norm(model_.grads());
   // With them the K/V codec's error sums (a diagnostic), not a collective of their own.
   if (context_) context_->append_error_sums(sums);
   g.world.all_reduce_sum(sums.data(), int64_t(sums.size()), comm::Wire("loss"));
   if (context_) {
-    context_->take_error_sums(sums.data() + 2);
+    context_->take_error_sums(sums.data() + 1 + norms);
     context_->reconstruction_errors(res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
   }
 
   res.loss = valid_total > 0 ? float(sums[0] / double(valid_total)) : 0.0f;
   res.lr = lr_.at(step + 1);
   ComputeSpan sp(spans_, "optimizer", costs_.optimizer(stage_));
-  res.grad_norm = optimizer_.step_with_norm(model_.params(), model_.grads(), res.lr, std::sqrt(sums[1])).grad_norm;
-  constraint_.project(model_, /*grads=*/false);
+  res.grad_norm =
+      optimizer_.step_with_norm(model_.params(), model_.grads(), res.lr, std::sqrt(sums[size_t(norm_at)])).grad_norm;
+  if (!own_gradients) constraint_.project(model_, /*grads=*/false);
   sp.done();
+  if (context_) sync_.after_optimizer(*g.context, model_, step);
+  // sparse, sparse_update move the weights after the step: back into span(U) then.
+  if (own_gradients) constraint_.project(model_, /*grads=*/false);
   if (context_) context_->step_codec(g.world, res.lr);
   return res;
 }

@@ -14,12 +14,16 @@
 //         layers (the loss on the last stage), encode and send the output to s+1;
 //   B(m): receive ∂L/∂x from stage s+1 ("act_grad"), back-propagate through the
 //         stage (gradients accumulate over microbatches), send ∂L/∂x_in back.
-// With C > 1 the stage's gradients are then summed over the context group
-// ("grad_sync", bucket by bucket). Then one all-reduce of 2 doubles over the
-// world ("loss"): the loss sum (only the last stage's is non-zero) and the
-// squared gradient norm (context rank 0's of each stage), so that every rank
-// clips by the whole model's norm, as one device would; then AdamW
-// ("optimizer"). Each rank's loss is weighted by its share of the batch's valid
+// With C > 1 the stage's context ranks then keep their weights together by
+// compression.weight_sync (sync/replica_sync.h, over the context group, on the
+// stage's own parameter layout): all_reduce sums the gradients ("grad_sync",
+// bucket by bucket); the others act around the optimiser step as they do for a
+// context-only replica. Then one all-reduce over the world ("loss"): the loss
+// sum (only the last stage's is non-zero) and the squared gradient norm
+// (context rank 0's of each stage; with sparse and sparse_update, whose ranks
+// step on their own gradients, one per context rank: rank c clips by its
+// pipeline's norm), so that every rank clips by the whole model's norm, as one
+// device would; then AdamW ("optimizer"). Each rank's loss is weighted by its share of the batch's valid
 // targets, so the gradients are those of the batch's mean loss. The K/V codec's
 // collectives (warm-up Gram sums, parameter gradients, error sums) go over the
 // world, so every rank holds the same whole-model codec.
@@ -96,6 +100,8 @@ class PipelineRank final : public RankProgram {
   const optim::AdamW& optimizer() const override { return optimizer_; }
   ContextAttention* context() override { return context_.get(); }  // null unless C > 1
   const ContextAttention* context() const override { return context_.get(); }
+  sync::ReplicaSync* replica_sync() override { return context_ ? &sync_ : nullptr; }  // over the context group
+  const sync::ReplicaSync* replica_sync() const override { return context_ ? &sync_ : nullptr; }
 
   // inputs, targets: the whole batch (sequences, seq_len), row-major (every rank
   // has it: the first stage needs the inputs, the last the targets, the codec the

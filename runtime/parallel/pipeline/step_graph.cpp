@@ -23,7 +23,7 @@ void validate(const Scenario& s) {
     throw InputError("network.nodes", std::to_string(s.network.nodes) + " nodes for " + std::to_string(P) +
                                           " pipeline stages" +
                                           (C > 1 ? " x " + std::to_string(C) + " context ranks" : ""));
-  check_layout(s);  // a tied embedding, a weight sync stages of context ranks do not run
+  check_layout(s);  // a tied embedding, a weight sync with nothing to sync
 }
 
 }  // namespace
@@ -51,7 +51,7 @@ PipelineStep pipeline_step_figures(const Scenario& s) {
   return out;
 }
 
-PipelineStep build_pipeline_parallel(const Scenario& s) {
+PipelineStep build_pipeline_parallel(const Scenario& s, bool weight_sync_step) {
   // Each rank's own program (PipelineRank) run dry, then one assembly, as a
   // recorded step is assembled.
   PipelineStep out = pipeline_step_figures(s);
@@ -59,7 +59,7 @@ PipelineStep build_pipeline_parallel(const Scenario& s) {
   DryGroup world;  // the replica: communicator 0
   for (int r = 0; r < N; ++r) world.ranks.push_back(r);
   std::vector<comm::RankLog> logs(static_cast<size_t>(N));
-  for (int r = 0; r < N; ++r) dry_pipeline_rank(s, r, steady_step(s, true), world, logs[size_t(r)]);
+  for (int r = 0; r < N; ++r) dry_pipeline_rank(s, r, steady_step(s, weight_sync_step), world, logs[size_t(r)]);
   std::vector<const comm::RankLog*> views;
   for (const auto& log : logs) views.push_back(&log);
   out.graph = comm::assemble_step_graph(views, s.parallel.all_reduce);

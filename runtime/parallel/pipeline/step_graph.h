@@ -8,9 +8,11 @@
 //         "stage_out"), send them on to s+1;
 //   B(m): receive ∂L/∂x from stage s+1 ("act_grad"), compute ("stage_bwd", or
 //         the context ranks' spans), send the gradient back to s−1.
-// Then (C > 1) the stage's gradient sums over its context group, a 16-byte ring
-// all-reduce over all ranks ("loss": the loss sum and the squared gradient norm
-// for global clipping) and "optimizer" on every rank. With parallel.context =
+// Then (C > 1) the stage's weight sync over its context group (all_reduce: the
+// gradient sums; the other compression.weight_sync methods' collectives around
+// the optimiser), a ring all-reduce over all ranks ("loss": the loss sum and the
+// squared gradient norm for global clipping, 16 bytes unless each context rank
+// clips by its own) and "optimizer" on every rank. With parallel.context =
 // C > 1 boundary messages go (s, c) -> (s + 1, c), each of rank c's rows of the
 // microbatch. Boundary bytes come from the boundary codec (compression.boundary).
 #include <string>
@@ -41,9 +43,10 @@ struct PipelineStep {
 
 // Throws InputError naming the scenario key when the scenario cannot be scheduled
 // (data parallelism alongside, stages that do not cover the layers, microbatches
-// that do not divide the batch, fewer nodes than ranks, a sparse weight sync with
-// context ranks).
-PipelineStep build_pipeline_parallel(const Scenario& scenario);
+// that do not divide the batch, fewer nodes than ranks). weight_sync_step false:
+// a step without the sparse weight average (compression.weight_sync sparse, the
+// sync_every − 1 steps between), else alike.
+PipelineStep build_pipeline_parallel(const Scenario& scenario, bool weight_sync_step = true);
 
 // The step's figures but its graph (no rank runs). Throws as above.
 PipelineStep pipeline_step_figures(const Scenario& scenario);
