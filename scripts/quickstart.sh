@@ -3,13 +3,15 @@
 # a small model trained here on real text (data/tinyshakespeare.txt, committed; no
 # GPU, no download): how long does training take, in simulated wall-clock time,
 # centralized at 100 Gbps, decentralized at 300 Mbps, and decentralized at 300 Mbps
-# with the K/V compressed by mixtures of subspaces?
+# with what crosses the links compressed: the K/V by mixtures of subspaces, then
+# the weight sync too (low-rank gradients)?
 #
-# Two trainings (scenarios/quickstart/): the uncompressed one, timed on both
-# networks (train once, re-time: its losses do not depend on the network), and the
-# MoS one. Then a table (lowband report) and loss-versus-time plots (lowband plot).
-# Output: runs/quickstart/ (QUICKSTART_RUNS=DIR for another place). Rerunning
-# resumes what was interrupted and redraws the table.
+# Three trainings (scenarios/quickstart/): the uncompressed one, timed on both
+# networks (train once, re-time: its losses do not depend on the network), the MoS
+# one and the MoS + low-rank one. Then a table (lowband report) and
+# loss-versus-time plots (lowband plot). Output: runs/quickstart/
+# (QUICKSTART_RUNS=DIR for another place). Rerunning resumes what was interrupted
+# and redraws the table.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh" --target lowband
@@ -26,11 +28,13 @@ start=$(date +%s)
 [ -f "$runs/centralized-100gbps/checkpoint.bin" ] || rm -rf "$runs/quickstart-decentralized-300mbps"
 train centralized-100gbps "$s/quickstart-centralized-100gbps.json" --also-time-on "$s/quickstart-decentralized-300mbps.json"
 train mos-300mbps "$s/quickstart-mos-300mbps.json"
+train mos-lowrank-300mbps "$s/quickstart-mos-lowrank-300mbps.json"
 trained=$(( $(date +%s) - start ))
 
-dirs=("$runs/centralized-100gbps" "$runs/quickstart-decentralized-300mbps" "$runs/mos-300mbps")
+dirs=("$runs/centralized-100gbps" "$runs/quickstart-decentralized-300mbps" "$runs/mos-300mbps"
+      "$runs/mos-lowrank-300mbps")
 echo
-echo "== Centralized 100 Gbps vs decentralized 300 Mbps, uncompressed and MoS (trained here in ${trained}s) =="
+echo "== Centralized 100 Gbps vs decentralized 300 Mbps: uncompressed, MoS K/V, MoS K/V + low-rank weight sync (trained here in ${trained}s) =="
 "$lowband" report "${dirs[@]}" --baseline "$runs/centralized-100gbps" --out "$runs/report.md" >/dev/null
 cat "$runs/report.md"
 if command -v gnuplot >/dev/null || [ -n "${LOWBAND_GNUPLOT:-}" ]; then

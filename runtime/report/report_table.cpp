@@ -25,6 +25,39 @@ std::string escape_cell(std::string text) {
   return out;
 }
 
+// What a rank sends per step, grouped by what it carries (the summary's kinds).
+std::vector<std::pair<std::string, double>> bytes_by_group(const RunData& run) {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> groups = {
+      {"K/V", {"kv", "dkv"}}, {"boundaries", {"act", "act_grad"}}, {"weights", {"grad_sync", "pseudo_grad"}}};
+  const nlohmann::json* kinds = nullptr;
+  if (run.summary.contains("bytes_sent_per_rank_per_step") && run.summary["bytes_sent_per_rank_per_step"].is_object())
+    kinds = &run.summary["bytes_sent_per_rank_per_step"];
+  std::vector<std::pair<std::string, double>> out;
+  if (!kinds) return out;
+  double grouped = 0, total = 0;
+  for (const auto& [name, members] : groups) {
+    double bytes = 0;
+    for (const std::string& kind : members)
+      if (kinds->contains(kind) && (*kinds)[kind].is_number()) bytes += (*kinds)[kind].get<double>();
+    if (bytes > 0) out.emplace_back(name, bytes);
+    grouped += bytes;
+  }
+  for (const auto& [kind, value] : kinds->items())
+    if (kind != "total" && value.is_number()) total += value.get<double>();
+  if (total - grouped > 1e-6 * total) out.emplace_back("other", total - grouped);  // not the sums' rounding
+  return out;
+}
+
+std::string bytes_cell(const ReportRow& row) {
+  if (!row.bytes_per_step) return kNone;
+  std::string text = units::format_bytes(*row.bytes_per_step);
+  if (row.bytes_per_step_by_group.size() < 2) return text;
+  std::string parts;
+  for (const auto& [group, bytes] : row.bytes_per_step_by_group)
+    parts += (parts.empty() ? "" : ", ") + group + " " + units::format_bytes(bytes);
+  return text + " (" + parts + ")";
+}
+
 ReportRow make_row(const RunData& run, double target_loss) {
   ReportRow row;
   row.label = run.label;
@@ -38,6 +71,7 @@ ReportRow make_row(const RunData& run, double target_loss) {
   row.final_val_loss = summary_number(run, "final_val_loss");
   if (row.final_val_loss) row.final_val_perplexity = std::exp(*row.final_val_loss);
   row.bytes_per_step = summary_number(run, "bytes_sent_per_rank_per_step.total");
+  row.bytes_per_step_by_group = bytes_by_group(run);
   // Context-parallel runs measure their K/V messages, pipeline runs their boundaries.
   // Which compressed traffic the run measured (trainer.h: CompressedTraffic::name).
   const char* traffic = run.summary.contains("exchange_bytes_ratio") ? "exchange"
@@ -123,7 +157,9 @@ std::string report_markdown(const Report& r) {
   else
     out << "- Baseline: none (no uncompressed run among these; `--baseline RUN_DIR` names one).\n";
   out << "- Bandwidth: the scenario's `network.bandwidth`, or the slowest link of a clusters or explicit network. "
-         "Tokens/s and times are simulated (the modelled network), bytes are per rank (the busiest) per step.\n"
+         "Tokens/s and times are simulated (the modelled network), bytes are per rank (the busiest) per step, "
+         "by what they carry: K/V (and their gradients), pipeline boundaries, weights (gradient or pseudo-gradient "
+         "syncs), other (the loss, the codecs' own).\n"
          "- K/V bytes saved: over the whole run, measured from the messages sent; uncompressed warm-up steps "
          "(MoS) count, so it is below the codec's own ratio. For a pipeline run, the stage boundaries' messages "
          "(both ways) instead.\n";
@@ -159,7 +195,7 @@ std::string report_markdown(const Report& r) {
         << escape_cell(row.compression) << " | " << cell(row.tokens_per_s, 4) << " | "
         << (row.time_to_target_seconds ? format_time(*row.time_to_target_seconds) : "not reached") << " | "
         << cell(row.final_val_loss, 5) << " | " << cell(row.final_val_perplexity, 4) << " | "
-        << (row.bytes_per_step ? units::format_bytes(*row.bytes_per_step) : kNone) << " | " << compression_cell(row)
+        << bytes_cell(row) << " | " << compression_cell(row)
         << " | " << cell(row.time_to_target_vs_baseline, 3) << " |";
     if (any_lost) out << " " << (row.lost_seconds ? format_time(*row.lost_seconds) : kNone) << " |";
     out << "\n";

@@ -4,6 +4,7 @@
 // measured K/V compression, and each run's time to target over the baseline's.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/report/run_dir_reader.h"
@@ -23,6 +24,9 @@ struct ReportRow {
   bool target_from_validation = true;          // false: smoothed training loss
   std::optional<double> final_val_loss, final_val_perplexity;  // perplexity = exp(loss)
   std::optional<double> bytes_per_step;        // per rank (max over ranks), mean over steps
+  // The same by what they carry: "K/V" (kv, dkv), "boundaries" (act, act_grad),
+  // "weights" (grad_sync, pseudo_grad), "other" (loss, the codecs' own); only those sent.
+  std::vector<std::pair<std::string, double>> bytes_per_step_by_group;
   std::optional<double> kv_bytes_saved_fraction, kv_bytes_ratio;  // measured
   std::optional<double> time_to_target_vs_baseline;
   std::optional<TimeProjection> projection;    // summary time_projection

@@ -311,17 +311,31 @@ std::string data_sync_label(const json& s) {
   return label;
 }
 
+// compression.weight_sync other than all_reduce: "weights lowrank_grad 0.05", "weights sparse 0.05 every 10".
+std::string weight_sync_label(const json& s) {
+  if (!s.contains("compression") || !s["compression"].is_object()) return "";
+  const json& c = s["compression"];
+  const std::string method = c.contains("weight_sync") ? setting_text(c["weight_sync"]) : "all_reduce";
+  if (method == "all_reduce") return "";
+  std::string label = "weights " + method + (c.contains("sync_fraction") ? " " + setting_text(c["sync_fraction"]) : "");
+  if (method == "sparse" && c.contains("sync_every") && setting_text(c["sync_every"]) != "1")
+    label += " every " + setting_text(c["sync_every"]);
+  return label;
+}
+
 }  // namespace
 
 bool is_uncompressed(const RunData& run) {
   return kv_method(run.scenario) == "none" && boundary_method(run.scenario) == "none" &&
-         data_sync_label(run.scenario).rfind("sparseloco", 0) != 0;
+         weight_sync_label(run.scenario).empty() && data_sync_label(run.scenario).rfind("sparseloco", 0) != 0;
 }
 
 std::string compression_label(const RunData& run) {
   const std::string settings = settings_text(run.sweep_settings, true);
   if (!settings.empty()) return settings;
-  const std::string sync = data_sync_label(run.scenario);
+  std::string sync = weight_sync_label(run.scenario);
+  const std::string data_sync = data_sync_label(run.scenario);
+  sync += (sync.empty() || data_sync.empty() ? "" : ", ") + data_sync;
   if (kv_method(run.scenario) == "none" && boundary_method(run.scenario) == "none")
     return sync.empty() ? "uncompressed" : sync;
   const json& c = run.scenario["compression"];

@@ -20,6 +20,23 @@ TEST(ReportTable, AnUnfinishedRunCountsWholeSteps) {
   EXPECT_NE(md.find("(8/40 steps)"), std::string::npos) << md;
 }
 
+// The bytes a rank sends per step, and of them what carries K/V, boundaries,
+// weights and the rest (grouped from the summary's kinds; a lone group adds nothing).
+TEST(ReportTable, BytesPerStepSayWhatTheyCarry) {
+  Report r;
+  ReportRow row;
+  row.label = "mos";
+  row.bytes_per_step = 3.0 * 1024 * 1024;
+  row.bytes_per_step_by_group = {{"K/V", 1024.0 * 1024}, {"weights", 2.0 * 1024 * 1024}};
+  r.rows.push_back(row);
+  row.label = "one kind";
+  row.bytes_per_step_by_group = {{"weights", 3.0 * 1024 * 1024}};
+  r.rows.push_back(row);
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("| 3 MiB (K/V 1 MiB, weights 2 MiB) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 3 MiB |"), std::string::npos) << md;
+}
+
 // A pipeline run whose boundaries compress is not an uncompressed baseline, and
 // its label says what crosses the boundaries.
 TEST(ReportTable, BoundaryCompressionIsCompression) {
@@ -33,6 +50,13 @@ TEST(ReportTable, BoundaryCompressionIsCompression) {
   run.scenario["compression"]["method"] = "topk";
   run.scenario["compression"]["topk_fraction"] = 0.1;
   EXPECT_EQ(compression_label(run), "topk 0.1, boundary subspace k=8");
+  // A compressed weight sync is compression too, alone or beside a codec.
+  run.scenario["compression"]["weight_sync"] = "lowrank_grad";
+  run.scenario["compression"]["sync_fraction"] = 0.05;
+  EXPECT_EQ(compression_label(run), "topk 0.1, boundary subspace k=8, weights lowrank_grad 0.05");
+  run.scenario["compression"] = {{"method", "none"}, {"weight_sync", "sparse"}, {"sync_fraction", 0.05}, {"sync_every", 10}};
+  EXPECT_FALSE(is_uncompressed(run));
+  EXPECT_EQ(compression_label(run), "weights sparse 0.05 every 10");
 }
 
 }  // namespace
