@@ -2,7 +2,10 @@
 // What crosses the link when a context-parallel rank shares its K or V block: a
 // codec turns the block into the reconstruction its receivers attend to, reports
 // the bytes of the real message, and carries gradients back through the same map.
-// The owner attends to its own block exactly; only remote receivers see z_hat.
+// The owner attends to its own block exactly (only remote receivers see z_hat),
+// or, with compression.owner_kv reconstructed, decodes its own message and
+// sends its own gradient through encode_gradient as a receiver does
+// (context/attention.h).
 //
 // Layout: a block is (n, kv_heads, head_dim) row-major, n tokens of one rank's
 // chunk (K after RoPE, or V), as the model's activations hold them.

@@ -23,6 +23,24 @@ Field mos(Field f, std::vector<std::string> sets, std::string from = "") {
   return tested_from(hand_read(std::move(f)), std::move(from), std::move(sets));
 }
 
+// compression.owner_kv: for every codec that compresses.
+Field owner_kv_field() {
+  Field f = choice("owner_kv", kAt, &CompressionConfig::owner_kv,
+                   {{"exact", OwnerKv::exact}, {"reconstructed", OwnerKv::reconstructed}},
+                   {"`\"exact\"`",
+                    "what the owner of a K/V block attends to: its exact K/V (only the wire is compressed; receivers "
+                    "attend to the codec's reconstruction), or `reconstructed`: the reconstruction its receivers "
+                    "decode, as the MoS paper constrains the K/V projections to the chunk's rotated subspace (every "
+                    "rank attends to the same Ẑ; the owner's own gradient goes back through the codec too). With "
+                    "method `none`: no key",
+                    "\"reconstructed\""});
+  f.applies = {"method", {"topk", "mos", "quantize"}};  // (tested with the first)
+  // Written only where it is not the default, so runs and checkpoints from before
+  // the key resolve to the same scenario.
+  f.written = [](const Scenario& s) { return s.compression.owner_kv != OwnerKv::exact; };
+  return hand_read(std::move(f));
+}
+
 // k_ratio and k_rank (v_*: the same): the resolved scenario holds the one given.
 Field written_if(Field f, bool rank, int CompressionConfig::*rank_set) {
   f.written = [rank, rank_set](const Scenario& s) { return (s.compression.*rank_set > 0) == rank; };
@@ -150,7 +168,8 @@ Section compression_section() {
             "re-apply RoPE at the sender's positions) or after it. Measured on tinyshakespeare (4 layers, head_dim 64, "
             "100 steps): the best rank-5 subspace leaves 23–57 % relative error pre-RoPE but 87–89 % post-RoPE",
             "\"post_rope\""}),
-           kBothRatios)}};
+           kBothRatios),
+       owner_kv_field()}};
   for (Field& f : baseline_codec_fields()) c.fields.push_back(std::move(f));
   for (Field& f : weight_sync_fields()) c.fields.push_back(std::move(f));
   c.fields.push_back(doc_only("boundary", Kind::object, "object",

@@ -135,6 +135,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
                                     : CompressionMethod::none;
   for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame"})
     only_with(r, key, method, {"mos"});
+  only_with(r, "owner_kv", method, {"mos", "topk", "quantize"});
   only_with(r, "topk_fraction", method, {"topk"});
   only_with(r, "bits", method, {"quantize"});
   only_with(r, "block", method, {"quantize"});
@@ -168,6 +169,8 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     c.k_frame = r.choice_or("k_frame", "pre_rope", {"pre_rope", "post_rope"}) == "post_rope" ? KFrame::post_rope
                                                                                             : KFrame::pre_rope;
   }
+  c.owner_kv = r.choice_or("owner_kv", "exact", {"exact", "reconstructed"}) == "reconstructed" ? OwnerKv::reconstructed
+                                                                                             : OwnerKv::exact;
   c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", c.warm_start ? 500 : 0, 0, kMaxInt));
   if (!c.warm_start && c.warmup_steps != 0)
     fail(r.path_of("warmup_steps"), "warm_start is false (random U0, compressed from step 0): expected 0 or no key");

@@ -122,6 +122,12 @@ enum class MosRotation { learned, fixed, random };
 // after it (RoPE spreads each frequency pair over 2 dimensions: far higher rank).
 enum class KFrame { pre_rope, post_rope };
 
+// What the owner of a K/V block attends to (compression.owner_kv): its exact K/V
+// (only the wire is compressed; receivers see the reconstruction), or the same
+// reconstruction its receivers decode, as the MoS paper constrains the K/V
+// projections (every rank attends to Ẑ, gradients through the codec).
+enum class OwnerKv { exact, reconstructed };
+
 // How the weights stay equal across context-parallel ranks (runtime/parallel/
 // sync/replica_sync.h): all_reduce sums the gradients; sparse averages a random slice of
 // weights that drift apart; sparse_grad, topk_grad, sparse_update and lowrank_grad
@@ -164,6 +170,7 @@ struct CompressionConfig {
   MosRotation rotation = MosRotation::learned;
   bool warm_start = true;
   KFrame k_frame = KFrame::pre_rope;
+  OwnerKv owner_kv = OwnerKv::exact;  // any codec but none
   double topk_fraction = 0.1;  // topk: fraction of each K/V block's entries kept
   int quantize_bits = 4;       // quantize: 4 or 8 bits per value
   int quantize_block = 64;     // quantize: values per absmax scale

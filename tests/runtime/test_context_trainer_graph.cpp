@@ -124,6 +124,10 @@ INSTANTIATE_TEST_SUITE_P(
                                  "compression.k_rank=4", "compression.v_rank=4", "compression.warmup_steps=0",
                                  "compression.weight_sync=sparse", "compression.sync_every=3"},
         std::vector<std::string>{"parallel.context=4", "compression.method=quantize", "compression.bits=4"},
+        // The owner attends to its own reconstruction (the decode is in its qkv span).
+        std::vector<std::string>{"parallel.context=4", "compression.method=mos", "compression.k_rank=4",
+                                 "compression.v_rank=4", "compression.warmup_steps=0",
+                                 "compression.owner_kv=reconstructed", "parallel.microbatches=2"},
         // Sequences in flight: each layer's halves interleaved over the slots.
         std::vector<std::string>{"parallel.context=4", "parallel.microbatches=2"},
         std::vector<std::string>{"parallel.context=3", "model.seq_len=60", "parallel.exchange=all_gather",

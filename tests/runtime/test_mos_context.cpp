@@ -3,10 +3,16 @@
 // rank the recorded K/V bytes are the codec's closed form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "runtime/compress/make_codec.h"
 #include "runtime/compress/mos_codec.h"
+#include "runtime/parallel/context/attention.h"
+#include "runtime/parallel/context/rank.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 
@@ -60,6 +66,124 @@ TEST(MosContext, FullRankEqualsUncompressedOverSteps) {
   EXPECT_EQ(low[0], plain[0]);
   EXPECT_EQ(low[1], plain[1]);
   EXPECT_GT(std::abs(low[3] - plain[3]), 1e-4 * std::abs(plain[3]));
+}
+
+// compression.owner_kv reconstructed (the paper's constraint): the owner of a
+// block attends to the reconstruction its receivers decode, bit for bit; with
+// the default (exact) it attends to its own K/V, which differs from theirs.
+TEST(MosContext, OwnerAttendsWhatItsReceiversDecode) {
+  const std::vector<std::string> mos = {"compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",
+                                        "compression.warm_start=false"};
+  for (const char* owner_kv : {"reconstructed", "exact"}) {
+    SCOPED_TRACE(owner_kv);
+    std::vector<std::string> sets = mos;
+    sets.push_back(std::string("compression.owner_kv=") + owner_kv);
+    const Scenario s = tiny(sets);
+    parallel::LayoutTrainer cp(s);
+    for (int step = 0; step < 2; ++step) {
+      const auto in = tokens(s, step);
+      cp.train_step(step, in.data(), in.data(), s.training.batch_size, false);
+    }
+    const int P = s.parallel.context;
+    for (int l = 0; l < s.model.layers; ++l)
+      for (KvTensor t : {KvTensor::k, KvTensor::v})
+        for (int o = 0; o < P; ++o) {
+          const parallel::ContextAttention& owner = *cp.rank(o).context();
+          const size_t count = size_t(owner.rows(o) * s.model.kv_heads * s.model.head_dim());
+          const float* own = owner.attended_kv(l, t, o);
+          if (std::string(owner_kv) == "exact") {
+            EXPECT_EQ(own, nullptr);  // its exact K/V: compare them with what rank o+1 decoded
+            const auto& a = cp.model(o).activations(l);
+            const float* theirs = cp.rank((o + 1) % P).context()->attended_kv(l, t, o);
+            double diff = 0, norm = 0;
+            for (size_t i = 0; i < count; ++i) {
+              const float z = (t == KvTensor::k ? a.k : a.v)[i];
+              diff += double(z - theirs[i]) * (z - theirs[i]), norm += double(z) * z;
+            }
+            EXPECT_GT(std::sqrt(diff / norm), 0.05) << "layer " << l << " owner " << o;
+            continue;
+          }
+          ASSERT_NE(own, nullptr);
+          for (int r = 0; r < P; ++r)
+            EXPECT_EQ(std::memcmp(own, cp.rank(r).context()->attended_kv(l, t, o), count * sizeof(float)), 0)
+                << "layer " << l << " owner " << o << " receiver " << r;
+        }
+  }
+}
+
+TEST(MosContext, FullRankOwnerReconstructedEqualsUncompressed) {
+  // As FullRankEqualsUncompressedOverSteps, with every rank (the owner too)
+  // attending to the reconstruction and the owner's gradient through the codec:
+  // at r = head_dim the constraint is the identity.
+  const auto plain = losses(tiny({"compression.method=none"}), 6);
+  const auto mos = losses(tiny({"compression.method=mos", "compression.k_rank=8", "compression.v_rank=8",
+                                "compression.warmup_steps=2", "compression.k_frame=post_rope",
+                                "compression.owner_kv=reconstructed"}),
+                          6);
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(mos[i], plain[i], 1e-5 * std::abs(plain[i])) << "step " << i;
+}
+
+// The recorded K/V and dK/dV bytes do not depend on what the owner attends to.
+TEST(MosContext, OwnerReconstructedSendsTheSameBytes) {
+  const std::vector<std::string> mos = {"compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",
+                                        "compression.warmup_steps=1"};
+  std::vector<std::string> rec = mos;
+  rec.push_back("compression.owner_kv=reconstructed");
+  const Scenario a = tiny(mos), b = tiny(rec);
+  parallel::LayoutTrainer ta(a), tb(b);
+  for (int step = 0; step < 3; ++step) {  // warm-up, then compressing
+    const auto in = tokens(a, step);
+    const auto ra = ta.train_step(step, in.data(), in.data(), a.training.batch_size, true);
+    const auto rb = tb.train_step(step, in.data(), in.data(), b.training.batch_size, true);
+    for (int r = 0; r < a.parallel.context; ++r)
+      for (const char* kind : {"kv", "dkv"})
+        EXPECT_EQ(ra.graph.bytes_sent(r, kind), rb.graph.bytes_sent(r, kind)) << kind << " rank " << r;
+  }
+}
+
+// With the owner constrained too, the trained gradient must be the gradient of
+// the loss the constrained forward computes: central finite differences of the
+// mean loss (LayoutTrainer::evaluate, every rank's copy moved alike) against the
+// ranks' summed gradients, at the W_k, W_v and W_q entries of layer 0 with the
+// largest gradients. (The codec's own backward is held against float64 in
+// test_mos_gradcheck.cpp.)
+TEST(MosContext, OwnerReconstructedGradientIsTheLossGradient) {
+  const Scenario s = tiny({"compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",
+                           "compression.warm_start=false", "compression.owner_kv=reconstructed"});
+  parallel::LayoutTrainer cp(s);
+  const auto in = tokens(s, 0);
+  std::vector<int32_t> target(in.begin() + 1, in.end());
+  target.push_back(-1);
+  const int P = s.parallel.context, B = s.training.batch_size;
+  cp.on_ranks([&](int, parallel::RankProgram& p, comm::Communicator& comm) {
+    p.context()->begin_codec_step(comm, 0);
+    dynamic_cast<parallel::ContextRank&>(p).forward_backward(comm, in.data(), target.data(), B, false);
+  });
+  const int64_t count = cp.model(0).param_count();
+  std::vector<double> grad(size_t(count), 0.0);
+  for (int r = 0; r < P; ++r)
+    for (int64_t i = 0; i < count; ++i) grad[size_t(i)] += cp.model(r).grads()[i];
+  int checked = 0;
+  for (const char* name : {"layers.0.wk", "layers.0.wv", "layers.0.wq"}) {
+    const model::TensorInfo& t = cp.model(0).layout().find(name);
+    std::vector<int64_t> idx(size_t(t.count()));
+    for (int64_t i = 0; i < t.count(); ++i) idx[size_t(i)] = t.offset + i;
+    std::partial_sort(idx.begin(), idx.begin() + 4, idx.end(),
+                      [&](int64_t a, int64_t b) { return std::abs(grad[size_t(a)]) > std::abs(grad[size_t(b)]); });
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = idx[size_t(k)];
+      const float eps = 1e-2f, w = cp.model(0).params()[i];
+      auto loss_at = [&](float value) {
+        for (int r = 0; r < P; ++r) cp.model(r).params()[i] = value;
+        return double(cp.evaluate(in.data(), target.data(), B));
+      };
+      const double fd = (loss_at(w + eps) - loss_at(w - eps)) / (2.0 * eps);
+      loss_at(w);
+      EXPECT_NEAR(grad[size_t(i)], fd, 0.03 * std::abs(fd) + 2e-4) << name << " element " << i - t.offset;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 12);
 }
 
 TEST(MosContext, SequencesInFlightTrainAsOneSlot) {

@@ -393,6 +393,16 @@ TEST(ScenarioPipelineErrors, MicrobatchesNeedStagesOrContextRanksAndFitTheTags) 
   EXPECT_CONTAINS(error_of(d), "parallel.microbatches: 4096 microbatches of 4 layers need 32768 message tags");
 }
 
+TEST(ScenarioCompressionErrors, OwnerKvNeedsACodec) {
+  json d = base();
+  d["compression"] = {{"method", "none"}, {"owner_kv", "reconstructed"}};
+  EXPECT_CONTAINS(error_of(d), "compression.owner_kv: only used with method \"mos\" or \"topk\" or \"quantize\"");
+  d["compression"] = {{"method", "topk"}, {"owner_kv", "projected"}};
+  EXPECT_CONTAINS(error_of(d), "compression.owner_kv");
+  d["compression"]["owner_kv"] = "reconstructed";
+  EXPECT_EQ(parse_scenario(d, "test.json").compression.owner_kv, OwnerKv::reconstructed);
+}
+
 TEST(ScenarioPipelineErrors, BoundaryKeysBelongToTheirMethod) {
   json d = pipelined();
   d["compression"]["boundary"] = {{"method", "subspace"}};

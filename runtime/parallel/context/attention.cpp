@@ -26,6 +26,8 @@ ContextAttention::ContextAttention(const Scenario& s, int rank, std::unique_ptr<
       kv_row_(int64_t(s.model.kv_heads) * s.model.head_dim()), codec_(std::move(codec)), model_(model),
       k_(model.backend()), costs_(costs), spans_(spans) {
   if (!codec_) throw InputError("compression", "no K/V codec");
+  owner_reconstructs_ = context_ranks_ > 1 && s.compression.method != CompressionMethod::none &&
+                        s.compression.owner_kv == OwnerKv::reconstructed;
   for (int r = 0; r < context_ranks_; ++r) {
     ranges_.push_back(costs_.ranges(r));
     int64_t row = 0;
@@ -57,6 +59,12 @@ void ContextAttention::use_slot(int slot) {
   }
 }
 
+const float* ContextAttention::attended_kv(int l, compress::KvTensor t, int owner) const {
+  if (owner == rank_ && !owner_reconstructs_) return nullptr;
+  const auto& hat = t == compress::KvTensor::k ? slot_->k_hat : slot_->v_hat;
+  return hat[layer_index(l)][size_t(owner)].data();
+}
+
 int64_t ContextAttention::rows(int owner) const { return int64_t(slot_->sequences) * local_tokens_[size_t(owner)]; }
 
 compress::KvBlockId ContextAttention::block_id(int l, compress::KvTensor t, int owner, int chunk, int sequence) const {
@@ -86,7 +94,7 @@ model::TokenBatch ContextAttention::gather(const int32_t* inputs, const int32_t*
   for (size_t l = 0; l < size_t(layers_); ++l) {
     ensure_size(k_, slot_->lse[l], size_t(rows * scenario_.model.heads));
     for (int o = 0; o < context_ranks_; ++o) {
-      if (o == rank_) continue;
+      if (o == rank_ && !owner_reconstructs_) continue;
       ensure_size(k_, slot_->k_hat[l][size_t(o)], size_t(this->rows(o) * kv_row_));
       ensure_size(k_, slot_->v_hat[l][size_t(o)], size_t(this->rows(o) * kv_row_));
     }
@@ -106,8 +114,9 @@ void ContextAttention::attend(int l, int owner, bool backward, float* dk, float*
   const float scale = float(1.0 / std::sqrt(double(hd)));
   auto& a = model_.activations(l);
   const bool own = owner == rank_;
-  const float* kb = own ? a.k : slot_->k_hat[layer_index(l)][size_t(owner)].data();
-  const float* vb = own ? a.v : slot_->v_hat[layer_index(l)][size_t(owner)].data();
+  const bool exact = own && !owner_reconstructs_;  // else what the codec rebuilt, the owner's too
+  const float* kb = exact ? a.k : slot_->k_hat[layer_index(l)][size_t(owner)].data();
+  const float* vb = exact ? a.v : slot_->v_hat[layer_index(l)][size_t(owner)].data();
   const auto& qr = ranges_[size_t(rank_)];
   const auto& kr = ranges_[size_t(owner)];
   const int sequences = slot_->sequences;
@@ -151,9 +160,12 @@ void ContextAttention::forward_layer(comm::Communicator& comm, int l) {
 void ContextAttention::forward_layer_send(comm::Communicator& comm, int l) {
   const bool ring = scenario_.parallel.exchange == CpExchange::ring;
   std::vector<uint8_t> message;
-  ComputeSpan qkv(spans_, "qkv", costs_.pre_attention(rank_) + costs_.mos_project(rank_));
+  ComputeSpan qkv(spans_, "qkv",
+                  costs_.pre_attention(rank_) + costs_.mos_project(rank_) +
+                      (owner_reconstructs_ ? costs_.mos_reconstruct(rank_) : cost::Cost{}));
   model_.layer_forward_qkv(l);
   if (context_ranks_ > 1) encode_blocks(l, message);
+  if (owner_reconstructs_) decode_blocks(l, rank_, message);  // the owner attends to what its receivers do
   qkv.done();
   if (context_ranks_ > 1) {
     const comm::Wire wire("kv", kv_message_wire_bytes(message));
@@ -211,10 +223,22 @@ void ContextAttention::backward_layer_send(comm::Communicator& comm, int l) {
   model_.layer_backward_post_attention(l);
   mlp.done();
   const int64_t rows = this->rows(rank_);
-  ComputeSpan own(spans_, "attention_bwd", costs_.attention(rank_, rank_, true));
+  ComputeSpan own(spans_, "attention_bwd",
+                  costs_.attention(rank_, rank_, true) +
+                      (owner_reconstructs_ ? costs_.mos_project(rank_) : cost::Cost{}));
   k_.zero(model_.dq(), size_t(rows * q_row) * sizeof(float));
   k_.zero(model_.dk(), size_t(rows * kv_row_) * sizeof(float));
   k_.zero(model_.dv(), size_t(rows * kv_row_) * sizeof(float));
+  // The owner's own dK̂/dV̂ go back through the codec like a receiver's (added to
+  // theirs in backward_layer_finish); exact, straight into dK/dV.
+  float* own_dk = model_.dk();
+  float* own_dv = model_.dv();
+  if (owner_reconstructs_) {
+    ensure_size(k_, own_dk_, size_t(rows * kv_row_)), ensure_size(k_, own_dv_, size_t(rows * kv_row_));
+    k_.zero(own_dk_.data(), size_t(rows * kv_row_) * sizeof(float));
+    k_.zero(own_dv_.data(), size_t(rows * kv_row_) * sizeof(float));
+    own_dk = own_dk_.data(), own_dv = own_dv_.data();
+  }
   ensure_size(k_, delta_, size_t(rows * m.heads));
   const auto& a = model_.activations(l);
   const auto& qr = ranges_[size_t(rank_)];
@@ -224,7 +248,8 @@ void ContextAttention::backward_layer_send(comm::Communicator& comm, int l) {
       k_.attention_backward_delta(range_tokens(qr[qi]), m.heads, hd, a.att + qrow * q_row,
                                   model_.attention_grad_out() + qrow * q_row, delta_.data() + qrow * m.heads);
     }
-  attend(l, rank_, true, model_.dk(), model_.dv());
+  attend(l, rank_, true, own_dk, own_dv);
+  if (owner_reconstructs_) encode_gradients(l, rank_, own_dk, own_dv, slot_->own_gradient);
   own.done();
   // Overlap: each partial goes out as soon as it is computed. Without: all the
   // rank's attention backward first, then the exchange.
@@ -276,6 +301,7 @@ void ContextAttention::backward_layer_finish(comm::Communicator& comm, int l) {
       else add_gradients(summed, acc);
     }
   }
+  if (owner_reconstructs_) add_gradients(summed, slot_->own_gradient);  // after the others': one order everywhere
   ComputeSpan qkv(spans_, "qkv_bwd",
                   cost::dense_backward(costs_.pre_attention(rank_)) + costs_.mos_reconstruct(rank_));
   if (context_ranks_ > 1) decode_gradients(l, summed);

@@ -10,8 +10,10 @@
 // global). Per layer a rank computes Q, K, V for its chunk and encodes its K/V
 // blocks into one message; the exchange sends it around a ring (each rank
 // forwards what it received last round) or straight to every other rank
-// (all_gather). The rank attends to its own exact block first, then to each
-// decoded block as it arrives, merging by log-sum-exp. In the backward it
+// (all_gather). The rank attends to its own block first — exact, or with
+// compression.owner_kv reconstructed the codec's reconstruction of it, decoded
+// from the message it sends, so every rank attends to the same K̂/V̂ — then to
+// each decoded block as it arrives, merging by log-sum-exp. In the backward it
 // computes dK/dV for every block it attended to, encodes the gradient for each
 // remote owner and sends it back: ring — one accumulator per owner passed
 // along, each rank adding its part; all_gather — straight to the owner, who
@@ -57,6 +59,11 @@ class ContextAttention {
   // first one's index in the step's batch (it names the codec's blocks).
   model::TokenBatch gather(const int32_t* inputs, const int32_t* targets, int sequences, int first_sequence);
   int64_t valid() const { return slot_->valid; }  // targets >= 0 among the current slot's rows
+  // What this rank attended to of `owner`'s block in layer l (current slot;
+  // (rows(owner), kv_heads, head_dim), device memory on a GPU): a receiver's
+  // decoded K̂ (V̂), or the owner's own reconstruction with owner_kv
+  // reconstructed; null for the owner's exact K/V.
+  const float* attended_kv(int l, compress::KvTensor t, int owner) const;
   int64_t rows(int owner) const;            // the current slot's rows of `owner`
   int64_t tokens_per_sequence(int owner) const { return local_tokens_[size_t(owner)]; }
 
@@ -102,6 +109,9 @@ class ContextAttention {
     // [layer - first layer][owner]: the decoded K/V of remote owners.
     std::vector<std::vector<Buffer>> k_hat, v_hat;
     std::vector<Buffer> lse;  // [layer - first layer]: (rows, heads) of the merged attention
+    // compression.owner_kv reconstructed: the owner's gradient of its own blocks,
+    // encoded as a receiver's, from backward_layer_send to _finish.
+    std::vector<compress::CodecGradient> own_gradient;
   };
 
   void attend(int l, int owner, bool backward, float* dk, float* dv);
@@ -142,7 +152,8 @@ class ContextAttention {
   std::vector<int32_t> inputs_, targets_;
   std::vector<int64_t> positions_;
   std::vector<char> started_;  // per (sequence, query chunk): output written this layer
-  Buffer tmp_out_, tmp_lse_, delta_, dk_part_, dv_part_;
+  bool owner_reconstructs_ = false;  // compression.owner_kv reconstructed (and a codec, and P > 1)
+  Buffer tmp_out_, tmp_lse_, delta_, dk_part_, dv_part_, own_dk_, own_dv_;
   std::vector<float> host_a_, host_b_;  // staging for the codec on a GPU backend
   std::vector<uint8_t> received_;       // the last dK/dV message received
   std::vector<float> codec_m_, codec_v_;
