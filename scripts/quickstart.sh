@@ -21,12 +21,14 @@ runs=${QUICKSTART_RUNS:-runs/quickstart}
 mkdir -p "$runs"
 
 . "$root/scripts/train-or-resume.sh"
+TRAIN_RESTART_UNSTAMPED=1  # runs from an older quickstart start again
 
 s=scenarios/quickstart
 start=$(date +%s)
 # The decentralized run is the centralized training re-timed: it is redone with it.
-[ -f "$runs/centralized-100gbps/checkpoint.bin" ] || rm -rf "$runs/quickstart-decentralized-300mbps"
-train centralized-100gbps "$s/quickstart-centralized-100gbps.json" --also-time-on "$s/quickstart-decentralized-300mbps.json"
+central=(centralized-100gbps "$s/quickstart-centralized-100gbps.json" --also-time-on "$s/quickstart-decentralized-300mbps.json")
+train_is_current "${central[@]}" || rm -rf "$runs/quickstart-decentralized-300mbps"
+train "${central[@]}"
 train mos-300mbps "$s/quickstart-mos-300mbps.json"
 train mos-lowrank-300mbps "$s/quickstart-mos-lowrank-300mbps.json"
 trained=$(( $(date +%s) - start ))
