@@ -147,7 +147,7 @@ rows.append(("MoS paper, throughput table: decentralised, 300 Mbps, MoS (K 98 %,
                 tokens(mp10["max_tokens_per_s"])),
              "not reached at 300 Mbps: best %s (%.0f %% of it: a link per peer, all-gather, direct all-reduce, "
              "sync every 10 steps, 8 sequences per step all in flight; %.2f× its bound; one in flight: %s); "
-             "%s at 400 Mbps per peer link so; with one sequence in flight %s at 4 Gbps and 1 ms"
+             "%s at 400 Mbps per peer link with them; with one sequence in flight %s at 4 Gbps and 1 ms"
              % (tokens(best["tokens_per_s"]), 100 * best["tokens_per_s"] / 55000, best["step_over_bound"],
                 tokens(md10["tokens_per_s"]), tokens(b400["tokens_per_s"]), tokens(m4["tokens_per_s"])),
              command(*C3F) + "; " + command(*C3B) + "; " + command(*C3)))
