@@ -11,6 +11,10 @@ LayoutKind layout_kind(const ParallelConfig& p) {
   return p.pipeline > 1 ? LayoutKind::pipeline : LayoutKind::context;
 }
 
+int sequences_in_flight(const ParallelConfig& replica) {
+  return replica.pipeline == 1 && replica.context > 1 ? replica.microbatches : 1;
+}
+
 Layout::Layout(const ParallelConfig& p) {
   std::vector<ReplicaConfig> replicas = p.replicas;
   if (replicas.empty())  // `data` identical replicas

@@ -19,6 +19,11 @@ namespace lowband::parallel {
 enum class LayoutKind { context, pipeline, data };
 LayoutKind layout_kind(const ParallelConfig& parallel);
 
+// The sequences each context rank of a replica without stages keeps in flight
+// (context/rank.h): parallel.microbatches where there is a K/V exchange to hide
+// (context > 1), else 1. (With stages, microbatches are the pipeline's.)
+int sequences_in_flight(const ParallelConfig& replica);
+
 struct RankPlace {
   int replica = 0, stage = 0, context_rank = 0;
   int node = 0;  // network node

@@ -5,18 +5,16 @@
 #include <string>
 
 #include "common/error.h"
+#include "runtime/parallel/layout.h"
 
 namespace lowband::parallel {
 
 namespace {
 
-// Sequences in flight: parallel.microbatches where there is an exchange to hide.
-int in_flight(const Scenario& s) { return s.parallel.context > 1 ? s.parallel.microbatches : 1; }
-
 // The step's scenario with one slot's share of the batch: what each slot's
 // compute spans cost.
 Scenario slot_scenario(Scenario s) {
-  s.training.batch_size = std::max(1, s.training.batch_size / in_flight(s));
+  s.training.batch_size = std::max(1, s.training.batch_size / sequences_in_flight(s.parallel));
   return s;
 }
 
@@ -38,7 +36,7 @@ void ContextRank::use_slot(int slot) {
 }
 
 int ContextRank::begin(const int32_t* inputs, const int32_t* targets, int sequences, bool training) {
-  const int wanted = in_flight(scenario_);
+  const int wanted = sequences_in_flight(scenario_.parallel);
   if (training && sequences % wanted != 0)
     throw InputError("parallel.microbatches", std::to_string(wanted) + " sequences in flight do not divide the " +
                                                   std::to_string(sequences) + " sequences of a step");
