@@ -48,9 +48,11 @@ template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 // collective, the whole buffer of one rank (S in sim/collectives.h). < 0: the
 // buffer's own size.
 // `deferred` (collectives only): nothing the caller does next needs the result
-// until it says so (comm::RankLog::join_deferred; a DDP gradient bucket: the
-// backward and its exchanges go on while it travels). Transports still complete
-// the call before returning; the recorded step graph lets the rank overlap it.
+// until it says so (Communicator::wait_deferred, and in the recorded graph
+// comm::RankLog::join_deferred; a DDP gradient bucket: the backward and its
+// exchanges go on while it travels). The caller neither reads nor writes the
+// buffers until then: the MPI communicator returns at once and moves the bytes
+// on its progress thread; the others complete the call before returning.
 // `relay` (all_gather only): the modelled exchange goes through a relay node
 // (sim::relay_all_gather: one upload per rank, the relay's fan-out); transports
 // still do their own all-gather, so the numbers do not change.
@@ -89,6 +91,11 @@ class Communicator {
                                   DType type, const Wire& wire) = 0;
   // data (count elements) <- root's.
   virtual void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) = 0;
+
+  // Returns once every deferred collective this rank has started (on this
+  // communicator or any other of the rank's) has finished; rethrows the first
+  // failure of one. At once where calls complete before returning.
+  virtual void wait_deferred() {}
 
   // Every rank calls split together: ranks with the same color >= 0 form a new
   // communicator, ranked in this one's rank order; color < 0 gets nullptr.

@@ -10,9 +10,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
+#include <condition_variable>
 #include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 
 namespace lowband::comm {
 
@@ -36,65 +43,51 @@ MPI_Datatype mpi_type(DType type) {
   throw std::logic_error("MPI comm: unknown DType");
 }
 
-// The collectives' messages have a communicator of their own, so one tag will do.
-constexpr int kCollectiveTag = 0;
+// How often the progress thread calls into MPI while nothing else does: often
+// enough that a send buffer (MiBs, draining in ms at 1 Gbit/s) never runs dry,
+// rarely enough to cost a few per cent of a core.
+constexpr std::chrono::microseconds kProgressInterval{100};
 
-}  // namespace
-
-struct MpiCommunicator::Impl {
-  struct Send {
-    MPI_Request request = MPI_REQUEST_NULL;
-    std::vector<uint8_t> payload;
-  };
-  MPI_Comm comm = MPI_COMM_NULL;  // send/recv
-  // The collectives' point-to-point messages (a duplicate of comm): they never
-  // match a send/recv of the caller's, whatever its tags.
-  MPI_Comm coll = MPI_COMM_NULL;
-  int rank = 0, size = 1;
-  int tag_ub = 32767;
+// One collective's messages and scratch. A deferred collective runs on the
+// progress thread beside the caller's next calls, so nothing is shared between
+// calls: each has its own tag on the collectives' communicator (the call's
+// sequence number there, the same on every rank since every rank calls the
+// collectives in one order) and its own buffers.
+struct Call {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1, tag = 0;
   int64_t max_elements = INT_MAX;
-  std::deque<Send> sends;  // in flight, oldest first
-  std::vector<uint8_t> ring_a, ring_b;  // reduce-scatter: the partial sums received, alternately
-  sim::AllReduceAlgorithm all_reduce = sim::AllReduceAlgorithm::ring;
-  std::vector<std::vector<uint8_t>> blocks;  // direct reduce-scatter: each rank's copy of this rank's segment
+  bool poll = false;  // on the progress thread: test and nap instead of MPI_Waitall's spin
   std::vector<MPI_Request> requests;
 
-  // Completes the sends that are done, without waiting.
-  void progress() {
-    for (auto it = sends.begin(); it != sends.end();) {
-      int done = 0;
-      check(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test (a send)");
-      it = done ? sends.erase(it) : std::next(it);
-    }
-  }
-  void check_peer(int peer, int tag, const char* call) const {
-    if (peer < 0 || peer >= size)
-      throw std::logic_error(std::string("MPI comm: ") + call + " peer " + std::to_string(peer) +
-                             " out of range 0.." + std::to_string(size - 1));
-    if (tag < 0 || tag > tag_ub)
-      throw std::logic_error(std::string("MPI comm: ") + call + " tag " + std::to_string(tag) + " out of range 0.." +
-                             std::to_string(tag_ub));
-  }
-
-  // Starts the messages of a collective on `coll`: count elements, in messages
-  // of at most max_elements (an int count); none when count is 0. Sender and
-  // receiver cut alike, and MPI keeps one pair's messages in order.
+  // Starts count elements to `to` (or from `from`), in messages of at most
+  // max_elements (an int count); none when count is 0. Sender and receiver cut
+  // alike, and MPI keeps one pair's messages of one tag in order.
   void post_send(const void* data, int64_t count, DType type, int to) {
     const size_t esize = dtype_bytes(type);
     for (int64_t at = 0; at < count; at += max_elements)
       check(MPI_Isend(static_cast<const uint8_t*>(data) + at * esize, static_cast<int>(std::min(max_elements, count - at)),
-                      mpi_type(type), to, kCollectiveTag, coll, &requests.emplace_back()),
+                      mpi_type(type), to, tag, comm, &requests.emplace_back()),
             "MPI_Isend (a collective)");
   }
   void post_recv(void* data, int64_t count, DType type, int from) {
     const size_t esize = dtype_bytes(type);
     for (int64_t at = 0; at < count; at += max_elements)
       check(MPI_Irecv(static_cast<uint8_t*>(data) + at * esize, static_cast<int>(std::min(max_elements, count - at)),
-                      mpi_type(type), from, kCollectiveTag, coll, &requests.emplace_back()),
+                      mpi_type(type), from, tag, comm, &requests.emplace_back()),
             "MPI_Irecv (a collective)");
   }
   void wait_all(const char* what) {
-    const int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    int rc = MPI_SUCCESS;
+    if (poll) {
+      for (int done = 0; rc == MPI_SUCCESS;) {
+        rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+        if (done) break;
+        std::this_thread::sleep_for(kProgressInterval / 4);
+      }
+    } else {
+      rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    }
     requests.clear();
     check(rc, what);
   }
@@ -121,8 +114,7 @@ struct MpiCommunicator::Impl {
       return;
     }
     const size_t largest = static_cast<size_t>(*std::max_element(counts.begin(), counts.end())) * esize;
-    ring_a.resize(largest);
-    ring_b.resize(largest);
+    std::vector<uint8_t> ring_a(largest), ring_b(largest);  // the partial sums received, alternately
     const uint8_t* send = in + offsets[seg(rank - 1)] * esize;  // round 0: this rank's own values
     for (int k = 0; k + 1 < size; ++k) {
       const size_t to = seg(rank - k - 1), from = seg(rank - k - 2);
@@ -142,7 +134,7 @@ struct MpiCommunicator::Impl {
     const size_t esize = dtype_bytes(type);
     const std::vector<int64_t> offsets = offsets_of(counts);
     const int64_t mine = counts[static_cast<size_t>(rank)];
-    blocks.resize(static_cast<size_t>(size));
+    std::vector<std::vector<uint8_t>> blocks(static_cast<size_t>(size));  // each rank's copy of this rank's segment
     for (int r = 0; r < size; ++r) {
       if (r == rank) continue;
       blocks[static_cast<size_t>(r)].resize(static_cast<size_t>(mine) * esize);
@@ -186,22 +178,194 @@ struct MpiCommunicator::Impl {
                  "MPI_Waitall (ring all-gather)");
     }
   }
+
+  // A reduce-scatter into this rank's own segment, then an all-gather in place:
+  // ring or direct (parallel.all_reduce), the same sums either way.
+  void all_reduce(void* data, int64_t count, DType type, sim::AllReduceAlgorithm algorithm) {
+    const std::vector<int64_t> counts = even_counts(count, size);
+    const std::vector<int64_t> offsets = offsets_of(counts);
+    auto* bytes = static_cast<uint8_t*>(data);
+    uint8_t* mine = bytes + offsets[static_cast<size_t>(rank)] * dtype_bytes(type);
+    if (algorithm == sim::AllReduceAlgorithm::direct && size > 1) {
+      direct_reduce_scatter(bytes, mine, counts, type);
+      direct_all_gather(mine, bytes, counts, type);
+      return;
+    }
+    ring_reduce_scatter(bytes, mine, counts, type);
+    ring_all_gather(mine, bytes, counts, type);
+  }
+
+  // Direct sends from the root to every other rank, all at once: the recorded
+  // graph's broadcast (comm/recording.cpp), not MPI_Bcast's tree.
+  void broadcast(void* data, int64_t count, DType type, int root) {
+    if (rank == root) {
+      for (int r = 0; r < size; ++r)
+        if (r != root) post_send(data, count, type, r);
+    } else {
+      post_recv(data, count, type, root);
+    }
+    wait_all("MPI_Waitall (broadcast)");
+  }
+};
+
+// The process's progress thread: runs the deferred collectives one after another
+// (in the order the rank started them, so no wait the synchronous order would
+// not have had) and, between them, calls into MPI every kProgressInterval so
+// sends and arriving messages move while the rank computes.
+class ProgressThread {
+ public:
+  ProgressThread() {
+    check(MPI_Comm_dup(MPI_COMM_SELF, &idle_comm_), "MPI_Comm_dup (the progress thread's)");
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~ProgressThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    work_.notify_all();
+    thread_.join();
+    MPI_Comm_free(&idle_comm_);
+  }
+  ProgressThread(const ProgressThread&) = delete;
+  ProgressThread& operator=(const ProgressThread&) = delete;
+
+  void defer(std::function<void()> op) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(op));
+    }
+    work_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return queue_.empty() && !running_; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (!queue_.empty()) {
+        std::function<void()> op = std::move(queue_.front());
+        queue_.pop_front();
+        running_ = true;
+        lock.unlock();
+        std::exception_ptr failed;
+        try {
+          op();
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        lock.lock();
+        if (failed && !error_) error_ = failed;
+        running_ = false;
+        idle_.notify_all();
+        continue;
+      }
+      if (stop_) return;
+      lock.unlock();
+      int flag = 0;  // nothing is ever sent here: the call only drives MPI's progress engine
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, idle_comm_, &flag, MPI_STATUS_IGNORE);
+      lock.lock();
+      work_.wait_for(lock, kProgressInterval, [this] { return stop_ || !queue_.empty(); });
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable work_, idle_;
+  std::deque<std::function<void()>> queue_;
+  bool running_ = false, stop_ = false;
+  std::exception_ptr error_;
+  MPI_Comm idle_comm_ = MPI_COMM_NULL;
+  std::thread thread_;
+};
+
+ProgressThread* progress_thread = nullptr;  // MpiSession's, when MPI gave MPI_THREAD_MULTIPLE
+
+}  // namespace
+
+struct MpiCommunicator::Impl {
+  struct Send {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<uint8_t> payload;
+  };
+  MPI_Comm comm = MPI_COMM_NULL;  // send/recv
+  // The collectives' point-to-point messages (a duplicate of comm): they never
+  // match a send/recv of the caller's, whatever its tags.
+  MPI_Comm coll = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  int tag_ub = 32767;
+  int64_t max_elements = INT_MAX;
+  int64_t collectives = 0;  // started on this communicator: the next one's tag
+  std::deque<Send> sends;  // in flight, oldest first
+  sim::AllReduceAlgorithm all_reduce = sim::AllReduceAlgorithm::ring;
+
+  // Completes the sends that are done, without waiting.
+  void progress() {
+    for (auto it = sends.begin(); it != sends.end();) {
+      int done = 0;
+      check(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test (a send)");
+      it = done ? sends.erase(it) : std::next(it);
+    }
+  }
+  void check_peer(int peer, int tag, const char* call) const {
+    if (peer < 0 || peer >= size)
+      throw std::logic_error(std::string("MPI comm: ") + call + " peer " + std::to_string(peer) +
+                             " out of range 0.." + std::to_string(size - 1));
+    if (tag < 0 || tag > tag_ub)
+      throw std::logic_error(std::string("MPI comm: ") + call + " tag " + std::to_string(tag) + " out of range 0.." +
+                             std::to_string(tag_ub));
+  }
+  // Runs `body` on a Call of its own: on the progress thread when the Wire says
+  // deferred (and there is one), else here, before returning.
+  void collective(const Wire& wire, std::function<void(Call&)> body) {
+    progress();
+    Call call;
+    call.comm = coll;
+    call.rank = rank;
+    call.size = size;
+    call.max_elements = max_elements;
+    call.tag = static_cast<int>(collectives++ % (int64_t{tag_ub} + 1));
+    if (wire.deferred && progress_thread) {
+      call.poll = true;
+      progress_thread->defer([call = std::move(call), body = std::move(body)]() mutable { body(call); });
+      return;
+    }
+    body(call);
+  }
 };
 
 MpiSession::MpiSession(int* argc, char*** argv) {
+  // MPI_THREAD_MULTIPLE: the progress thread calls MPI beside the rank's own
+  // thread. LOWBAND_MPI_PROGRESS=0 asks for one thread at a time and no progress
+  // thread (every call completes before it returns, as before it existed).
+  const char* env = std::getenv("LOWBAND_MPI_PROGRESS");
+  const bool want_thread = !(env && std::string(env) == "0");
   int provided = 0;
-  check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  check(MPI_Init_thread(argc, argv, want_thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED, &provided),
+        "MPI_Init_thread");
   check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   if (provided < MPI_THREAD_SERIALIZED)
     throw std::runtime_error("MPI: MPI_Init_thread gave thread level " + std::to_string(provided) +
                              ", lowband needs MPI_THREAD_SERIALIZED");
+  if (want_thread && provided < MPI_THREAD_MULTIPLE)
+    std::fprintf(stderr,
+                 "lowband: MPI gave thread level %d, not MPI_THREAD_MULTIPLE: no progress thread, so "
+                 "communication moves only while a rank calls MPI\n",
+                 provided);
+  if (want_thread && provided == MPI_THREAD_MULTIPLE) progress_thread = new ProgressThread();
 }
 
 MpiSession::~MpiSession() {
+  delete std::exchange(progress_thread, nullptr);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
 }
+
+bool mpi_progress_thread() { return progress_thread != nullptr; }
 
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
@@ -220,12 +384,17 @@ MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(i
 
 MpiCommunicator::~MpiCommunicator() {
   try {
+    wait_deferred();  // they use this communicator's coll
     flush();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lowband: %s (while closing an MPI communicator)\n", e.what());
   }
   MPI_Comm_free(&impl_->coll);
   MPI_Comm_free(&impl_->comm);
+}
+
+void MpiCommunicator::wait_deferred() {
+  if (progress_thread) progress_thread->wait();
 }
 
 void MpiCommunicator::flush() {
@@ -285,55 +454,37 @@ void MpiCommunicator::recv_message(int src, int tag, std::vector<uint8_t>& out, 
   check(MPI_Mrecv(out.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
 }
 
-void MpiCommunicator::all_reduce_sum(void* data, int64_t count, DType type, const Wire&) {
+void MpiCommunicator::all_reduce_sum(void* data, int64_t count, DType type, const Wire& wire) {
   if (count < 0) throw std::logic_error("MPI comm: all_reduce_sum of a negative count");
   if (type == DType::u8) throw std::logic_error("MPI comm: no all_reduce_sum of u8");
-  impl_->progress();
-  // A reduce-scatter into this rank's own segment, then an all-gather in place:
-  // ring or direct (parallel.all_reduce), the same sums either way.
-  const std::vector<int64_t> counts = even_counts(count, impl_->size);
-  const std::vector<int64_t> offsets = offsets_of(counts);
-  auto* bytes = static_cast<uint8_t*>(data);
-  uint8_t* mine = bytes + offsets[static_cast<size_t>(impl_->rank)] * dtype_bytes(type);
-  if (impl_->all_reduce == sim::AllReduceAlgorithm::direct && impl_->size > 1) {
-    impl_->direct_reduce_scatter(bytes, mine, counts, type);
-    impl_->direct_all_gather(mine, bytes, counts, type);
-    return;
-  }
-  impl_->ring_reduce_scatter(bytes, mine, counts, type);
-  impl_->ring_all_gather(mine, bytes, counts, type);
+  impl_->collective(wire, [data, count, type, algorithm = impl_->all_reduce](Call& c) {
+    c.all_reduce(data, count, type, algorithm);
+  });
 }
 
 void MpiCommunicator::reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
-                                         const Wire&) {
+                                         const Wire& wire) {
   check_counts(counts, impl_->size, "MPI comm", "reduce_scatter_sum");
   if (type == DType::u8) throw std::logic_error("MPI comm: no reduce_scatter_sum of u8");
-  impl_->progress();
-  impl_->ring_reduce_scatter(static_cast<const uint8_t*>(in), out, counts, type);
+  impl_->collective(wire, [in, out, counts, type](Call& c) {
+    c.ring_reduce_scatter(static_cast<const uint8_t*>(in), out, counts, type);
+  });
 }
 
 void MpiCommunicator::all_gather(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
-                                 const Wire&) {
+                                 const Wire& wire) {
   check_counts(counts, impl_->size, "MPI comm", "all_gather");
-  impl_->progress();
-  impl_->ring_all_gather(in, static_cast<uint8_t*>(out), counts, type);
+  impl_->collective(wire, [in, out, counts, type](Call& c) {
+    c.ring_all_gather(in, static_cast<uint8_t*>(out), counts, type);
+  });
 }
 
-// Direct sends from the root to every other rank, all at once: the recorded
-// graph's broadcast (comm/recording.cpp), not MPI_Bcast's tree.
-void MpiCommunicator::broadcast(void* data, int64_t count, DType type, int root, const Wire&) {
+void MpiCommunicator::broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) {
   if (count < 0) throw std::logic_error("MPI comm: broadcast of a negative count");
   if (root < 0 || root >= impl_->size)
     throw std::logic_error("MPI comm: broadcast root " + std::to_string(root) + " out of range 0.." +
                            std::to_string(impl_->size - 1));
-  impl_->progress();
-  if (impl_->rank == root) {
-    for (int r = 0; r < impl_->size; ++r)
-      if (r != root) impl_->post_send(data, count, type, r);
-  } else {
-    impl_->post_recv(data, count, type, root);
-  }
-  impl_->wait_all("MPI_Waitall (broadcast)");
+  impl_->collective(wire, [data, count, type, root](Call& c) { c.broadcast(data, count, type, root); });
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color) {

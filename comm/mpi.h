@@ -17,6 +17,13 @@
 //   in-process communicator does, so the sums are bit for bit the in-process ones
 //   (analysis/network-fidelity/train-step.md).
 // - Messages beyond what one MPI call takes (an int count) go as several.
+// - A progress thread (one per process, MpiSession's) keeps calling into MPI while
+//   the rank computes, so sends and arriving messages move as the step graph
+//   assumes they do, and runs the deferred collectives (Wire::deferred, a
+//   gradient bucket) one after another while the caller goes on; wait_deferred
+//   joins them. Each collective has its own tag (its sequence number on the
+//   communicator), so a deferred one and the caller's next never match each
+//   other's messages; the sums are the same bits either way.
 // Every MPI call is checked (MPI_ERRORS_RETURN): a failure throws
 // std::runtime_error naming the call and MPI's error string.
 #include <cstdint>
@@ -27,8 +34,11 @@
 
 namespace lowband::comm {
 
-// MPI_Init_thread (MPI_THREAD_SERIALIZED: one thread at a time calls MPI) on
-// construction, MPI_Finalize on destruction. One per process.
+// MPI_Init_thread (MPI_THREAD_MULTIPLE) and the progress thread on construction,
+// MPI_Finalize on destruction. One per process. LOWBAND_MPI_PROGRESS=0 in the
+// environment: MPI_THREAD_SERIALIZED and no progress thread (every call
+// completes before it returns; for measuring what the thread buys), as where MPI
+// does not give MPI_THREAD_MULTIPLE (then a line on stderr says so).
 class MpiSession {
  public:
   explicit MpiSession(int* argc = nullptr, char*** argv = nullptr);
@@ -36,6 +46,9 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 };
+
+// Whether this process's MpiSession runs the progress thread.
+bool mpi_progress_thread();
 
 // Whether this process was started by mpirun/mpiexec (Open MPI's
 // OMPI_COMM_WORLD_SIZE or a PMI launcher's PMI_SIZE in the environment).
@@ -49,7 +62,7 @@ class MpiCommunicator final : public Communicator {
  public:
   struct Impl;  // comm/mpi.cpp: the MPI_Comm and the sends in flight
   explicit MpiCommunicator(std::unique_ptr<Impl> impl);
-  ~MpiCommunicator() override;  // flush(), then MPI_Comm_free
+  ~MpiCommunicator() override;  // wait_deferred(), flush(), then MPI_Comm_free
 
   // Waits until every send of this communicator has completed.
   void flush();
@@ -66,6 +79,7 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                           const Wire& wire) override;
   void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) override;
+  void wait_deferred() override;  // every deferred collective of the process
   std::unique_ptr<Communicator> split(int color) override;
 
  private:

@@ -151,6 +151,7 @@ class RecordingCommunicator final : public Communicator {
   void reduce_scatter_sum(const void* in, void* out, const std::vector<int64_t>& counts, DType type,
                           const Wire& wire) override;
   void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) override;
+  void wait_deferred() override { inner_->wait_deferred(); }
   std::unique_ptr<Communicator> split(int color) override;
 
   using Communicator::all_reduce_sum;

@@ -64,13 +64,18 @@ bool ReplicaSync::syncs_at(int step) const {
   return (step + 1) % std::max(1, s_.compression.sync_every) == 0;
 }
 
-void ReplicaSync::all_reduce_bucket(comm::Communicator& comm, model::Model& model, const GradBucket& b) const {
+void ReplicaSync::all_reduce_bucket(comm::Communicator& comm, model::Model& model, const GradBucket& b) {
   const int64_t count = b.end - b.begin;
   if (count <= 0 || comm.size() < 2) return;
   const comm::Wire wire("grad_sync", double(count) * wire_bytes_per_element_, /*deferred=*/true);
-  HostView grads(k_, model.grads() + b.begin, count);
+  HostView& grads = buckets_in_flight_.emplace_back(k_, model.grads() + b.begin, count);
   comm.all_reduce_sum(grads.get(), count, wire);
-  grads.put();
+}
+
+void ReplicaSync::join_buckets(comm::Communicator& comm) {
+  comm.wait_deferred();
+  for (HostView& grads : buckets_in_flight_) grads.put();
+  buckets_in_flight_.clear();
 }
 
 void ReplicaSync::before_optimizer(comm::Communicator& comm, model::Model& model, int step, int64_t valid_rank,

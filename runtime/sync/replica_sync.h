@@ -28,6 +28,7 @@
 //      lowrank_grad:  x as sparse_grad; PowerSGD's rank-r factors of each
 //                     matrix (sync/replica_sync_lowrank.cpp), two all-reduces.
 #include <cstdint>
+#include <deque>
 #include <iosfwd>
 #include <utility>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "runtime/model/model.h"
 #include "runtime/scenario/scenario.h"
 #include "runtime/sync/chunks.h"
+#include "runtime/sync/host_view.h"
 
 namespace lowband::sync {
 
@@ -91,8 +93,13 @@ class ReplicaSync {
   bool same_gradients() const { return sums_gradients() || sparse_gradients(); }
   // Whether step `step` (from 0) synchronises the weights.
   bool syncs_at(int step) const;
-  // all_reduce: sums bucket `b` of the rank's gradients over `comm` (in place).
-  void all_reduce_bucket(comm::Communicator& comm, model::Model& model, const GradBucket& b) const;
+  // all_reduce: starts summing bucket `b` of the rank's gradients over `comm`
+  // (in place; a deferred collective): the bucket's gradients are the sum only
+  // after join_buckets.
+  void all_reduce_bucket(comm::Communicator& comm, model::Model& model, const GradBucket& b);
+  // Waits for the buckets started (comm.wait_deferred: every communicator of the
+  // rank) and puts a device's staged copies back.
+  void join_buckets(comm::Communicator& comm);
 
   // The two points around the optimiser step where a weight sync acts, which a
   // rank program calls whatever the method (each does nothing where its method
@@ -147,6 +154,7 @@ class ReplicaSync {
   std::vector<float> before_;  // sparse_update: the weights before this step's own optimiser step
   std::vector<float> q_;  // lowrank_grad: the Q factors, the same on every rank (empty: not yet drawn)
   ChunkPlan plan_;  // topk_grad's chunks (planned on first use)
+  std::deque<HostView> buckets_in_flight_;  // all_reduce_bucket's host copies, until join_buckets
 };
 
 }  // namespace lowband::sync

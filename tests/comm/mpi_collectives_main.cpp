@@ -2,7 +2,8 @@
 // `mpirun -np P test_comm_mpi` for a few P, and as `mpirun -np P test_comm_mpi
 // --nccl` (the NCCL communicator, one GPU per process) where NCCL is built; that
 // one exits 77 (ctest: skipped, saying why) when this node has fewer GPUs than
-// processes on it. Prints one nccl-tests-like row per
+// processes on it; and as `mpirun -np 2 --mca btl tcp,self test_comm_mpi --progress`
+// (bytes move while a rank computes). Prints one nccl-tests-like row per
 // check (rank 0) and exits 1 when any element is wrong (#wrong > 0) or a call
 // throws. The count of wrong elements is summed with MPI_Allreduce on integers,
 // not with the communicator under test.
@@ -10,17 +11,21 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/bench.h"
 #include "comm/mpi.h"
 #include "comm/nccl.h"
+#include "tests/comm/watchdog.h"
 
 namespace lowband::comm {
 namespace {
@@ -153,6 +158,93 @@ void split_and_messages(Communicator& comm) {
   report(comm, "send/recv order per tag, recv_message", 20, "int32", wrong);
 }
 
+// Deferred collectives return at once and run on the progress thread: rank 0
+// starts a deferred all-reduce, then sends rank 1 the token rank 1 waits for
+// before it joins the all-reduce. Were the all-reduce completed before
+// returning, both would wait for ever (the watchdog ends the test). Between
+// them, more deferred collectives and ordinary ones on the same communicator:
+// each its own messages, each the right result.
+void deferred_collectives(Communicator& comm) {
+  const int me = comm.rank(), p = comm.size();
+  report(comm, "progress thread running", 1, "-", mpi_progress_thread() ? 0 : 1);
+  if (!mpi_progress_thread()) return;
+  lowband::test::within_seconds(60, [&] {
+    const int64_t count = 1 << 16;
+    std::vector<std::vector<float>> inputs(static_cast<size_t>(p), std::vector<float>(count));
+    std::vector<const void*> pointers;
+    for (int r = 0; r < p; ++r) {
+      std::mt19937 rng(static_cast<unsigned>(31 + r));
+      std::uniform_real_distribution<float> dist(-1e3f, 1e3f);
+      for (float& x : inputs[static_cast<size_t>(r)]) x = dist(rng);
+      pointers.push_back(inputs[static_cast<size_t>(r)].data());
+    }
+    std::vector<float> expected(count);
+    sum_in_ring_order(pointers, expected.data(), even_counts(count, p), DType::f32);
+    std::vector<float> first = inputs[static_cast<size_t>(me)], second = first;
+    std::vector<int64_t> gathered(static_cast<size_t>(p)), gathered_deferred(static_cast<size_t>(p));
+    const int64_t mine = 1000 + me;
+    const Wire deferred("test", -1, /*defer=*/true);
+    const int token_tag = 9;
+    int token = 0;
+    if (me == 1) comm.recv(0, token_tag, &token, sizeof token, "test");
+    comm.all_reduce_sum(first.data(), count, DType::f32, me == 1 ? Wire("test") : deferred);
+    if (me == 0) {
+      token = 42;
+      comm.send(1, token_tag, &token, sizeof token, "test");
+    }
+    comm.all_gather(&mine, gathered_deferred.data(), std::vector<int64_t>(static_cast<size_t>(p), 1), DType::i64,
+                    deferred);
+    comm.all_reduce_sum(second.data(), count, DType::f32, deferred);
+    comm.all_gather(&mine, gathered.data(), std::vector<int64_t>(static_cast<size_t>(p), 1), DType::i64, "test");
+    comm.wait_deferred();
+    int64_t wrong = me == 1 ? token != 42 : 0;
+    for (int64_t i = 0; i < count; ++i) {
+      wrong += std::memcmp(&first[i], &expected[i], sizeof(float)) != 0;
+      wrong += std::memcmp(&second[i], &expected[i], sizeof(float)) != 0;
+    }
+    for (int r = 0; r < p; ++r)
+      wrong += (gathered[static_cast<size_t>(r)] != 1000 + r) + (gathered_deferred[static_cast<size_t>(r)] != 1000 + r);
+    report(comm, "deferred beside ordinary collectives", count, "float", wrong);
+  });
+}
+
+// Bytes move while a rank computes: rank 0 sends 8 MiB (over TCP a rendezvous:
+// rank 0's MPI must answer rank 1's clear-to-send) and then waits without
+// calling MPI for rank 1 to say, through a file, that it has the message.
+// Without the progress thread rank 1 never gets it while rank 0 waits; after
+// 10 s rank 0 says so and calls MPI, which lets the message through.
+void progress_while_computing(Communicator& comm) {
+  const int me = comm.rank();
+  char dir[64] = "/tmp/lowband-progress-XXXXXX";
+  if (me == 0 && !mkdtemp(dir)) throw std::runtime_error("mkdtemp failed");
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  const std::string flag = std::string(dir) + "/received";
+  std::vector<uint8_t> message(size_t{8} << 20);
+  for (size_t i = 0; i < message.size(); ++i) message[i] = static_cast<uint8_t>(i * 7);
+  int64_t wrong = 0;
+  if (me == 0) {
+    comm.send(1, 5, message.data(), message.size(), "test");
+    const auto start = std::chrono::steady_clock::now();
+    bool received = false;
+    while (!(received = std::filesystem::exists(flag)) && std::chrono::steady_clock::now() - start < std::chrono::seconds(10))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!received) {
+      std::printf("no progress while rank 0 computed: rank 1 did not get 8 MiB in 10 s\n");
+      wrong = 1;
+    }
+  } else if (me == 1) {
+    std::vector<uint8_t> got(message.size());
+    comm.recv(0, 5, got.data(), got.size(), "test");
+    wrong += got != message;
+    std::FILE* f = std::fopen(flag.c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + flag);
+    std::fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 0) std::filesystem::remove_all(dir);
+  report(comm, "8 MiB received while the sender computes", int64_t(message.size()), "uint8", wrong);
+}
+
 }  // namespace
 }  // namespace lowband::comm
 
@@ -169,6 +261,7 @@ int node_processes() {
 int main(int argc, char** argv) {
   using namespace lowband::comm;
   const bool nccl = argc > 1 && std::string(argv[1]) == "--nccl";
+  const bool progress = argc > 1 && std::string(argv[1]) == "--progress";
   try {
     MpiSession session(&argc, &argv);
     const int node_ranks = node_processes();  // collective: every process calls it once
@@ -187,6 +280,11 @@ int main(int argc, char** argv) {
         std::printf("# %s, %d processes\n", world->describe().c_str(), world->size());
         std::printf("# %10s  %6s  %-36s  %6s\n", "count", "type", "check", "#wrong");
       }
+      if (progress) {
+        progress_while_computing(*world);
+        if (world->rank() == 0) std::printf("# #wrong in all: %lld\n", static_cast<long long>(total_wrong));
+        return total_wrong == 0 ? 0 : 1;
+      }
       exact_collectives(*world, "", 1 << 18);
       float_sums(*world);
       split_and_messages(*world);
@@ -203,6 +301,7 @@ int main(int argc, char** argv) {
           float_sums(*direct);
           split_and_messages(*direct);
         }
+        deferred_collectives(*world);
       }
       if (world->rank() == 0) std::printf("# #wrong in all: %lld\n", static_cast<long long>(total_wrong));
     }

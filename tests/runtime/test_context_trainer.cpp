@@ -74,6 +74,7 @@ void all_reduce_gradients(LayoutTrainer& t) {
     auto& rank = dynamic_cast<ContextRank&>(p);
     model::Model& m = rank.model();
     for (const sync::GradBucket& b : sync::gradient_buckets(m.layout())) rank.sync().all_reduce_bucket(comm, m, b);
+    rank.sync().join_buckets(comm);
   });
 }
 

@@ -72,35 +72,36 @@ void ContextRank::forward_layers(comm::Communicator& comm, int slots) {
     }
 }
 
-float ContextRank::global_loss(comm::Communicator& comm, int slots, bool backward) {
+void ContextRank::start_loss(comm::Communicator& comm, int slots, bool backward) {
   // Every rank reads the whole batch, so it counts the valid targets of all
   // ranks itself (begin); only the loss crosses ranks, for reporting (the
-  // backward does not wait for it), and with it, training, the codec's error
-  // sums (a diagnostic; the loss stays element 0, so its sum is the same).
-  std::vector<double> sums{0.0};
+  // backward does not wait for it: deferred), and with it, training, the codec's
+  // error sums (a diagnostic; the loss stays element 0, so its sum is the same).
+  loss_sums_.assign(1, 0.0);
   for (int m = 0; m < slots; ++m) {
     use_slot(m);
     ComputeSpan head(spans_, "lm_head", costs_.head(rank_));
     const float loss = model_.head_forward();
     head.done();
     const int64_t valid = valid_local_[size_t(m)];
-    if (valid > 0) sums[0] += double(loss) * double(valid);
+    if (valid > 0) loss_sums_[0] += double(loss) * double(valid);
   }
-  if (backward) attention_.append_error_sums(sums);
-  comm.all_reduce_sum(sums.data(), int64_t(sums.size()), comm::Wire("loss", -1, /*deferred=*/backward));
-  if (backward) attention_.take_error_sums(sums.data() + 1);
-  const double sum = sums[0];
-  if (backward) {
-    model_.zero_grads();
-    for (int m = 0; m < slots; ++m) {
-      use_slot(m);
-      const double valid = double(valid_local_[size_t(m)]);
-      ComputeSpan sp(spans_, "lm_head_bwd", cost::dense_backward(costs_.head(rank_)));
-      model_.head_backward(valid_global_ > 0 ? float(valid / double(valid_global_)) : 0.0f);
-      sp.done();
-    }
+  if (backward) attention_.append_error_sums(loss_sums_);
+  comm.all_reduce_sum(loss_sums_.data(), int64_t(loss_sums_.size()), comm::Wire("loss", -1, /*deferred=*/backward));
+  if (!backward) return;
+  model_.zero_grads();
+  for (int m = 0; m < slots; ++m) {
+    use_slot(m);
+    const double valid = double(valid_local_[size_t(m)]);
+    ComputeSpan sp(spans_, "lm_head_bwd", cost::dense_backward(costs_.head(rank_)));
+    model_.head_backward(valid_global_ > 0 ? float(valid / double(valid_global_)) : 0.0f);
+    sp.done();
   }
-  return valid_global_ > 0 ? float(sum / double(valid_global_)) : 0.0f;
+}
+
+float ContextRank::finish_loss(bool backward) {
+  if (backward) attention_.take_error_sums(loss_sums_.data() + 1);
+  return valid_global_ > 0 ? float(loss_sums_[0] / double(valid_global_)) : 0.0f;
 }
 
 float ContextRank::forward_backward(comm::Communicator& comm, const int32_t* inputs, const int32_t* targets,
@@ -109,7 +110,7 @@ float ContextRank::forward_backward(comm::Communicator& comm, const int32_t* inp
   const int slots = begin(inputs, targets, sequences, true);
   if (data) valid_global_ = data->valid_all;
   forward_layers(comm, slots);
-  const float loss = global_loss(comm, slots, true);
+  start_loss(comm, slots, true);
   const std::vector<sync::GradBucket> buckets = sync::gradient_buckets(model_.layout());
   size_t next_bucket = 0;
   auto sync_bucket = [&]() {
@@ -135,14 +136,18 @@ float ContextRank::forward_backward(comm::Communicator& comm, const int32_t* inp
     sp.done();
   }
   sync_bucket();
-  return loss;
+  // The optimiser needs every gradient bucket, and the loss its sum.
+  spans_.log.join_deferred();
+  sync_.join_buckets(comm);
+  return finish_loss(true);
 }
 
 float ContextRank::evaluate(comm::Communicator& comm, const int32_t* inputs, const int32_t* targets,
                             int sequences) {
   const int slots = begin(inputs, targets, sequences, false);
   forward_layers(comm, slots);
-  return global_loss(comm, slots, false);
+  start_loss(comm, slots, false);
+  return finish_loss(false);
 }
 
 RankStepResult ContextRank::train_step(comm::Communicator& comm, int step, const int32_t* inputs,
@@ -153,7 +158,6 @@ RankStepResult ContextRank::train_step(comm::Communicator& comm, int step, const
   attention_.reconstruction_errors(res.kv_reconstruction_error_k, res.kv_reconstruction_error_v);
   res.weight_sync = sync_.syncs_at(step);
   res.lr = lr_.at(step + 1);
-  spans_.log.join_deferred();  // the optimiser needs every gradient bucket
   sync_.before_optimizer(comm, model_, step, valid_local(), valid_global_);
   ComputeSpan sp(spans_, "optimizer", costs_.optimizer());
   res.grad_norm = optimizer_.step(model_.params(), model_.grads(), res.lr).grad_norm;

@@ -83,7 +83,11 @@ class ContextRank final : public RankProgram {
   // not divide; training: InputError).
   int begin(const int32_t* inputs, const int32_t* targets, int sequences, bool training);
   void forward_layers(comm::Communicator& comm, int slots);
-  float global_loss(comm::Communicator& comm, int slots, bool backward);
+  // The head's forward and the loss sum's collective (deferred when training,
+  // then the head's backward); finish_loss reads the sum once it has arrived
+  // (training: after the step's join) and returns the global mean loss.
+  void start_loss(comm::Communicator& comm, int slots, bool backward);
+  float finish_loss(bool backward);
   int64_t valid_local() const { return std::accumulate(valid_local_.begin(), valid_local_.end(), int64_t{0}); }
 
   Scenario scenario_;
@@ -100,6 +104,7 @@ class ContextRank final : public RankProgram {
   ContextAttention attention_;
   int64_t valid_global_ = 0;         // targets >= 0 in the whole batch
   std::vector<int64_t> valid_local_;  // per slot: targets >= 0 among this rank's rows
+  std::vector<double> loss_sums_;     // start_loss's collective: the loss sum, then the codec's error sums
 };
 
 }  // namespace lowband::parallel

@@ -266,7 +266,10 @@ RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t
     for (const sync::GradBucket& b : buckets) sync_.all_reduce_bucket(*g.context, model_, b);
   if (data && data->group)
     for (const sync::GradBucket& b : buckets) sync_.all_reduce_bucket(*data->group, model_, b);
-  if (context_ || (data && data->group)) spans_.log.join_deferred();
+  if (context_ || (data && data->group)) {
+    spans_.log.join_deferred();
+    sync_.join_buckets(g.world);
+  }
   if (context_) {  // the other weight syncs (the layout check allows them without data replicas only)
     int64_t valid_rank = 0;
     for (int64_t v : local_valid_) valid_rank += v;
