@@ -19,11 +19,11 @@
 // - Messages beyond what one MPI call takes (an int count) go as several.
 // - A progress thread (one per process, MpiSession's) keeps calling into MPI while
 //   the rank computes, so sends and arriving messages move as the step graph
-//   assumes they do, and runs the deferred collectives (Wire::deferred, a
-//   gradient bucket) one after another while the caller goes on; wait_deferred
-//   joins them. Each collective has its own tag (its sequence number on the
-//   communicator), so a deferred one and the caller's next never match each
-//   other's messages; the sums are the same bits either way.
+//   assumes they do; each deferred collective (Wire::deferred, a gradient bucket)
+//   runs on a thread of its own while the caller goes on, beside the other
+//   deferred ones, as in the graph; wait_deferred joins them. Each collective has
+//   its own tag (its sequence number on the communicator), so concurrent ones
+//   never match each other's messages; the sums are the same bits either way.
 // Every MPI call is checked (MPI_ERRORS_RETURN): a failure throws
 // std::runtime_error naming the call and MPI's error string.
 #include <cstdint>

@@ -3,7 +3,10 @@
 row per training step) and its --collectives directories into
 train-step-collectives.csv, and prints train-step.md's two tables:
 
-  analysis/network-fidelity/train_step.py RUNS_DIR [COLLECTIVES_DIR]
+  analysis/network-fidelity/train_step.py RUNS_DIR [COLLECTIVES_DIR] [--csv NAME]
+RUNS_DIR is searched recursively (rounds of train-step.sh in subdirectories are
+repetitions of their own); --csv NAME writes NAME and NAME's -collectives twin here
+instead of train-step.csv (a later experiment's runs beside the earlier ones).
 
 real_seconds is rank 0's train_step wall time minus record_wall_seconds (gathering the
 ranks' logs to build the step graph, bookkeeping the replayed graph does not contain).
@@ -47,10 +50,13 @@ def lo_bytes(before, after):
     return total(after) - total(before)
 
 
-def rows_of(run):
+def rows_of(run, root):
     m = re.search(r"r(\d+)-d([\d.]+)-(\w+)-(\d+)$", run)
-    rate, delay, alg, rep = m.group(1), m.group(2), m.group(3), m.group(4)
-    ideal, tcp = steps(f"{run}/ideal/steps.jsonl"), steps(f"{run}/testbed-step-tcp/steps.jsonl")
+    rate, delay, alg = m.group(1), m.group(2), m.group(3)
+    rep = os.path.relpath(run, root)  # round and repetition
+    # the --also-time-on twin: the one other run directory beside ideal
+    twin = [d for d in glob.glob(f"{run}/*/steps.jsonl") if not d.startswith(f"{run}/ideal/")]
+    ideal, tcp = steps(f"{run}/ideal/steps.jsonl"), steps(twin[0])
     log = open(f"{run}/mpirun.log").read()
     # rank 0 replays after each progress line; the step after it starts late on rank 0
     flushed = {int(n) for n in re.findall(r"^step (\d+)/\d+", log, re.M)}
@@ -106,7 +112,7 @@ def bench_rows(path, time_column, scale):
     return out
 
 
-def collectives(root):
+def collectives(root, collectives_csv):
     rows = []
     for d in sorted(glob.glob(os.path.join(root, "c*-d*-*"))):
         m = re.search(r"c(\d+)-d([\d.]+)-(\w+)$", d)
@@ -121,7 +127,7 @@ def collectives(root):
                          "sim_ideal_seconds": f"{ideal[name]:.4f}", "sim_tcp_seconds": f"{tcp[name]:.4f}",
                          "loadavg_1min": load})
     rows.sort(key=lambda r: (float(r["link_delay_ms"]), int(r["rate_mbit"]), r["mpi"] != "default", r["mpi"]))
-    with open(os.path.join(HERE, "train-step-collectives.csv"), "w", newline="") as f:
+    with open(os.path.join(HERE, collectives_csv), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
@@ -134,21 +140,27 @@ def collectives(root):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    csv_name = "train-step.csv"
+    if "--csv" in args:
+        at = args.index("--csv")
+        csv_name = args[at + 1]
+        del args[at:at + 2]
+    if not args:
         sys.exit(__doc__)
-    out = os.path.join(HERE, "train-step.csv")
-    runs = sorted(d for d in glob.glob(os.path.join(sys.argv[1], "r*-d*-*-*")) if os.path.isdir(d))
+    out = os.path.join(HERE, csv_name)
+    runs = sorted(d for d in glob.glob(os.path.join(args[0], "**", "r*-d*-*-*"), recursive=True) if os.path.isdir(d))
     rows = []
     for run in runs:
         if os.path.exists(f"{run}/links-after.json"):  # a finished rep
-            rows += rows_of(run)
+            rows += rows_of(run, args[0])
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
         w.writerows(rows)
     table(rows)
-    if len(sys.argv) > 2:
-        collectives(sys.argv[2])
+    if len(args) > 1:
+        collectives(args[1], csv_name.replace(".csv", "-collectives.csv"))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,9 @@
 # default 13.2MB, the step's gradient buffer) into OUT_DIR/cRATE-dDELAY-LABEL/mpi.txt,
 # and bench-comm's simulated times on the two scenarios' networks into ideal.txt, tcp.txt.
 #
+# SCENARIO=NAME (default testbed-step) trains scenarios/NAME.json and times it on
+# scenarios/NAME-tcp.json too (testbed-step-sparseloco: 4 SparseLoCo replicas).
+# LOWBAND_MPI_PROGRESS=0 runs the ranks without the MPI progress thread (comm/mpi.h).
 # LOWBAND=path/to/lowband (default build-cpu/lowband). EAGER_LIMIT (bytes, default
 # 16777216; 0: Open MPI's 64 KiB) sets Open MPI's TCP eager limit: a message above it
 # waits for the receiver's clear-to-send, one path round trip the step graph does not
@@ -54,6 +57,9 @@ eager=""
 [ "$eager_limit" -gt 0 ] &&
   eager="--mca btl_tcp_eager_limit $eager_limit --mca btl_tcp_max_send_size $eager_limit"
 coll="$coll $eager ${MCA:-}"
+scenario=${SCENARIO:-testbed-step}
+progress=${LOWBAND_MPI_PROGRESS:-1}
+[ -n "${LOWBAND_MPI_PROGRESS:-}" ] && coll="$coll -x LOWBAND_MPI_PROGRESS=$progress"
 label=${LABEL:-$allgatherv$([ "$eager_limit" -gt 0 ] && echo _eager)}
 
 # Host names lbtb-hI resolve to 10.14.I.2 inside the namespaces only
@@ -94,8 +100,8 @@ if [ $mode = collectives ]; then
   sets="--set network.bandwidth=${rate}Mbps --set network.latency=${delay}ms"
   what="--sizes $size --collectives all_reduce all_gather reduce_scatter"
   (cd "$dir" && mpirun_in_testbed $lowband bench-comm --transport mpi $what --iters 3) >"$dir/mpi.txt" 2>&1
-  "$lowband" bench-comm "$root/scenarios/testbed-step.json" $sets $what >"$dir/ideal.txt"
-  "$lowband" bench-comm "$root/scenarios/testbed-step-tcp.json" $sets $what >"$dir/tcp.txt"
+  "$lowband" bench-comm "$root/scenarios/$scenario.json" $sets $what >"$dir/ideal.txt"
+  "$lowband" bench-comm "$root/scenarios/$scenario-tcp.json" $sets $what >"$dir/tcp.txt"
   grep -h -v '^#' "$dir/mpi.txt" "$dir/ideal.txt" "$dir/tcp.txt"
   exit 0
 fi
@@ -107,12 +113,12 @@ for ((rep = 1; rep <= reps; rep++)); do
   ip -n lbtb-sw -s -j link show >"$dir/links-before.json"
   for ((i = 0; i < nodes; i++)); do ip -n lbtb-h$i -s -j link show lo; done >"$dir/lo-before.json"
   uptime >"$dir/uptime.txt"
-  echo "$allgatherv $coll" >"$dir/mpi-options.txt"
+  echo "$allgatherv $coll LOWBAND_MPI_PROGRESS=$progress $scenario" >"$dir/mpi-options.txt"
   (sleep 8; ip netns exec lbtb-h1 ss -tni >"$dir/ss.txt" 2>&1) &
   sampler=$!
-  (cd "$dir" && mpirun_in_testbed $lowband run $root/scenarios/testbed-step.json \
+  (cd "$dir" && mpirun_in_testbed $lowband run $root/scenarios/$scenario.json \
     --set network.bandwidth=${rate}Mbps --set network.latency=${delay}ms \
-    --also-time-on $root/scenarios/testbed-step-tcp.json --out $dir/ideal) >"$dir/mpirun.log" 2>&1 ||
+    --also-time-on $root/scenarios/$scenario-tcp.json --out $dir/ideal) >"$dir/mpirun.log" 2>&1 ||
     { echo "mpirun failed, see $dir/mpirun.log" >&2; tail "$dir/mpirun.log" >&2; exit 1; }
   wait $sampler || true
   ip -n lbtb-sw -s -j link show >"$dir/links-after.json"
