@@ -379,7 +379,9 @@ MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(i
 
 MpiCommunicator::~MpiCommunicator() {
   try {
-    wait_deferred();  // they use this communicator's coll
+    // Deferred collectives use this communicator's coll: wait for them, unless an
+    // exception is on its way to abort_job (a peer may never join them: a hang).
+    if (std::uncaught_exceptions() == 0) wait_deferred();
     flush();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lowband: %s (while closing an MPI communicator)\n", e.what());
