@@ -31,6 +31,13 @@ void check_counts(const std::vector<int64_t>& counts, int ranks, const char* who
     if (c < 0) throw std::logic_error(std::string(who) + ": " + call + " of a negative count");
 }
 
+std::unique_ptr<Communicator> Communicator::split_known(const std::vector<int>& colors) {
+  if (colors.size() != static_cast<size_t>(size()))
+    throw std::logic_error("split_known: " + std::to_string(colors.size()) + " colors for " + std::to_string(size()) +
+                           " ranks");
+  return split(colors[static_cast<size_t>(rank())]);
+}
+
 std::vector<int64_t> even_counts(int64_t total, int ranks) {
   if (ranks <= 0) throw std::logic_error("comm::even_counts: ranks must be >= 1, got " + std::to_string(ranks));
   if (total < 0) throw std::logic_error("comm::even_counts: total must be >= 0, got " + std::to_string(total));

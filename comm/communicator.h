@@ -100,6 +100,11 @@ class Communicator {
   // Every rank calls split together: ranks with the same color >= 0 form a new
   // communicator, ranked in this one's rank order; color < 0 gets nullptr.
   virtual std::unique_ptr<Communicator> split(int color) = 0;
+  // The same where the caller knows every rank's color (colors[r], the same
+  // vector on every rank: a layout's groups): no exchange of colors, and a
+  // transport may keep the group for the next split with the same colors (MPI:
+  // creating a communicator costs several round trips on a slow link).
+  virtual std::unique_ptr<Communicator> split_known(const std::vector<int>& colors);
 
   // Typed conveniences.
   template <class T> void all_reduce_sum(T* data, int64_t count, const Wire& wire) {

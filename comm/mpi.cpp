@@ -15,6 +15,8 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -286,14 +288,28 @@ struct MpiCommunicator::Impl {
     MPI_Request request = MPI_REQUEST_NULL;
     std::vector<uint8_t> payload;
   };
-  MPI_Comm comm = MPI_COMM_NULL;  // send/recv
-  // The collectives' point-to-point messages (a duplicate of comm): they never
-  // match a send/recv of the caller's, whatever its tags.
-  MPI_Comm coll = MPI_COMM_NULL;
+  // The MPI communicators, shared by every MpiCommunicator of one kept group
+  // (split_known) and freed with the last.
+  struct Comms {
+    MPI_Comm comm = MPI_COMM_NULL;  // send/recv
+    // The collectives' point-to-point messages (a duplicate of comm): they never
+    // match a send/recv of the caller's, whatever its tags.
+    MPI_Comm coll = MPI_COMM_NULL;
+    int64_t collectives = 0;  // started on this group: the next one's tag
+    Comms() = default;
+    Comms(const Comms&) = delete;
+    Comms& operator=(const Comms&) = delete;
+    ~Comms() {
+      if (coll != MPI_COMM_NULL) MPI_Comm_free(&coll);
+      if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+  };
+  std::shared_ptr<Comms> comms = std::make_shared<Comms>();
+  // split_known's groups by every rank's color (nullptr: this rank is in none).
+  std::map<std::vector<int>, std::shared_ptr<Comms>> kept;
   int rank = 0, size = 1;
   int tag_ub = 32767;
   int64_t max_elements = INT_MAX;
-  int64_t collectives = 0;  // started on this communicator: the next one's tag
   std::deque<Send> sends;  // in flight, oldest first
   sim::AllReduceAlgorithm all_reduce = sim::AllReduceAlgorithm::ring;
 
@@ -318,11 +334,11 @@ struct MpiCommunicator::Impl {
   void collective(const Wire& wire, std::function<void(Call&)> body) {
     progress();
     Call call;
-    call.comm = coll;
+    call.comm = comms->coll;
     call.rank = rank;
     call.size = size;
     call.max_elements = max_elements;
-    call.tag = static_cast<int>(collectives++ % (int64_t{tag_ub} + 1));
+    call.tag = static_cast<int>(comms->collectives++ % (int64_t{tag_ub} + 1));
     if (wire.deferred && process_progress) {
       call.poll = true;
       process_progress->defer([call = std::move(call), body = std::move(body)]() mutable { body(call); });
@@ -367,13 +383,15 @@ bool launched_by_mpirun() {
 }
 
 MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
-  check(MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  check(MPI_Comm_rank(impl_->comm, &impl_->rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(impl_->comm, &impl_->size), "MPI_Comm_size");
-  check(MPI_Comm_dup(impl_->comm, &impl_->coll), "MPI_Comm_dup (the collectives' messages)");
+  Impl::Comms& comms = *impl_->comms;
+  check(MPI_Comm_set_errhandler(comms.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_rank(comms.comm, &impl_->rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(comms.comm, &impl_->size), "MPI_Comm_size");
+  if (comms.coll == MPI_COMM_NULL)
+    check(MPI_Comm_dup(comms.comm, &comms.coll), "MPI_Comm_dup (the collectives' messages)");
   void* tag_ub = nullptr;
   int found = 0;
-  check(MPI_Comm_get_attr(impl_->comm, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
+  check(MPI_Comm_get_attr(comms.comm, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
   if (found) impl_->tag_ub = *static_cast<int*>(tag_ub);
 }
 
@@ -386,8 +404,6 @@ MpiCommunicator::~MpiCommunicator() {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lowband: %s (while closing an MPI communicator)\n", e.what());
   }
-  MPI_Comm_free(&impl_->coll);
-  MPI_Comm_free(&impl_->comm);
 }
 
 void MpiCommunicator::wait_deferred() {
@@ -417,7 +433,7 @@ void MpiCommunicator::send(int dst, int tag, const void* data, size_t bytes, con
   impl_->progress();
   Impl::Send& s = impl_->sends.emplace_back();
   s.payload.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
-  check(MPI_Isend(s.payload.data(), static_cast<int>(bytes), MPI_BYTE, dst, tag, impl_->comm, &s.request),
+  check(MPI_Isend(s.payload.data(), static_cast<int>(bytes), MPI_BYTE, dst, tag, impl_->comms->comm, &s.request),
         "MPI_Isend");
 }
 
@@ -426,7 +442,7 @@ void MpiCommunicator::recv(int src, int tag, void* data, size_t bytes, const Wir
   impl_->progress();
   MPI_Message message;
   MPI_Status status;
-  check(MPI_Mprobe(src, tag, impl_->comm, &message, &status), "MPI_Mprobe");
+  check(MPI_Mprobe(src, tag, impl_->comms->comm, &message, &status), "MPI_Mprobe");
   int count = 0;
   check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
   if (static_cast<size_t>(count) != bytes) {
@@ -444,7 +460,7 @@ void MpiCommunicator::recv_message(int src, int tag, std::vector<uint8_t>& out, 
   impl_->progress();
   MPI_Message message;
   MPI_Status status;
-  check(MPI_Mprobe(src, tag, impl_->comm, &message, &status), "MPI_Mprobe");
+  check(MPI_Mprobe(src, tag, impl_->comms->comm, &message, &status), "MPI_Mprobe");
   int count = 0;
   check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
   out.resize(static_cast<size_t>(count));
@@ -489,8 +505,31 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color) {
   auto impl = std::make_unique<Impl>();
   impl->max_elements = impl_->max_elements;
   impl->all_reduce = impl_->all_reduce;
-  check(MPI_Comm_split(impl_->comm, color < 0 ? MPI_UNDEFINED : color, impl_->rank, &impl->comm), "MPI_Comm_split");
-  if (impl->comm == MPI_COMM_NULL) return nullptr;
+  check(MPI_Comm_split(impl_->comms->comm, color < 0 ? MPI_UNDEFINED : color, impl_->rank, &impl->comms->comm),
+        "MPI_Comm_split");
+  if (impl->comms->comm == MPI_COMM_NULL) return nullptr;
+  return std::make_unique<MpiCommunicator>(std::move(impl));
+}
+
+// Every rank knows every color, so every rank finds the group kept, or not, alike:
+// MPI_Comm_split (and the duplicate for the collectives) only the first time.
+std::unique_ptr<Communicator> MpiCommunicator::split_known(const std::vector<int>& colors) {
+  if (colors.size() != static_cast<size_t>(impl_->size))
+    throw std::logic_error("MPI comm: split_known of " + std::to_string(colors.size()) + " colors for " +
+                           std::to_string(impl_->size) + " ranks");
+  auto found = impl_->kept.find(colors);
+  if (found == impl_->kept.end()) {
+    std::unique_ptr<Communicator> made = split(colors[static_cast<size_t>(impl_->rank)]);
+    auto* mpi = static_cast<MpiCommunicator*>(made.get());
+    found = impl_->kept.emplace(colors, mpi ? mpi->impl_->comms : nullptr).first;
+    return made;
+  }
+  if (!found->second) return nullptr;
+  impl_->progress();
+  auto impl = std::make_unique<Impl>();
+  impl->max_elements = impl_->max_elements;
+  impl->all_reduce = impl_->all_reduce;
+  impl->comms = found->second;
   return std::make_unique<MpiCommunicator>(std::move(impl));
 }
 
@@ -501,7 +540,7 @@ std::unique_ptr<MpiCommunicator> mpi_world(int64_t max_elements_per_call, sim::A
   auto impl = std::make_unique<MpiCommunicator::Impl>();
   if (max_elements_per_call > 0) impl->max_elements = std::min<int64_t>(max_elements_per_call, INT_MAX);
   impl->all_reduce = all_reduce;
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &impl->comm), "MPI_Comm_dup");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &impl->comms->comm), "MPI_Comm_dup");
   return std::make_unique<MpiCommunicator>(std::move(impl));
 }
 

@@ -81,6 +81,8 @@ class MpiCommunicator final : public Communicator {
   void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) override;
   void wait_deferred() override;  // every deferred collective of the process
   std::unique_ptr<Communicator> split(int color) override;
+  // Keeps each group (by every rank's color) for the communicator's lifetime.
+  std::unique_ptr<Communicator> split_known(const std::vector<int>& colors) override;
 
  private:
   std::unique_ptr<Impl> impl_;

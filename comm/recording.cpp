@@ -190,14 +190,24 @@ void RecordingCommunicator::broadcast(void* data, int64_t count, DType type, int
 std::unique_ptr<Communicator> RecordingCommunicator::split(int color) {
   // Which world ranks share this rank's color: bookkeeping, not recorded.
   const int P = size();
-  std::vector<int64_t> colors(static_cast<size_t>(P)), mine{color};
-  inner_->all_gather(mine.data(), colors.data(), std::vector<int64_t>(size_t(P), 1), DType::i64, Wire("split"));
+  std::vector<int64_t> gathered(static_cast<size_t>(P)), mine{color};
+  inner_->all_gather(mine.data(), gathered.data(), std::vector<int64_t>(size_t(P), 1), DType::i64, Wire("split"));
+  const std::vector<int> colors(gathered.begin(), gathered.end());
+  return wrap_split(inner_->split(color), colors);
+}
+
+std::unique_ptr<Communicator> RecordingCommunicator::split_known(const std::vector<int>& colors) {
+  return wrap_split(inner_->split_known(colors), colors);
+}
+
+std::unique_ptr<Communicator> RecordingCommunicator::wrap_split(std::unique_ptr<Communicator> sub,
+                                                                const std::vector<int>& colors) {
   const int id = (*next_comm_id_)++;
-  std::unique_ptr<Communicator> sub = inner_->split(color);
+  const int color = colors.at(size_t(rank()));
   if (color < 0) return nullptr;
   std::vector<int> members;
-  for (int r = 0; r < P; ++r)
-    if (colors[size_t(r)] == color) members.push_back(members_[size_t(r)]);
+  for (size_t r = 0; r < colors.size(); ++r)
+    if (colors[r] == color) members.push_back(members_.at(r));
   return std::unique_ptr<Communicator>(
       new RecordingCommunicator(std::move(sub), log_, std::move(members), id, next_comm_id_));
 }

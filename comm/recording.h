@@ -153,6 +153,7 @@ class RecordingCommunicator final : public Communicator {
   void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) override;
   void wait_deferred() override { inner_->wait_deferred(); }
   std::unique_ptr<Communicator> split(int color) override;
+  std::unique_ptr<Communicator> split_known(const std::vector<int>& colors) override;
 
   using Communicator::all_reduce_sum;
   using Communicator::broadcast;
@@ -161,6 +162,8 @@ class RecordingCommunicator final : public Communicator {
   RecordingCommunicator(std::unique_ptr<Communicator> inner, RankLog& log, std::vector<int> members,
                         int comm_id, std::shared_ptr<int> next_comm_id);
   void collective(EventType type, double buffer_bytes, const Wire& wire, int root = -1);
+  // The recording view of inner's split `sub` (nullptr for a negative color).
+  std::unique_ptr<Communicator> wrap_split(std::unique_ptr<Communicator> sub, const std::vector<int>& colors);
   void record_recv(int src, int tag, const Wire& wire);
 
   std::unique_ptr<Communicator> owned_;

@@ -1,6 +1,7 @@
 #include "runtime/parallel/layout_trainer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <istream>
 #include <ostream>
 #include <string>
@@ -84,7 +85,7 @@ void LayoutTrainer::run_ranks(const std::function<void(int, comm::Communicator&,
                               bool record) {
   world_.run([&](int r, comm::Communicator& world) {
     if (R_ == 1) return fn(r, world, world);
-    const std::unique_ptr<comm::Communicator> replica = world.split(layout_.place(r).replica);
+    const std::unique_ptr<comm::Communicator> replica = world.split_known(colors([&](int w) { return layout_.place(w).replica; }));
     fn(r, world, *replica);
   }, record);
 }
@@ -139,7 +140,8 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
   run_ranks([&](int r, comm::Communicator& world, comm::Communicator& replica) {
     const int q = layout_.place(r).replica;
     // Synchronous: the ranks holding the same part in every replica (one shape).
-    const std::unique_ptr<comm::Communicator> data_group = synchronous ? world.split(index_in_replica(r)) : nullptr;
+    const std::unique_ptr<comm::Communicator> data_group =
+        synchronous ? world.split_known(colors([&](int w) { return index_in_replica(w); })) : nullptr;
     const DataStep data{data_group.get(), valid_all};
     const int64_t first = int64_t(q) * per_replica * T;
     results[size_t(r)] = rank(r).train_step(replica, step, inputs + first, targets + first, per_replica,
@@ -162,7 +164,9 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
     loss += local_steps() ? results[size_t(r)].loss * double(valid[size_t(q)]) / double(std::max<int64_t>(valid_all, 1))
                           : results[size_t(r)].loss;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   rec.loss = world_.sum_over_processes(loss);
+  rec.record_wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rec.weight_sync = syncs_weights(step);
   return rec;
 }

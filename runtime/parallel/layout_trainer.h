@@ -122,6 +122,13 @@ class LayoutTrainer final : public Trainer {
   std::vector<float> sync_view(int rank) const;
   void outer_step(int rank, const std::vector<comm::Communicator*>& part_groups);
   int index_in_replica(int rank) const { return rank - first_rank_[size_t(layout_.place(rank).replica)]; }
+  // color_of(w) for every world rank w: a split every rank can make without
+  // exchanging colors (Communicator::split_known: MPI keeps the group).
+  template <class F> std::vector<int> colors(F color_of) const {
+    std::vector<int> out;
+    for (int w = 0; w < layout_.ranks(); ++w) out.push_back(color_of(w));
+    return out;
+  }
 
   Scenario scenario_;
   const kernels::Backend* k_;

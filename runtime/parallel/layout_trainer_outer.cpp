@@ -109,11 +109,16 @@ void LayoutTrainer::build_outer_syncs() {
 void LayoutTrainer::outer_step_groups(int r, comm::Communicator& world) {
   // One group per (part, context rank): every rank splits once per part, in
   // part order, color -1 where it holds nothing of the part.
-  const std::vector<Holding>& mine = holdings_[size_t(world_.local_index(r))];
   std::vector<std::unique_ptr<comm::Communicator>> groups;
   for (int p = 0; p < int(parts_.size()); ++p) {
-    const bool holds = std::any_of(mine.begin(), mine.end(), [&](const Holding& h) { return h.part == p; });
-    groups.push_back(world.split(holds ? p * shapes_[0].context + layout_.place(r).context_rank : -1));
+    const ModelPart& part = parts_[size_t(p)];
+    groups.push_back(world.split_known(colors([&](int w) {
+      const RankPlace& at = layout_.place(w);
+      const Scenario replica = replica_scenario(at.replica);
+      const int L = scenario_.model.layers, first = replica.parallel.stage_first_layer(at.stage, L);
+      const bool holds = part.within(first, first + replica.parallel.stage_layer_count(at.stage, L));
+      return holds ? p * shapes_[0].context + at.context_rank : -1;
+    })));
   }
   std::vector<comm::Communicator*> part_groups;
   for (auto& g : groups) part_groups.push_back(g.get());

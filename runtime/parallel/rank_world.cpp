@@ -85,12 +85,10 @@ sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
 
 RankWorld::StepBooks RankWorld::close_step(const Scenario& scenario, double local_kernel_seconds, bool record) {
   StepBooks books;
+  const auto t0 = std::chrono::steady_clock::now();
   books.kernel_wall_seconds = sum_over_processes(local_kernel_seconds);
-  if (record) {
-    const auto t0 = std::chrono::steady_clock::now();
-    books.graph = assemble_graph(scenario);
-    books.record_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
+  if (record) books.graph = assemble_graph(scenario);
+  books.record_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return books;
 }
 

@@ -41,7 +41,7 @@ class RankWorld {
   // empty one of P ranks).
   sim::StepGraph assemble_graph(const Scenario& scenario);
   // A step's bookkeeping: the local ranks' kernel seconds summed over the
-  // processes and, when `record`, the graph and the wall seconds spent assembling it.
+  // processes and, when `record`, the graph; the wall seconds all that took.
   struct StepBooks {
     double kernel_wall_seconds = 0, record_wall_seconds = 0;
     sim::StepGraph graph;

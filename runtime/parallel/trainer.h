@@ -29,7 +29,10 @@ struct StepRecord {
   std::vector<double> kv_reconstruction_error_k, kv_reconstruction_error_v;
   sim::StepGraph graph;      // empty unless recording
   double kernel_wall_seconds = 0;  // wall time of the ranks' compute, summed
-  double record_wall_seconds = 0;  // wall time spent assembling the graph
+  // Wall time of the step's bookkeeping, which the step graph does not hold: the
+  // kernel seconds (and replicas' losses) summed over the processes, the ranks'
+  // logs gathered and the graph assembled. A real step is wall time minus this.
+  double record_wall_seconds = 0;
 };
 
 // What the layout's codecs compress: the step graph's kinds of those messages

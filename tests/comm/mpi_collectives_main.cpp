@@ -121,6 +121,29 @@ void split_and_messages(Communicator& comm) {
   }
   report(comm, "split by parity: sizes, ranks, sums", 1, "int64", wrong);
 
+  // split_known: every rank's color given; the groups kept and found again,
+  // two different ones in turn, each with the right members and sums.
+  wrong = 0;
+  std::vector<int> parity(static_cast<size_t>(p)), halves(static_cast<size_t>(p));
+  for (int r = 0; r < p; ++r) parity[static_cast<size_t>(r)] = r % 2, halves[static_cast<size_t>(r)] = r < p / 2 ? 0 : -1;
+  for (int round = 0; round < 3; ++round)
+    for (const std::vector<int>* colors : {&parity, &halves}) {
+      auto group = comm.split_known(*colors);
+      const int mine = (*colors)[static_cast<size_t>(me)];
+      if (mine < 0) {
+        wrong += group != nullptr;
+        continue;
+      }
+      int64_t expected = 0, members = 0, sum = me;
+      for (int r = 0; r < p; ++r)
+        if ((*colors)[static_cast<size_t>(r)] == mine) expected += r, ++members;
+      wrong += group->size() != members;
+      group->all_reduce_sum(&sum, 1, Wire("test", -1, /*defer=*/round == 1));
+      group->wait_deferred();
+      wrong += sum != expected;
+    }
+  report(comm, "split_known: groups kept and found again", 1, "int64", wrong);
+
   // A ring, two tags sent in one order and received in the other; then sizes
   // unknown to the receiver.
   wrong = 0;
