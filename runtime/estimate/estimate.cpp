@@ -148,7 +148,11 @@ PeriodicSync periodic_sync(const Scenario& s, const LayoutSteps& steps, const st
   y.inner_steps = steps.period_steps;
   y.sync_step_seconds = replayed[0].step_seconds;
   y.inner_step_seconds = replayed[1].step_seconds;
-  y.comm_per_sync_seconds = y.sync_step_seconds - y.inner_step_seconds;
+  std::vector<double> outer(size_t(steps.graphs[0].ranks()), 0.0);
+  for (const sim::Task& t : steps.graphs[0].tasks())
+    if (t.kind == sim::TaskKind::compute && t.kind_tag == "outer_sync") outer[size_t(t.rank)] += t.seconds;
+  y.outer_compute_seconds = outer.empty() ? 0.0 : *std::max_element(outer.begin(), outer.end());
+  y.comm_per_sync_seconds = y.sync_step_seconds - y.inner_step_seconds - y.outer_compute_seconds;
   const std::vector<BytesByKind> sent = sent_by_node(steps.graphs[0]);
   y.bytes_per_rank_per_sync = busiest(sent, layout);
   if (y.method == "sparse") return y;

@@ -72,7 +72,10 @@ struct PeriodicSync {
   int inner_steps = 1;  // steps per sync period: c or H
   double inner_step_seconds = 0;  // a step without the sync
   double sync_step_seconds = 0;   // the step that ends with it
-  double comm_per_sync_seconds = 0;  // sync step − inner step
+  // diloco / sparseloco: the outer step's own compute (Δ, compression, decoding,
+  // the outer optimiser: "outer_sync" spans), the busiest rank's.
+  double outer_compute_seconds = 0;
+  double comm_per_sync_seconds = 0;  // sync step − inner step − outer_compute_seconds
   std::map<std::string, double> bytes_per_rank_per_sync;  // the sync step's, as bytes_per_rank_per_step
   // diloco / sparseloco: one replica's message per sync (each of its context
   // ranks sends one such set), summed over the parts, and per part.

@@ -135,7 +135,10 @@ void section_rows(const Scenario& s, const Estimate& e, std::string& out) {
   if (!e.sync) return;
   const PeriodicSync& y = *e.sync;
   row("inner / sync step", fmt("%.4g s / ", y.inner_step_seconds) + fmt("%.4g s", y.sync_step_seconds));
-  row("comm per sync", fmt("%.4g s", y.comm_per_sync_seconds) + "  (sync step minus inner step)");
+  if (y.outer_compute_seconds > 0) row("outer compute", fmt("%.4g s", y.outer_compute_seconds) + "  (per sync: the pseudo-gradient, its compression, the outer step)");
+  row("comm per sync", fmt("%.4g s", y.comm_per_sync_seconds) +
+                           (y.outer_compute_seconds > 0 ? "  (sync step minus inner step minus outer compute)"
+                                                        : "  (sync step minus inner step)"));
   row("sent per rank/sync", bytes_by_kind(y.bytes_per_rank_per_sync) + "  (the sync step)");
   if (!y.exchange.empty())
     row("message/replica/sync", si(y.message_bytes_per_replica, "B") +

@@ -5,6 +5,7 @@
 #include <istream>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "runtime/compress/make_codec.h"
@@ -31,7 +32,7 @@ const char* world_key(const ParallelConfig& p) {
 }  // namespace
 
 LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, comm::Communicator* comm)
-    : scenario_(s), k_(&training_backend(s.training)), layout_(s.parallel), R_(0),
+    : scenario_(s), timing_(timing), k_(&training_backend(s.training)), layout_(s.parallel), R_(0),
       shapes_(replica_shapes(s.parallel)), first_rank_(replica_first_ranks(shapes_)),
       world_(layout_.ranks(), comm, world_key(s.parallel)) {
   R_ = int(shapes_.size());
@@ -150,6 +151,7 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
   }, /*record=*/true);
   double kernel = 0;
   for (auto& p : ranks_) kernel += p->take_kernel_wall_seconds();
+  kernel += std::exchange(outer_wall_seconds_, 0.0);
   // Every rank has the lr; the norm and K/V errors are the first local rank's, and
   // with one replica its loss and weight sync too (every rank of a replica has them).
   StepRecord rec = close_step_record(world_, scenario_, step, results[size_t(world_.local_ranks()[0])], kernel, record);

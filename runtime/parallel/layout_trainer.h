@@ -131,6 +131,8 @@ class LayoutTrainer final : public Trainer {
   }
 
   Scenario scenario_;
+  ComputeTiming timing_;
+  double outer_wall_seconds_ = 0;  // the outer steps' compute since the last step record
   const kernels::Backend* k_;
   Layout layout_;
   int R_;

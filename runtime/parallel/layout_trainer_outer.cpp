@@ -17,9 +17,11 @@
 //    its pseudo-gradient from the projected weights (OuterSync::rebase), so its
 //    next Δ is its inner steps' alone, inside span(U).
 #include <algorithm>
+#include <chrono>
 
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/subspace_constraint.h"
+#include "runtime/cost_model.h"
 #include "runtime/parallel/data/replicas.h"
 #include "runtime/parallel/layout_trainer.h"
 
@@ -129,7 +131,25 @@ void LayoutTrainer::outer_step(int r, const std::vector<comm::Communicator*>& pa
   const size_t li = size_t(world_.local_index(r));
   model::Model& m = rank(r).model();
   std::vector<float> host = sync_view(r);
-  for (Holding& h : holdings_[li]) h.sync->outer_step(*part_groups[size_t(h.part)], host.data() + h.offset);
+  // The compute before and after each part's collective, logged as the step
+  // graph's "outer_sync" spans (parallel/data/step_graph.cpp logs the same costs dry).
+  const auto span = [&](const cost::Cost& cost, double wall_seconds) {
+    outer_wall_seconds_ += wall_seconds;
+    world_.log(r).compute(timing_ == ComputeTiming::measured
+                              ? wall_seconds
+                              : cost::node_seconds(scenario_, layout_.node_of(r), cost, "outer_sync"),
+                          "outer_sync");
+  };
+  for (Holding& h : holdings_[li]) {
+    const DataSyncConfig& config = scenario_.parallel.data_sync;
+    auto t0 = std::chrono::steady_clock::now();
+    const auto since_t0 = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    h.sync->outer_step(*part_groups[size_t(h.part)], host.data() + h.offset, [&](bool after) {
+      if (!after) return span(sync::OuterSync::before_exchange_cost(config, h.sync->elements()), since_t0());
+      t0 = std::chrono::steady_clock::now();
+    });
+    span(sync::OuterSync::after_exchange_cost(config, h.sync->elements()), since_t0());
+  }
   Constrained* con = constrained_[li].get();
   if (con)
     for (size_t i = 0; i < con->fixed.size(); ++i) host[size_t(m.layout().embedding()) + i] -= con->fixed[i];

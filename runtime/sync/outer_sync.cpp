@@ -54,7 +54,30 @@ void OuterSync::exchange_sizes(comm::Communicator& data_group, const DataSyncCon
                         gather_wire(config, S, replicas));
 }
 
-OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_host) {
+// Passes over the part's float32 values, each read or written once: the sync is
+// memory-bound (a few operations per element).
+cost::Cost OuterSync::before_exchange_cost(const DataSyncConfig& config, int64_t elements) {
+  const double n = double(elements);
+  // Δ = θ_start − θ (2 reads, 1 write); sparseloco also e ← βe + Δ (2 reads, 1
+  // write), each chunk's top-k of |e| (1 read) and e's kept part (1 write).
+  const double passes = config.method == DataSyncMethod::diloco ? 3 : 7;
+  return {passes * n, passes * 4 * n};
+}
+
+cost::Cost OuterSync::after_exchange_cost(const DataSyncConfig& config, int64_t elements) {
+  const double n = double(elements);
+  // diloco: g = sum / R, then the Nesterov step (g, momentum, θ_start, θ: 3
+  // reads, 2 writes); sparseloco: g zeroed and the messages' few entries added
+  // into it, the plain step (2 reads, 1 write); then θ_start ← θ (1 read, 1 write).
+  const double passes = config.method == DataSyncMethod::diloco ? 2 + 5 + 2 : 1 + 3 + 2;
+  return {passes * n, passes * 4 * n};
+}
+
+OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_host,
+                                 const std::function<void(bool after)>& around_exchange) {
+  const auto mark = [&](bool after) {
+    if (around_exchange) around_exchange(after);
+  };
   const int64_t n = elements_;
   const int replicas = data_group.size();
   std::vector<float> delta(static_cast<size_t>(n));
@@ -64,7 +87,9 @@ OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_h
   stats.wire_bytes = double(message_bytes());
   std::vector<float> g(static_cast<size_t>(n));
   if (config_.method == DataSyncMethod::diloco) {
+    mark(false);
     data_group.all_reduce_sum(delta.data(), n, comm::Wire("pseudo_grad"));
+    mark(true);
     for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(delta[size_t(i)]) / replicas);
     sync::outer_step(g.data(), momentum_.data(), config_.outer_momentum, config_.outer_lr, theta_start_.data(),
                      params_host, n);
@@ -74,8 +99,10 @@ OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_h
     const std::vector<uint8_t> packed = pack(plan_, codec_, mine);
     const int64_t S = int64_t(packed.size());
     std::vector<uint8_t> gathered(size_t(S) * size_t(replicas));
+    mark(false);
     data_group.all_gather(packed.data(), gathered.data(), std::vector<int64_t>(size_t(replicas), S), comm::DType::u8,
                           gather_wire(config_, S, replicas));
+    mark(true);
     std::vector<SparseMessage> messages;
     for (int r = 0; r < replicas; ++r) messages.push_back(unpack(plan_, codec_, gathered.data() + size_t(r) * S, S));
     aggregate(plan_, codec_, messages, config_.average, g.data());

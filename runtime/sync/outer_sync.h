@@ -22,10 +22,12 @@
 // replicas that start equal stay bit-identical. θ_start <- θ afterwards.
 // Parameters are host float32 (the trainer copies device memory in and out).
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "runtime/cost_model.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/scenario/scenario.h"
 #include "runtime/sync/sparseloco.h"
@@ -48,11 +50,21 @@ class OuterSync {
   // Whether the outer step follows inner step `step` (from 0): every H steps.
   bool syncs_at(int step) const { return (step + 1) % config_.inner_steps == 0; }
   // Every rank of `data_group` calls it together; params_host (the part's
-  // parameters) <- the outer step's result.
-  OuterStats outer_step(comm::Communicator& data_group, float* params_host);
+  // parameters) <- the outer step's result. around_exchange(false) just before
+  // the collective, (true) just after it: where the compute before it (Δ, the
+  // compression) ends and the compute after it (decoding, the outer optimiser)
+  // starts, so that a trainer can log both spans.
+  OuterStats outer_step(comm::Communicator& data_group, float* params_host,
+                        const std::function<void(bool after)>& around_exchange = {});
+  // What those two spans cost for `elements` parameters (memory traffic of the
+  // passes over them: the device profile's seconds for a dry run or profile
+  // timing).
+  static cost::Cost before_exchange_cost(const DataSyncConfig& config, int64_t elements);
+  static cost::Cost after_exchange_cost(const DataSyncConfig& config, int64_t elements);
   // One replica's message on the wire: diloco 4 bytes per parameter; sparseloco
   // packed_bytes (pack.h).
   int64_t message_bytes() const;
+  int64_t elements() const { return elements_; }
   // The outer step's collective over `data_group` for `part`, of its sizes, and
   // nothing drawn, kept or computed: a dry run's (comm/null.h), which holds no
   // weights to start from.

@@ -35,4 +35,4 @@ for point in "${points[@]}"; do
   set -- $point
   tb LABEL=progress "$here/train-step.sh" --collectives "$1" "$2" "$out/collectives"
 done
-"$root/analysis/network-fidelity/train_step.py" "$out" "$out/collectives" --csv train-step-progress.csv
+python3 "$root/analysis/network-fidelity/train_step.py" "$out" "$out/collectives" --csv train-step-progress.csv

@@ -28,7 +28,9 @@ TEST_F(Cli, DataEstimateJsonAveragesTheSyncPeriod) {
   const double inner = j.at("inner_step_seconds").get<double>(), sync = j.at("sync_step_seconds").get<double>();
   EXPECT_GT(sync, inner);
   EXPECT_NEAR(j.at("step_seconds").get<double>(), (sync + (H - 1) * inner) / H, 1e-12 * sync);
-  EXPECT_NEAR(j.at("comm_per_sync_seconds").get<double>(), sync - inner, 1e-12 * sync);
+  EXPECT_NEAR(j.at("comm_per_sync_seconds").get<double>(), sync - inner - j.at("outer_compute_seconds").get<double>(),
+              1e-12 * sync);
+  EXPECT_GT(j.at("outer_compute_seconds").get<double>(), 0);
   EXPECT_GT(j.at("bytes_per_rank_per_sync").at("pseudo_grad").get<double>(), 0);
   EXPECT_EQ(j.at("part_message_bytes").size(), 2u);  // layers [0,2) and [2,4)
   for (const char* key : {"compute_seconds", "exposed_comm_seconds", "compute_utilisation", "mfu",

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "common/error.h"
+#include "runtime/cost_model.h"
 #include "runtime/estimate/estimate.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/parallel/data/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/chunks.h"
+#include "runtime/sync/outer_sync.h"
 #include "runtime/sync/pack.h"
 #include "sim/collectives.h"
 #include "sim/network.h"
@@ -117,6 +119,12 @@ TEST(DataEstimateGraph, ContextReplicaBesidePipelineContextReplicaIsTheRecordedS
   EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "pseudo_grad"), 0);
 }
 
+// The outer step's two compute spans on node 0's device (sync::OuterSync's costs).
+double outer_sync_seconds(const Scenario& s, int64_t elements) {
+  return cost::node_seconds(s, 0, sync::OuterSync::before_exchange_cost(s.parallel.data_sync, elements), "outer_sync") +
+         cost::node_seconds(s, 0, sync::OuterSync::after_exchange_cost(s.parallel.data_sync, elements), "outer_sync");
+}
+
 // R single-node replicas on an ideal star: the step without the outer sync is
 // compute alone, so the sync step adds exactly the ring all-gather of the R
 // packed messages: (R − 1)·(S/B + 2L) with S = sync::packed_bytes, the upload
@@ -140,7 +148,10 @@ TEST(DataEstimate, SparselocoSyncOnAStarIsTheRingAllGather) {
       const double expected = sim::ring_all_gather_seconds(R, R * S, B, 2 * 2e-3);
       EXPECT_NEAR(expected, (R - 1) * (S / B + 4e-3), 1e-12 * expected);
       EXPECT_NEAR(e.sync->comm_per_sync_seconds, expected, 1e-5 * expected);
-      EXPECT_NEAR(e.step_seconds, e.sync->inner_step_seconds + expected / 5, 1e-5 * e.step_seconds);
+      // Besides the all-gather, the outer step's compute before and after it.
+      const double outer = outer_sync_seconds(s, whole.count());
+      EXPECT_NEAR(e.sync->outer_compute_seconds, outer, 1e-9 * outer);
+      EXPECT_NEAR(e.step_seconds, e.sync->inner_step_seconds + (expected + outer) / 5, 1e-5 * e.step_seconds);
       EXPECT_DOUBLE_EQ(e.sync->message_bytes_per_replica, S);
       EXPECT_DOUBLE_EQ(e.sync->bytes_per_rank_per_sync.at("pseudo_grad"), (R - 1) * S);
       EXPECT_NEAR(e.bytes_per_rank_per_step.at("pseudo_grad"), (R - 1) * S / 5, 1e-9 * S);

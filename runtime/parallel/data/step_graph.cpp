@@ -102,9 +102,17 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
         for (int r = 0; r < N; ++r)
           if (layout.place(r).context_rank == c && holds(r, out.parts[p])) group.ranks.push_back(r);
         for (size_t i = 0; i < group.ranks.size(); ++i) {  // each holder's OuterSync, dry
+          const int r = group.ranks[i];
+          comm::RankLog& log = logs[size_t(r)];
+          // The outer step's compute around its collective (LayoutTrainer::outer_step logs the same).
+          const auto span = [&](const cost::Cost& c) {
+            log.compute(cost::node_seconds(s, layout.node_of(r), c, "outer_sync"), "outer_sync");
+          };
           comm::NullCommunicator null(int(i), int(group.ranks.size()));
-          comm::RecordingCommunicator comm(null, logs[size_t(group.ranks[i])], group.ranks, group.comm_id);
+          comm::RecordingCommunicator comm(null, log, group.ranks, group.comm_id);
+          span(sync::OuterSync::before_exchange_cost(s.parallel.data_sync, part.count()));
           sync::OuterSync::exchange_sizes(comm, s.parallel.data_sync, part);
+          span(sync::OuterSync::after_exchange_cost(s.parallel.data_sync, part.count()));
         }
       }
     }
