@@ -42,9 +42,43 @@ double tcp_slow_start_exit_fraction(CongestionControl cc) {
   return 1.0;
 }
 
-TcpConnection tcp_initial_connection(ConnectionState connections) {
-  if (connections == ConnectionState::warm) return {true, std::numeric_limits<double>::infinity()};
-  return {false, 0};
+TcpConnection tcp_initial_connection(ConnectionState connections, CongestionControl cc) {
+  const double inf = std::numeric_limits<double>::infinity();
+  TcpConnection conn;
+  switch (connections) {
+    case ConnectionState::warm: conn.open = true, conn.window_bytes = inf; break;
+    case ConnectionState::idle:
+      conn.open = true, conn.restarts_after_idle = true, conn.last_departure_s = -inf;
+      conn.window_bytes = cc == CongestionControl::bbr ? inf : kTcpInitialWindowBytes;  // idle for ever
+      break;
+    case ConnectionState::fresh: conn.restarts_after_idle = true; break;
+  }
+  return conn;
+}
+
+double tcp_rto_seconds(double rtt_s) { return rtt_s + kTcpMinRtoSeconds; }
+
+double tcp_window_after_idle_bytes(double window_bytes, double pipe_bytes, double idle_s, double rtt_s,
+                                   CongestionControl cc) {
+  const double rto = tcp_rto_seconds(rtt_s);
+  if (cc == CongestionControl::bbr || !(idle_s > rto)) return window_bytes;
+  const double restart = std::min(kTcpInitialWindowBytes, window_bytes);
+  // while ((idle -= rto) > 0 && cwnd > restart) cwnd >>= 1;  capped: ldexp's exponent is an int
+  const double halvings = std::min(std::ceil(idle_s / rto) - 1, 2000.0);
+  return std::max(restart, std::ldexp(std::min(window_bytes, pipe_bytes), -static_cast<int>(halvings)));
+}
+
+double tcp_warm_message_seconds(double bytes, double bottleneck_bytes_per_s, double latency_s, const TcpSettings& tcp) {
+  const double rtt = 2 * latency_s;
+  return std::max(latency_s + bytes / tcp_message_rate_bytes_per_s(bytes, bottleneck_bytes_per_s, rtt, tcp),
+                  bytes / tcp_rate_bytes_per_s(bottleneck_bytes_per_s, rtt, tcp));
+}
+
+double tcp_backlog_increment_seconds(double backlog_bytes, double bytes, double bottleneck_bytes_per_s,
+                                     double latency_s, const TcpSettings& tcp) {
+  if (!(backlog_bytes > 0)) return tcp_warm_message_seconds(bytes, bottleneck_bytes_per_s, latency_s, tcp);
+  return tcp_warm_message_seconds(backlog_bytes + bytes, bottleneck_bytes_per_s, latency_s, tcp) -
+         tcp_warm_message_seconds(backlog_bytes, bottleneck_bytes_per_s, latency_s, tcp);
 }
 
 double tcp_startup_seconds(double bytes, double rate_bytes_per_s, double rtt_s, CongestionControl cc,
