@@ -93,7 +93,9 @@ double tcp_warm_message_seconds(double bytes, double bottleneck_bytes_per_s, dou
 
 // What a message of `bytes` written while its connection still sends `backlog_bytes`
 // (written before it, back to back) adds to the backlog's arrival: the backlog and the
-// message leave as one stream, T(backlog + bytes) - T(backlog), T the warm message time.
+// message leave as one stream, T(backlog + bytes) - T(backlog), T the warm message time
+// in a window of min(W, max(10 segments, backlog)) for cubic (its window grew only as
+// far as the bursts it carried; the rest waits for the backlog's ACKs), W for bbr.
 double tcp_backlog_increment_seconds(double backlog_bytes, double bytes, double bottleneck_bytes_per_s,
                                      double latency_s, const TcpSettings& tcp);
 
