@@ -3,7 +3,7 @@
 forms (sim/tcp_model.h, written out again below; tests/sim/test_tcp_states.cpp pins the
 C++ to the same hand-worked values). Prints the markdown table of tcp-states.md.
 
-  analysis/network-fidelity/tcp_states.py [analysis/network-fidelity/tcp-states.csv]
+  analysis/network-fidelity/tcp_states.py [CSV...]   (default: tcp-states.csv, tcp-states-1g.csv)
 """
 import collections
 import csv
@@ -78,26 +78,27 @@ def model(case, cc, B, L, sndbuf, S, gap, msg):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "tcp-states.csv")
+    paths = sys.argv[1:] or [os.path.join(here, n) for n in ("tcp-states.csv", "tcp-states-1g.csv")]
     runs = collections.defaultdict(list)
     loads = collections.defaultdict(list)
-    for r in csv.DictReader(open(path)):
-        key = (r["case"], int(r["rate_mbit"]), int(r["path_delay_ms"]), r["cc"], int(r["size_bytes"]),
-               float(r["gap_s"]), int(r["msg"]), int(r["sndbuf_max_bytes"]))
-        runs[key].append(float(r["seconds"]))
-        loads[key].append(float(r["loadavg_1min"]))
-    print("| case | rate, delay | cc | size | gap (s) | msg | measured (s) | spread | load | tcp (s) | error |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for path in paths:
+        for r in csv.DictReader(open(path)):
+            key = (r["case"], int(r["rate_mbit"]), int(r["path_delay_ms"]), r["cc"], int(r["size_bytes"]),
+                   float(r["gap_s"]), int(r["msg"]), int(r["sndbuf_max_bytes"]), os.path.basename(path))
+            runs[key].append(float(r["seconds"]))
+            loads[key].append(float(r["loadavg_1min"]))
+    print("| case | rate, delay | cc | size | gap (s) | msg | file | measured (s) | spread | load | tcp (s) | error |")
+    print("|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     within = total = 0
-    for key in sorted(runs, key=lambda k: (k[0], k[1], k[2], k[3], k[4], k[5], k[6])):
-        case, mbit, ms, cc, S, gap, msg, sndbuf = key
+    for key in sorted(runs):
+        case, mbit, ms, cc, S, gap, msg, sndbuf, name = key
         v = runs[key]
         measured = statistics.median(v)
         m = model(case, cc, mbit * 1e6 / 8, ms / 1e3, sndbuf, S, gap, msg)
         err = m / measured - 1
         total += 1
         within += abs(err) <= 0.10
-        print(f"| {case} | {mbit} Mbit/s, {ms} ms | {cc} | {S >> 20} MiB | {gap:.1f} | {msg} | {measured:.4f} | "
+        print(f"| {case} | {mbit} Mbit/s, {ms} ms | {cc} | {S >> 20} MiB | {gap:.1f} | {msg} | {name[:-4]} | {measured:.4f} | "
               f"{max(v) / min(v) - 1:.0%} | {statistics.median(loads[key]):.1f} | {m:.4f} | {err:+.1%} |")
     print(f"\n{within} of {total} cases within 10 %.")
 
