@@ -249,8 +249,8 @@ double tcp_latency_factor(double bytes, const sg4::Host* src, const sg4::Host* d
   const double rate = tcp_rate_bytes_per_s(bottleneck, rtt, tcp);
   const bool queued = queued_since < now;  // false for NaN
   if (conn.open && conn.restarts_after_idle && !queued)
-    conn.window_bytes = tcp_window_after_idle_bytes(conn.window_bytes, rate * rtt, now - conn.last_departure_s, rtt,
-                                                    tcp.congestion_control);
+    conn.window_bytes = tcp_window_after_idle_bytes(conn.window_bytes, bottleneck * kTcpPayloadPerFrame * rtt,
+                                                    now - conn.last_departure_s, rtt, tcp.congestion_control);
   const double startup = tcp_startup_seconds(bytes, rate, rtt, tcp.congestion_control, conn);
   double seconds;  // SimGrid's latency phase; the bytes then stream at the steady rate
   if (queued && queued_since <= now - latency) {

@@ -81,9 +81,12 @@ double tcp_rto_seconds(double rtt_s);
 
 // The window after `idle_s` seconds without sending (Linux tcp_cwnd_restart): past one
 // RTO it halves once per further RTO elapsed, ceil(idle/rto) - 1 times, never below
-// min(10 segments, window). A window beyond the pipe times nothing more, so it halves
-// from min(window, pipe). bbr keeps its window: Linux skips the restart for a congestion
-// control with its own cong_control (tcp_slow_start_after_idle_check).
+// min(10 segments, window). A warm window is taken to be the pipe at the line rate
+// (pipe_bytes = B * 1448/1514 * rtt), so it halves from min(window, pipe): cubic's
+// window is not held to the send buffer, only what it sends is (ss -ti, 1 Gbit/s,
+// 25 ms, 4 MiB buffer: 5808 segments, 8.4 MB). bbr keeps its window: Linux skips the
+// restart for a congestion control with its own cong_control
+// (tcp_slow_start_after_idle_check).
 double tcp_window_after_idle_bytes(double window_bytes, double pipe_bytes, double idle_s, double rtt_s,
                                    CongestionControl cc);
 

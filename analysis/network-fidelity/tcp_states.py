@@ -68,7 +68,7 @@ def model(case, cc, B, L, sndbuf, S, gap, msg):
         # The sender's last byte left L before it arrived; the reply took L back; then
         # the gap: idle = gap + 2L. The window before was the pipe (warm).
         r = rate(B, 2 * L, W)
-        w = after_idle(math.inf, r * 2 * L, gap + 2 * L, 2 * L, cc)
+        w = after_idle(math.inf, B * PAYLOAD * 2 * L, gap + 2 * L, 2 * L, cc)
         return T + startup(S, r, 2 * L, w)
     if case == "back_to_back" and msg == 2:  # tcp_backlog_increment_seconds
         w = min(W, max(IW, S)) if cc == "cubic" else W
@@ -90,6 +90,7 @@ def main():
     print("| case | rate, delay | cc | size | gap (s) | msg | file | measured (s) | spread | load | tcp (s) | error |")
     print("|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     within = total = 0
+    by_case = collections.defaultdict(lambda: [0, 0])
     for key in sorted(runs):
         case, mbit, ms, cc, S, gap, msg, sndbuf, name = key
         v = runs[key]
@@ -98,9 +99,16 @@ def main():
         err = m / measured - 1
         total += 1
         within += abs(err) <= 0.10
+        tally = by_case[f"{case}, {mbit} Mbit/s, {cc}, {name[:-4]}"]
+        tally[0] += abs(err) <= 0.10
+        tally[1] += 1
         print(f"| {case} | {mbit} Mbit/s, {ms} ms | {cc} | {S >> 20} MiB | {gap:.1f} | {msg} | {name[:-4]} | {measured:.4f} | "
               f"{max(v) / min(v) - 1:.0%} | {statistics.median(loads[key]):.1f} | {m:.4f} | {err:+.1%} |")
-    print(f"\n{within} of {total} cases within 10 %.")
+    print(f"\n{within} of {total} cases within 10 %.\n")
+    print("| cases | within 10 % |")
+    print("|---|---:|")
+    for name, (ok, n) in sorted(by_case.items()):
+        print(f"| {name} | {ok} of {n} |")
 
 
 if __name__ == "__main__":
