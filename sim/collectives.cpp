@@ -230,7 +230,7 @@ double tcp_expected_seconds(Collective collective, const NetworkSpec& network, i
                             double L, int flows_per_link) {
   const double none = std::numeric_limits<double>::quiet_NaN();
   const TcpSettings& tcp = network.tcp;
-  TcpConnection conn = tcp_initial_connection(tcp.connections);
+  TcpConnection conn = tcp_initial_connection(tcp.connections, tcp.congestion_control);
   // Every rank's connection to its successor goes through the same rounds at once.
   const auto rounds = [&](int n, double bytes) {
     double t = 0;

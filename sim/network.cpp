@@ -27,7 +27,12 @@ const char* to_string(Topology topology) {
 const char* to_string(CongestionControl cc) { return cc == CongestionControl::cubic ? "cubic" : "bbr"; }
 
 const char* to_string(ConnectionState connections) {
-  return connections == ConnectionState::warm ? "warm" : "fresh";
+  switch (connections) {
+    case ConnectionState::warm: return "warm";
+    case ConnectionState::fresh: return "fresh";
+    case ConnectionState::idle: return "idle";
+  }
+  return "warm";
 }
 
 namespace {

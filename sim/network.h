@@ -29,10 +29,18 @@ enum class CongestionControl { cubic, bbr };
 //              overlaps; under tcp, where SimGrid pays latency in the flow, it is
 //              paid after). After an outage a rank's backlog then drains in order
 //              instead of every message arriving late together.
-enum class MessageOrder { concurrent, fifo };
+//  connection: one stream per (source, destination) whatever the kind: one TCP
+//              connection per pair of ranks, as MPI's TCP transport keeps. Under tcp
+//              a queued message follows the bytes before it (its latency overlaps
+//              theirs; sim/tcp_model.h, tcp_backlog_increment_seconds).
+enum class MessageOrder { concurrent, fifo, connection };
 // How each directed pair's connection starts a replay: warm (open, window open: the
-// steady state of a training run) or fresh (opened by its first message there).
-enum class ConnectionState { warm, fresh };
+// steady state of a training run, never restarting), fresh (opened by its first
+// message there) or idle (open but idle since long before: its first message restarts
+// slow start from the initial window, without a handshake). Fresh and idle connections
+// restart slow start after each idle period longer than the RTO, as Linux does by
+// default (net.ipv4.tcp_slow_start_after_idle=1; sim/tcp_model.h).
+enum class ConnectionState { warm, fresh, idle };
 
 struct TcpSettings {  // network.tcp; only the tcp model reads it
   double send_buffer_bytes = 4194304;  // net.ipv4.tcp_wmem's maximum (Linux's default, 4 MiB)

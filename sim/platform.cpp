@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -204,6 +205,8 @@ void build_explicit(const NetworkSpec& net, std::vector<sg4::Host*>& hosts) {
 struct TcpConnections {
   TcpSettings settings;
   std::map<std::pair<const sg4::Host*, const sg4::Host*>, TcpConnection> by_pair;
+  // The message starting now waited on its stream since then (set_tcp_queued_since); NaN: it did not.
+  double queued_since_s = std::numeric_limits<double>::quiet_NaN();
 };
 TcpConnections& tcp_connections() {
   static TcpConnections table;
@@ -225,18 +228,43 @@ Path path_of(const std::vector<sg4::Link*>& links) {
 
 // Latency factor of one message: (L + startup - first-window bonus) / L, as
 // sim/tcp_model.h says; SimGrid's TCP-gamma then streams it at the steady rate.
+// A connection idle past its RTO first restarts its window. A message that waited on
+// its stream (message_order fifo, connection) starts when the one before arrived:
+// if it was ready before that one's last byte left (now - L), its bytes follow them
+// and it adds tcp_backlog_increment_seconds to their arrival; else its latency
+// overlaps theirs since it was ready.
 double tcp_latency_factor(double bytes, const sg4::Host* src, const sg4::Host* dst,
                           const std::vector<sg4::Link*>& links) {
+  TcpConnections& table = tcp_connections();
+  const double queued_since = table.queued_since_s;
+  table.queued_since_s = std::numeric_limits<double>::quiet_NaN();
   const Path path = path_of(links);
   const double latency = path.latency_s, bottleneck = path.bottleneck_bytes_per_s;
   if (!(latency > 0) || !(bottleneck > 0)) return 1;
-  TcpConnections& table = tcp_connections();
-  auto [it, added] = table.by_pair.try_emplace({src, dst}, tcp_initial_connection(table.settings.connections));
+  const TcpSettings& tcp = table.settings;
+  TcpConnection& conn =
+      table.by_pair.try_emplace({src, dst}, tcp_initial_connection(tcp.connections, tcp.congestion_control)).first->second;
+  const double now = sg4::Engine::get_clock();
   const double rtt = 2 * latency;
-  const double rate = tcp_rate_bytes_per_s(bottleneck, rtt, table.settings);
-  const double startup = tcp_startup_seconds(bytes, rate, rtt, table.settings.congestion_control, it->second);
-  const double bonus = tcp_first_window_bonus_seconds(bytes, bottleneck, rtt, table.settings);
-  return std::max(0.0, latency + startup - bonus) / latency;
+  const double rate = tcp_rate_bytes_per_s(bottleneck, rtt, tcp);
+  const bool queued = queued_since < now;  // false for NaN
+  if (conn.open && conn.restarts_after_idle && !queued)
+    conn.window_bytes = tcp_window_after_idle_bytes(conn.window_bytes, bottleneck * kTcpPayloadPerFrame * rtt,
+                                                    now - conn.last_departure_s, rtt, tcp.congestion_control);
+  const double startup = tcp_startup_seconds(bytes, rate, rtt, tcp.congestion_control, conn);
+  double seconds;  // SimGrid's latency phase; the bytes then stream at the steady rate
+  if (queued && queued_since <= now - latency) {
+    seconds = startup + tcp_backlog_increment_seconds(conn.backlog_bytes, bytes, bottleneck, latency, tcp) -
+              bytes / rate;
+    conn.backlog_bytes += bytes;
+  } else {
+    const double overlap = queued ? now - queued_since : 0;
+    seconds = latency - overlap + startup - tcp_first_window_bonus_seconds(bytes, bottleneck, rtt, tcp);
+    conn.backlog_bytes = bytes;
+  }
+  seconds = std::max(0.0, seconds);
+  conn.last_departure_s = now + seconds + bytes / rate - latency;  // alone on its path
+  return seconds / latency;
 }
 
 void install_tcp_model(const TcpSettings& tcp) {
@@ -265,6 +293,8 @@ void check_restart(const NetworkSpec& net) {
 }  // namespace
 
 void reset_tcp_connections() { tcp_connections().by_pair.clear(); }
+
+void set_tcp_queued_since(double ready_s) { tcp_connections().queued_since_s = ready_s; }
 
 void validate_network(const NetworkSpec& net) {
   for (const auto& [key, value] : net.simgrid_config) {

@@ -31,6 +31,11 @@ void configure_network_model(const NetworkSpec& network);
 // this starts every one afresh as network.tcp.connections says (a new replay).
 void reset_tcp_connections();
 
+// The next message to start (its SimGrid Comm, synchronously) waited on its stream since
+// ready_s (message_order fifo, connection); NaN after it: the tcp model then lets its
+// latency overlap the message before (sim/platform.cpp, tcp_latency_factor).
+void set_tcp_queued_since(double ready_s);
+
 // Validates, configures the model and builds the platform; returns the hosts by node.
 std::vector<simgrid::s4u::Host*> build_platform(const NetworkSpec& network);
 

@@ -20,7 +20,8 @@
 //
 // network.dynamics (sim/dynamics.h) changes links and nodes on the run's clock
 // (ReplayOptions::start_seconds; sim/replay_dynamics.h); network.message_order
-// fifo queues one kind of message between one pair of nodes (sim/network.h).
+// fifo queues one kind of message between one pair of nodes, connection every kind
+// (sim/network.h).
 //
 // A message of no bytes (after llround) whose latency the replay waits itself
 // finishes when that latency is paid, without a Comm: SimGrid would finish it at

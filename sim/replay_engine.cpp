@@ -116,8 +116,9 @@ class GraphRun {
   // dynamics: null on a constant network.
   // stall_timeout_seconds: network.restart's (with dynamics), else 0: never give up.
   GraphRun(const StepGraph& graph, const std::vector<sg4::Host*>& hosts, RouteLatencies* latencies,
-           ReplayDynamics* dynamics, bool fifo, double stall_timeout_seconds, bool task_times, TaskTimes& out)
-      : graph_(graph), hosts_(hosts), latencies_(latencies), dynamics_(dynamics), fifo_(fifo),
+           ReplayDynamics* dynamics, MessageOrder order, double stall_timeout_seconds, bool task_times, TaskTimes& out)
+      : graph_(graph), hosts_(hosts), latencies_(latencies), dynamics_(dynamics),
+        fifo_(order != MessageOrder::concurrent), per_connection_(order == MessageOrder::connection),
         stall_timeout_seconds_(stall_timeout_seconds), task_times_(task_times), out_(out) {
     const size_t n = graph.size();
     if (task_times_) {
@@ -255,18 +256,20 @@ class GraphRun {
       if (latency > 0)
         simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + latency, [this, id]() {
           if (gave_up()) return;
-          send(id);
+          send(id, sg4::Engine::get_clock());
           drain();  // a message of no bytes finished at once
         });
       else
-        send(id);
+        send(id, sg4::Engine::get_clock());
     }
   }
 
   // Starts the transfer's SimGrid Comm. With the latency paid here (latencies_), a
   // message of no bytes is done now: SimGrid would finish it at this date too
   // (its latency phase, scaled by 2^-900, is below the clock's resolution).
-  void send(TaskId id) {
+  // ready_s: SimGrid's clock when it became ready to move bytes (earlier than now
+  // when it waited for the message before it on its stream).
+  void send(TaskId id, double ready_s) {
     const StepGraph::Record& task = graph_.records()[static_cast<size_t>(id)];
     const uint64_t bytes = static_cast<uint64_t>(std::llround(task.amount));
     if (bytes == 0 && latencies_) return finished(id, task.rank, task.peer);
@@ -276,7 +279,7 @@ class GraphRun {
     if (fifo_) {
       Stream& stream = streams_[stream_key(task)];
       if (stream.busy) {
-        stream.waiting.push_back(id);
+        stream.waiting.push_back({id, ready_s});
         return;
       }
       stream.busy = true;
@@ -287,16 +290,20 @@ class GraphRun {
       slots_[slot].stopped = true;  // its bytes wait until the way is up (on_dynamics)
       update_stall();
     } else {
-      start_comm(slot, bytes);
+      start_comm(slot, bytes, ready_s);
     }
   }
 
-  void start_comm(size_t slot, uint64_t bytes) {
+  // queued_since_s: when a message that waited on its stream became ready (the tcp
+  // model lets its latency overlap the message before; sim/platform.h); NaN otherwise.
+  void start_comm(size_t slot, uint64_t bytes, double queued_since_s = std::numeric_limits<double>::quiet_NaN()) {
     Slot& s = slots_[slot];
     sg4::CommPtr comm = sg4::Comm::sendto_init(hosts_[static_cast<size_t>(s.src)], hosts_[static_cast<size_t>(s.dst)]);
     comm->set_payload_size(bytes);
     comm->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(slot)));
-    comm->start();
+    if (queued_since_s < sg4::Engine::get_clock()) set_tcp_queued_since(queued_since_s);
+    comm->start();  // SimGrid's latency-factor callback runs in here
+    set_tcp_queued_since(std::numeric_limits<double>::quiet_NaN());
     s.comm = std::move(comm);
   }
 
@@ -363,9 +370,10 @@ class GraphRun {
     ready_.clear();
   }
 
-  static uint64_t stream_key(const StepGraph::Record& task) {
+  // fifo: (source, destination, kind); connection: (source, destination).
+  uint64_t stream_key(const StepGraph::Record& task) const {
     return (static_cast<uint64_t>(static_cast<uint32_t>(task.rank)) << 40) |
-           (static_cast<uint64_t>(static_cast<uint32_t>(task.peer)) << 16) | task.tag;
+           (static_cast<uint64_t>(static_cast<uint32_t>(task.peer)) << 16) | (per_connection_ ? 0u : task.tag);
   }
 
   // A transfer's bytes all arrived: the next message of its stream may go.
@@ -375,9 +383,9 @@ class GraphRun {
     stream.busy = false;
     finished(id, src, dst);
     if (stream.waiting.empty()) return;
-    const TaskId next = stream.waiting.front();
+    const Queued next = stream.waiting.front();
     stream.waiting.pop_front();
-    send(next);
+    send(next.id, next.ready_s);
   }
 
   // In-flight transfers live in a few reused slots, not in a per-task array: what
@@ -402,16 +410,21 @@ class GraphRun {
   struct Busy {
     double open = 0, close = -1, total = 0;
   };
+  struct Queued {
+    TaskId id;
+    double ready_s;  // SimGrid's clock when it became ready to move bytes
+  };
   struct Stream {
     bool busy = false;            // a message of it is moving bytes (or stopped)
-    std::deque<TaskId> waiting;   // in the order they became ready to move
+    std::deque<Queued> waiting;   // in the order they became ready to move
   };
 
   const StepGraph& graph_;
   const std::vector<sg4::Host*>& hosts_;
   RouteLatencies* latencies_;
   ReplayDynamics* dynamics_;
-  bool fifo_;
+  bool fifo_;            // message_order fifo or connection: streams queue
+  bool per_connection_;  // connection: one stream per pair, any kind
   double stall_timeout_seconds_;
   simgrid::kernel::timer::Timer* stall_timer_ = nullptr;
   bool task_times_;
@@ -481,7 +494,7 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
   });
   for (size_t g = 0; g < graphs.size(); ++g) {
     reset_tcp_connections();  // each graph starts on an idle network
-    GraphRun run(*graphs[g], hosts, latencies.get(), dynamics.get(), network.message_order == MessageOrder::fifo,
+    GraphRun run(*graphs[g], hosts, latencies.get(), dynamics.get(), network.message_order,
                  dynamics && network.restart ? network.restart->stall_timeout_seconds : 0.0, task_times, times[g]);
     current = &run;
     run.start();

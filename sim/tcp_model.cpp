@@ -7,10 +7,13 @@
 namespace lowband::sim {
 
 double tcp_window_bytes(const TcpSettings& tcp) {
-  // Data in flight per byte of tcp_wmem's maximum, fitted to warm 64 MiB transfers at
-  // 1 Gbit/s, 25 ms one-way, 4 MiB send buffer (analysis/network-fidelity/README.md):
-  // cubic reached 55.7 MB/s (2.78 MB per 50 ms round trip), bbr 47 MB/s.
-  const double per_buffer_byte = tcp.congestion_control == CongestionControl::cubic ? 0.66 : 0.56;
+  // Data in flight per byte of tcp_wmem's maximum, fitted to warm transfers where the
+  // buffer is the limit (1 Gbit/s, 10 and 25 ms one-way, 4 MiB send buffer): cubic
+  // reached 55.7 MB/s on 64 MiB (2.78 MB per 50 ms round trip). bbr: 0.61 is the fit
+  // to 8-64 MiB at 10 and 25 ms over two campaigns (p2p.csv: 47 MB/s on 64 MiB, i.e.
+  // 0.56; tcp-states.csv: 54.7 MB/s, 0.65, and 0.55-0.63 on 8-32 MiB), within 10 % of
+  // 12 of 14 medians (analysis/network-fidelity/tcp-states.md).
+  const double per_buffer_byte = tcp.congestion_control == CongestionControl::cubic ? 0.66 : 0.61;
   return per_buffer_byte * tcp.send_buffer_bytes;
 }
 
@@ -42,9 +45,64 @@ double tcp_slow_start_exit_fraction(CongestionControl cc) {
   return 1.0;
 }
 
-TcpConnection tcp_initial_connection(ConnectionState connections) {
-  if (connections == ConnectionState::warm) return {true, std::numeric_limits<double>::infinity()};
-  return {false, 0};
+TcpConnection tcp_initial_connection(ConnectionState connections, CongestionControl cc) {
+  const double inf = std::numeric_limits<double>::infinity();
+  TcpConnection conn;
+  switch (connections) {
+    case ConnectionState::warm: conn.open = true, conn.window_bytes = inf; break;
+    case ConnectionState::idle:
+      conn.open = true, conn.restarts_after_idle = true, conn.last_departure_s = -inf;
+      conn.window_bytes = cc == CongestionControl::bbr ? inf : kTcpInitialWindowBytes;  // idle for ever
+      break;
+    case ConnectionState::fresh: conn.restarts_after_idle = true; break;
+  }
+  return conn;
+}
+
+double tcp_rto_seconds(double rtt_s) { return rtt_s + kTcpMinRtoSeconds; }
+
+double tcp_window_after_idle_bytes(double window_bytes, double pipe_bytes, double idle_s, double rtt_s,
+                                   CongestionControl cc) {
+  const double rto = tcp_rto_seconds(rtt_s);
+  if (cc == CongestionControl::bbr || !(idle_s > rto)) return window_bytes;
+  const double restart = std::min(kTcpInitialWindowBytes, window_bytes);
+  // while ((idle -= rto) > 0 && cwnd > restart) cwnd >>= 1;  capped: ldexp's exponent is an int
+  const double halvings = std::min(std::ceil(idle_s / rto) - 1, 2000.0);
+  return std::max(restart, std::ldexp(std::min(window_bytes, pipe_bytes), -static_cast<int>(halvings)));
+}
+
+namespace {
+
+// max(L + S / message_rate, S / steady rate): the first window_bytes leave at the line
+// rate, the rest one window per round trip; never before the steady rate (the window
+// cap, tcp_rate_bytes_per_s) would deliver them, as the replay streams at that rate.
+double warm_seconds_in_window(double bytes, double bottleneck_bytes_per_s, double latency_s, double window_bytes,
+                              const TcpSettings& tcp) {
+  const double line = bottleneck_bytes_per_s * kTcpPayloadPerFrame, rtt = 2 * latency_s;
+  const double streamed = !(rtt > 0) || window_bytes >= line * rtt || bytes <= window_bytes
+                              ? bytes / line
+                              : window_bytes / line + (bytes - window_bytes) * rtt / window_bytes;
+  return std::max(latency_s + streamed, bytes / tcp_rate_bytes_per_s(bottleneck_bytes_per_s, rtt, tcp));
+}
+
+}  // namespace
+
+double tcp_warm_message_seconds(double bytes, double bottleneck_bytes_per_s, double latency_s, const TcpSettings& tcp) {
+  return warm_seconds_in_window(bytes, bottleneck_bytes_per_s, latency_s, tcp_window_bytes(tcp), tcp);
+}
+
+double tcp_backlog_increment_seconds(double backlog_bytes, double bytes, double bottleneck_bytes_per_s,
+                                     double latency_s, const TcpSettings& tcp) {
+  if (!(backlog_bytes > 0)) return tcp_warm_message_seconds(bytes, bottleneck_bytes_per_s, latency_s, tcp);
+  // cubic grows its window only while the window is the limit, so a connection that
+  // carried bursts of backlog_bytes has about that much open (1 MiB written twice at
+  // 1 Gbit/s, 25 ms: the second left a round trip after the first, 0.0857 s measured);
+  // bbr's window is twice its bandwidth-delay estimate, not what the sender used.
+  double window = tcp_window_bytes(tcp);
+  if (tcp.congestion_control == CongestionControl::cubic)
+    window = std::min(window, std::max(kTcpInitialWindowBytes, backlog_bytes));
+  return warm_seconds_in_window(backlog_bytes + bytes, bottleneck_bytes_per_s, latency_s, window, tcp) -
+         warm_seconds_in_window(backlog_bytes, bottleneck_bytes_per_s, latency_s, window, tcp);
 }
 
 double tcp_startup_seconds(double bytes, double rate_bytes_per_s, double rtt_s, CongestionControl cc,

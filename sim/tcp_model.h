@@ -15,6 +15,16 @@
 // trip from 10 segments until the congestion control leaves slow start). A warm
 // connection (window already open) has no startup. State is per connection, so a
 // link or connection that changes later (time-varying links) changes only itself.
+//
+// Two more patterns of one connection (analysis/network-fidelity/tcp-states.md):
+//  - idle restart: a connection that sent nothing for longer than its RTO restarts
+//    slow start from a smaller window (Linux tcp_slow_start_after_idle, on by
+//    default; tcp_window_after_idle_bytes). `idle` connections start a replay so.
+//  - a backlog: a message written while the connection still sends an earlier one
+//    follows its bytes; it arrives when the whole backlog, sent as one message, would
+//    (tcp_backlog_increment_seconds).
+#include <limits>
+
 #include "sim/network.h"
 
 namespace lowband::sim {
@@ -50,10 +60,47 @@ double tcp_slow_start_exit_fraction(CongestionControl cc);
 struct TcpConnection {
   bool open = false;         // handshake done
   double window_bytes = 0;   // congestion window reached so far
+  bool restarts_after_idle = false;  // tcp_slow_start_after_idle applies (fresh, idle)
+  // When its last byte left the sender, on the replay's clock: -inf for `idle` (idle
+  // since long before), NaN while unknown (no restart before the first message).
+  double last_departure_s = std::numeric_limits<double>::quiet_NaN();
+  double backlog_bytes = 0;  // bytes of the back-to-back run its last message ended
 };
 
-// A connection as `connections` says it starts: warm is open with an unbounded window.
-TcpConnection tcp_initial_connection(ConnectionState connections);
+// A connection as `connections` says it starts: warm is open with an unbounded window
+// and never restarts (tcp_slow_start_after_idle=0, or traffic that never pauses an
+// RTO); idle is open, idle since long before (cubic: window back to 10 segments; bbr
+// keeps it, see tcp_window_after_idle_bytes); fresh is closed.
+TcpConnection tcp_initial_connection(ConnectionState connections,
+                                     CongestionControl cc = CongestionControl::cubic);
+
+// Linux's retransmission timeout on a steady path: srtt + rttvar, where rttvar is held
+// at least tcp_rto_min (200 ms), so rtt + 0.2 s (tcp_rtt_estimator, __tcp_set_rto).
+inline constexpr double kTcpMinRtoSeconds = 0.2;
+double tcp_rto_seconds(double rtt_s);
+
+// The window after `idle_s` seconds without sending (Linux tcp_cwnd_restart): past one
+// RTO it halves once per further RTO elapsed, ceil(idle/rto) - 1 times, never below
+// min(10 segments, window). A warm window is taken to be the pipe at the line rate
+// (pipe_bytes = B * 1448/1514 * rtt), so it halves from min(window, pipe): cubic's
+// window is not held to the send buffer, only what it sends is (ss -ti, 1 Gbit/s,
+// 25 ms, 4 MiB buffer: 5808 segments, 8.4 MB). bbr keeps its window: Linux skips the
+// restart for a congestion control with its own cong_control
+// (tcp_slow_start_after_idle_check).
+double tcp_window_after_idle_bytes(double window_bytes, double pipe_bytes, double idle_s, double rtt_s,
+                                   CongestionControl cc);
+
+// A warm connection's arrival time for `bytes` sent as one message, without startup:
+// max(L + S / message_rate, S / steady rate), tcp_message_seconds on a warm connection.
+double tcp_warm_message_seconds(double bytes, double bottleneck_bytes_per_s, double latency_s, const TcpSettings& tcp);
+
+// What a message of `bytes` written while its connection still sends `backlog_bytes`
+// (written before it, back to back) adds to the backlog's arrival: the backlog and the
+// message leave as one stream, T(backlog + bytes) - T(backlog), T the warm message time
+// in a window of min(W, max(10 segments, backlog)) for cubic (its window grew only as
+// far as the bursts it carried; the rest waits for the backlog's ACKs), W for bbr.
+double tcp_backlog_increment_seconds(double backlog_bytes, double bytes, double bottleneck_bytes_per_s,
+                                     double latency_s, const TcpSettings& tcp);
 
 // Seconds beyond L + S/rate that sending `bytes` on `conn` costs (handshake and slow
 // start); advances conn to the window the message leaves behind.

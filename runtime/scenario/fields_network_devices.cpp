@@ -40,14 +40,18 @@ Section network_section() {
                 {"**required**",
                  "ideal: SimGrid CM02, no cross-traffic, no TCP window (α-β times exactly); tcp: lowband's TCP model "
                  "fitted to real Linux TCP (`sim/tcp_model.h`, `analysis/network-fidelity/`): payload 1448/1514 of the "
-                 "line rate, a window cap from `tcp.send_buffer`, handshake and slow start on fresh connections. "
+                 "line rate, a window cap from `tcp.send_buffer`, handshake and slow start on fresh connections, "
+                 "slow start again after an idle RTO on fresh and idle ones. "
                  "Echoed in every output",
                  "\"tcp\""}),
-       doc_choice("message_order", {"concurrent", "fifo"},
+       doc_choice("message_order", {"concurrent", "fifo", "connection"},
                 {"\"concurrent\"",
                  "messages of one kind from one node to another that are ready at once: concurrent, each its own "
                  "flow sharing the path; fifo, one stream per source, destination and kind, each message's bytes "
-                 "after the previous one's (as on one TCP connection; `sim/network.h`)",
+                 "after the previous one's (as on one TCP connection; `sim/network.h`); connection, one stream per "
+                 "source and destination whatever the kind (one TCP connection per pair of ranks, as MPI keeps); "
+                 "under tcp a message written while the one before still sends follows its bytes without a "
+                 "latency of its own",
                  "\"fifo\""}),
        doc_choice("topology", {"star", "full_mesh", "clusters", "explicit"},
                 {"**required**", "decides which keys below are allowed", "\"full_mesh\""}),

@@ -38,8 +38,10 @@ sim::TcpSettings tcp_settings(const ObjectReader& r, sim::NetworkModel model) {
   tcp.congestion_control =
       t.choice_or("congestion_control", "cubic", {"cubic", "bbr"}) == "cubic" ? sim::CongestionControl::cubic
                                                                                : sim::CongestionControl::bbr;
-  tcp.connections = t.choice_or("connections", "warm", {"warm", "fresh"}) == "warm" ? sim::ConnectionState::warm
-                                                                                      : sim::ConnectionState::fresh;
+  const std::string connections = t.choice_or("connections", "warm", {"warm", "fresh", "idle"});
+  tcp.connections = connections == "warm"    ? sim::ConnectionState::warm
+                    : connections == "fresh" ? sim::ConnectionState::fresh
+                                             : sim::ConnectionState::idle;
   return tcp;
 }
 
@@ -209,9 +211,10 @@ sim::NetworkSpec parse_network(const ObjectReader& root, const std::string& sour
   const ObjectReader all = root.object("network", all_keys);
   sim::NetworkSpec net;
   net.model = all.choice("model", {"ideal", "tcp"}) == "ideal" ? sim::NetworkModel::ideal : sim::NetworkModel::tcp;
-  net.message_order = all.choice_or("message_order", "concurrent", {"concurrent", "fifo"}) == "fifo"
-                          ? sim::MessageOrder::fifo
-                          : sim::MessageOrder::concurrent;
+  const std::string order = all.choice_or("message_order", "concurrent", {"concurrent", "fifo", "connection"});
+  net.message_order = order == "fifo"         ? sim::MessageOrder::fifo
+                      : order == "connection" ? sim::MessageOrder::connection
+                                              : sim::MessageOrder::concurrent;
   const std::string topology = all.choice("topology", {"star", "full_mesh", "clusters", "explicit"});
   const std::vector<std::string> known = keys_for(topology);
   for (const auto& key : all_keys)

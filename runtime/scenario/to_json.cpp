@@ -129,6 +129,7 @@ json network_json(const sim::NetworkSpec& n) {
     j["simgrid"] = sg;
   }
   if (n.message_order == sim::MessageOrder::fifo) j["message_order"] = "fifo";  // absent: concurrent
+  if (n.message_order == sim::MessageOrder::connection) j["message_order"] = "connection";
   if (!n.dynamics.empty()) j["dynamics"] = dynamics_json(n.dynamics);  // absent: a constant network
   if (n.restart)
     j["restart"] = {{"stall_timeout", units::exact_duration(n.restart->stall_timeout_seconds)},

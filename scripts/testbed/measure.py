@@ -3,7 +3,11 @@
 run (medians are taken by the analysis): point-to-point, incast (2 and 3 flows into
 one host) and a 4-host ring all-gather / all-reduce. Run as root from the repo root:
 
-  scripts/testbed/measure.py p2p|incast|ring OUT.csv [--quick]
+  scripts/testbed/measure.py p2p|incast|ring|states OUT.csv [--quick]
+
+states: the connection states of sim/tcp_model.h (analysis/network-fidelity/tcp-states.md):
+warm vs idle (a gap before each message, tcp_slow_start_after_idle=1 on the sender),
+two messages written back to back, and bbr's window on warm transfers.
 
 Delays are one-way *path* delays: each of the two access links a message crosses
 gets half. Every load is bounded by subprocess timeouts and stays on 10.14.0.0/24
@@ -145,8 +149,55 @@ def ring(writer, quick):
     return ["rate_mbit", "path_delay_ms", "cc", "op", "size_bytes", "conn", "rep", "seconds", "loadavg_1min"]
 
 
+def states(writer, quick):
+    """Rows: case warm | idle (gap_s idle before each message) | back_to_back (msg 1 and 2,
+    both timed from when they were written together) | bbr_window (warm, the window cap)."""
+    rates = [int(r) for r in os.environ.get("STATES_RATES", "100,1000").split(",")]
+    setups = list(itertools.product(rates, [1, 10, 25]))
+    if quick:
+        setups = [(1000, 25)]
+    for rate, delay in setups:
+        up(2, rate, delay, 4 * MIB)
+        if os.environ.get("STATES_RENICE"):  # the delay lines before other jobs on a loaded machine
+            for i in range(2):
+                with open(f"/run/lowband-testbed/h{i}.pid") as f:
+                    sh("renice", "-n", "-10", "-p", f.read().strip())
+        server = serve(1)
+        time.sleep(0.3)
+
+        def run(cc, size, case, extra, gap=0.0):
+            budget = 30 + 40 * ideal_seconds(size, rate, delay) * (REPS + warmups(size)) + REPS * gap
+            load = os.getloadavg()[0]
+            for r in runs(in_host(0, "send", "10.14.1.2:5201", str(size), "--cc", cc, "--reps", str(REPS),
+                                  "--reused", "--warmup", str(warmups(size)), *extra), budget):
+                row = [rate, delay, 4 * MIB, cc, case, f"{gap:.2f}", size, r["rep"]]
+                writer.writerow(row + [1, f"{r['seconds']:.6f}", f"{load:.2f}"])
+                if "seconds_second" in r:
+                    writer.writerow(row + [2, f"{r['seconds_second']:.6f}", f"{load:.2f}"])
+
+        try:
+            for size in [1 * MIB, 8 * MIB]:
+                run("cubic", size, "warm", [])
+            sh(TESTBED, "exec", "0", "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=1")
+            for size, gap in itertools.product([1 * MIB, 8 * MIB], [0.5, 1.0]):
+                run("cubic", size, "idle", ["--gap", str(gap)], gap)
+            run("bbr", 8 * MIB, "idle", ["--gap", "1.0"], 1.0)
+            sh(TESTBED, "exec", "0", "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0")
+            if rate == 1000 and delay == 25:
+                for cc, size in itertools.product(["cubic", "bbr"], [1 * MIB, 8 * MIB]):
+                    run(cc, size, "back_to_back", ["--back-to-back"])
+            sizes = [8 * MIB, 64 * MIB] if rate == 100 else [8 * MIB, 16 * MIB, 32 * MIB, 64 * MIB]
+            for cc, size in itertools.product(["bbr", "cubic"] if rate == 1000 else ["bbr"], sizes):
+                run(cc, size, "bbr_window" if cc == "bbr" else "cubic_window", [])
+        finally:
+            server.kill()
+            server.wait()
+    return ["rate_mbit", "path_delay_ms", "sndbuf_max_bytes", "cc", "case", "gap_s", "size_bytes", "rep", "msg",
+            "seconds", "loadavg_1min"]
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("p2p", "incast", "ring"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("p2p", "incast", "ring", "states"):
         print(__doc__, file=sys.stderr)
         return 2
     kind, out = sys.argv[1], sys.argv[2]
@@ -161,7 +212,7 @@ def main():
                 f.write(",".join(map(str, row)) + "\n")
                 f.flush()
 
-        header = {"p2p": p2p, "incast": incast, "ring": ring}[kind](Keep(), quick)
+        header = {"p2p": p2p, "incast": incast, "ring": ring, "states": states}[kind](Keep(), quick)
     try:
         with open(out + ".new", "w", newline="") as f:
             w = csv.writer(f)

@@ -8,6 +8,8 @@ sends that time back. This is what lowband simulates as one message.
 
   tcpbench.py serve PORT
   tcpbench.py send HOST:PORT BYTES --cc cubic --fresh|--reused --reps N [--start-at NS]
+                 [--gap S]          reused: each timed message after S seconds of idle
+                 [--back-to-back]   reused: two messages ready at once, each timed from then
   tcpbench.py ring RANK HOST,HOST,... BYTES --op all_gather|all_reduce --cc C --reps N --start-at NS --period S
 
 Output: one JSON object per timed transfer (or collective) on stdout.
@@ -113,7 +115,23 @@ def send(args):
         if args.start_at:
             sleep_until(args.start_at)
         for rep in range(args.reps):
+            if args.gap:  # the connection idles (nothing in flight) before the timed message
+                time.sleep(args.gap)
             t0 = args.start_at if args.start_at and not rep else now_ns()
+            if args.back_to_back:
+                # Both written at once, as two isends to one peer: the second's bytes queue
+                # behind the first's in the send buffer. The receiver answers each.
+                head = struct.pack("<Q", len(payload))
+                s.sendall(head)
+                s.sendall(payload)
+                s.sendall(head)
+                s.sendall(payload)
+                back = bytearray(16)
+                recv_exact(s, memoryview(back))
+                t1, t2 = struct.unpack("<qq", back)
+                print(json.dumps({"rep": rep, "conn": "back_to_back", "seconds": (t1 - t0) / 1e9,
+                                  "seconds_second": (t2 - t0) / 1e9, "end_ns": t2}), flush=True)
+                continue
             t1 = one_transfer(s, payload)
             print(json.dumps({"rep": rep, "conn": "reused", "seconds": (t1 - t0) / 1e9, "end_ns": t1}), flush=True)
         s.close()
@@ -178,6 +196,8 @@ def main():
     a.add_argument("--reps", type=int, default=3)
     a.add_argument("--warmup", type=int, default=2)
     a.add_argument("--start-at", type=int, default=0, help="CLOCK_MONOTONIC ns to start at (incast)")
+    a.add_argument("--gap", type=float, default=0, help="reused: seconds idle before each timed message")
+    a.add_argument("--back-to-back", action="store_true", help="reused: time two messages written together")
     a = sub.add_parser("ring")
     a.add_argument("rank", type=int)
     a.add_argument("hosts")

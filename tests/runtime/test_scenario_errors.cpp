@@ -65,6 +65,25 @@ TEST(ScenarioErrors, TcpSettingsOnlyWithTheTcpModel) {
   EXPECT_CONTAINS(error_of(d), "unknown key \"window\" at network.tcp");
 }
 
+TEST(ScenarioErrors, IdleConnectionsAndOneStreamPerPairRoundTrip) {
+  json d = base();
+  d["network"]["model"] = "tcp";
+  const json before = to_json(parse_scenario(d, "test.json"));  // defaults: no message_order key
+  EXPECT_FALSE(before["network"].contains("message_order"));
+  EXPECT_EQ(before["network"]["tcp"]["connections"], "warm");
+  d["network"]["tcp"] = {{"connections", "idle"}};
+  d["network"]["message_order"] = "connection";
+  const Scenario s = parse_scenario(d, "test.json");
+  EXPECT_EQ(s.network.tcp.connections, sim::ConnectionState::idle);
+  EXPECT_EQ(s.network.message_order, sim::MessageOrder::connection);
+  const json resolved = to_json(s);
+  EXPECT_EQ(resolved["network"]["tcp"]["connections"], "idle");
+  EXPECT_EQ(resolved["network"]["message_order"], "connection");
+  EXPECT_EQ(parse_scenario(resolved, "again.json").network.message_order, sim::MessageOrder::connection);
+  d["network"]["tcp"] = {{"connections", "cold"}};
+  EXPECT_CONTAINS(error_of(d), "network.tcp.connections");
+}
+
 TEST(ScenarioErrors, SimgridSettingsAreStringsByName) {
   json d = base();
   d["network"]["simgrid"] = {{"network/TCP-gamma", 65536}, {"network/optim", "Full"}};
