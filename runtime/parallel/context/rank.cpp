@@ -77,7 +77,9 @@ float ContextRank::global_loss(comm::Communicator& comm, int slots, bool backwar
   // ranks itself (begin); only the loss crosses ranks, for reporting (the
   // backward does not wait for it), and with it, training, the codec's error
   // sums (a diagnostic; the loss stays element 0, so its sum is the same).
+  // Evaluating, the right argmaxes ride along as element 1 (answer accuracy).
   std::vector<double> sums{0.0};
+  if (!backward) sums.push_back(0.0);
   for (int m = 0; m < slots; ++m) {
     use_slot(m);
     ComputeSpan head(spans_, "lm_head", costs_.head(rank_));
@@ -85,10 +87,12 @@ float ContextRank::global_loss(comm::Communicator& comm, int slots, bool backwar
     head.done();
     const int64_t valid = valid_local_[size_t(m)];
     if (valid > 0) sums[0] += double(loss) * double(valid);
+    if (!backward && valid > 0) sums[1] += double(model_.correct_predictions());
   }
   if (backward) attention_.append_error_sums(sums);
   comm.all_reduce_sum(sums.data(), int64_t(sums.size()), comm::Wire("loss", -1, /*deferred=*/backward));
   if (backward) attention_.take_error_sums(sums.data() + 1);
+  if (!backward) last_eval_correct_ = int64_t(sums[1] + 0.5);
   const double sum = sums[0];
   if (backward) {
     model_.zero_grads();
