@@ -80,6 +80,10 @@ Section training_section() {
                             "\"recall\""});
   data_source.written = [](const Scenario& s) { return s.training.data_source != "file"; };
   const Applies recall{"data_source", {"recall"}};
+  const auto text_form = [](Field f) {  // key and value lengths other than 1 need the text form
+    f.example_sets = {"training.recall_form=text"};
+    return f;
+  };
   return {
       "training",
       "`training`",
@@ -105,10 +109,10 @@ Section training_section() {
              "hundred steps) or as its letters and digits (`text`: an induction head's two hops; key and value "
              "tokens only here); queries are always text",
              "\"text\"", recall}),
-       integer("recall_key_tokens", t, &TrainingConfig::recall_key_tokens, 1, 8,
-               {"`1`", "letters per key (52 choices each)", "2", recall, "tokens"}),
-       integer("recall_value_tokens", t, &TrainingConfig::recall_value_tokens, 1, 8,
-               {"`1`", "digits per value: the answer tokens (chance 1/10 each)", "2", recall, "tokens"}),
+       text_form(integer("recall_key_tokens", t, &TrainingConfig::recall_key_tokens, 1, 8,
+                         {"`1`", "letters per key (52 choices each)", "2", recall, "tokens"})),
+       text_form(integer("recall_value_tokens", t, &TrainingConfig::recall_value_tokens, 1, 8,
+                         {"`1`", "digits per value: the answer tokens (chance 1/10 each)", "2", recall, "tokens"})),
        integer("eval_every", t, &TrainingConfig::eval_every, 0, kMaxInt,
                {"`0`", "steps between evaluations (0: never)", "10", {}, "steps"}),
        number("validation_fraction", t, &TrainingConfig::validation_fraction, Bounds::half_open(0, 1),

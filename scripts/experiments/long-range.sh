@@ -2,7 +2,8 @@
 # Keyed recall (analysis/long-range-kv.md): a task whose answers only remote K/V carry,
 # trained under each K/V codec on scenarios/long-range/recall.json (4 context ranks,
 # zigzag, ring, full gradient all-reduce; only the codec differs between runs).
-#   ARMS (default: all below), SEEDS (default "1 2"), STEPS (default: the scenario's 400).
+#   ARMS (default: all below), SEEDS (default "1 2"), STEPS (default: the scenario's),
+#   SETS (more "key=value" overrides, space-separated, e.g. "training.recall_pairs=1").
 # One training at a time, one thread: about 3-5 minutes each on a shared 2-core CPU.
 # Rerunning skips finished runs. Writes the table to stdout and $runs/table.md.
 set -euo pipefail
@@ -36,6 +37,7 @@ for seed in $seeds; do
     [ -f "$dir/summary.json" ] && continue
     rm -rf "$dir"
     extra=(); [ -n "${STEPS:-}" ] && extra=(--set training.steps="$STEPS")
+    for kv in ${SETS:-}; do extra+=(--set "$kv"); done
     echo "training $dir"
     OMP_NUM_THREADS=1 nice -n 5 "$lowband" run scenarios/long-range/recall.json --out "$dir" \
       --set name="lr-$arm" --set training.seed="$seed" --set compression="$(codec "$arm")" "${extra[@]}" \

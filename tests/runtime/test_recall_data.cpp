@@ -19,7 +19,7 @@ Scenario recall_scenario(int context, const std::string& split, const std::strin
       {"name", "recall"},
       {"model", {{"layers", 1}, {"d_model", 16}, {"heads", 2}, {"ffn_hidden", 32}, {"vocab", 256}, {"seq_len", 1024}}},
       {"parallel", {{"context", context}, {"split", split}}},
-      {"network", {{"nodes", context}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}},
+      {"network", {{"model", "ideal"}, {"topology", "star"}, {"nodes", context}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}},
       {"training",
        {{"data_source", "recall"},
         {"recall_form", form},
@@ -124,7 +124,7 @@ TEST(RecallData, AnswersComeOnlyFromThePairsFirstCopy) {
   check_records(recall_scenario(4, "contiguous", "text"), 52);
   check_records(recall_scenario(4, "zigzag", "text", 2, 3), 25);     // 128 / 5 pairs
   check_records(recall_scenario(2, "zigzag", "text", 1, 2, 10), 10);
-  check_records(recall_scenario(1, "zigzag", "text", 2, 1), 85);     // one rank, all local: 1024 / 12
+  check_records(recall_scenario(1, "zigzag", "text", 2, 1), 170);    // one rank, all local: 1024 / (2 · 3)
 }
 
 TEST(RecallData, BadScenariosNameTheirKey) {
@@ -143,7 +143,7 @@ TEST(RecallData, BadScenariosNameTheirKey) {
   nlohmann::json j = {{"name", "recall"},
                       {"model", {{"layers", 1}, {"d_model", 16}, {"heads", 2}, {"ffn_hidden", 32}, {"vocab", 256},
                                  {"seq_len", 64}}},
-                      {"network", {{"nodes", 1}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}},
+                      {"network", {{"model", "ideal"}, {"topology", "star"}, {"nodes", 1}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}},
                       {"training", {{"data_source", "recall"}, {"data", "x.txt"}}}};
   try {
     parse_scenario(j, "test");
