@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Keyed recall (analysis/long-range-kv.md): a task whose answers only remote K/V carry,
-# trained under each K/V codec on scenarios/long-range/recall.json (4 context ranks,
+# trained under each K/V codec on scenarios/long-range/long-range-recall.json (4 context ranks,
 # zigzag, ring, full gradient all-reduce; only the codec differs between runs).
 #   ARMS (default: all below), SEEDS (default "1 2"), STEPS (default: the scenario's),
 #   SETS (more "key=value" overrides, space-separated, e.g. "training.recall_pairs=1").
@@ -39,7 +39,7 @@ for seed in $seeds; do
     extra=(); [ -n "${STEPS:-}" ] && extra=(--set training.steps="$STEPS")
     for kv in ${SETS:-}; do extra+=(--set "$kv"); done
     echo "training $dir"
-    OMP_NUM_THREADS=1 nice -n 5 "$lowband" run scenarios/long-range/recall.json --out "$dir" \
+    OMP_NUM_THREADS=1 nice -n 5 "$lowband" run scenarios/long-range/long-range-recall.json --out "$dir" \
       --set name="lr-$arm" --set training.seed="$seed" --set compression="$(codec "$arm")" "${extra[@]}" \
       > "$dir.log" 2>&1
   done
