@@ -46,7 +46,7 @@ std::string read_text(const std::string& path, const std::string& place) {
 
 std::string Dataset::describe() const {
   return "data: " + source + (generated ? " (GENERATED text, not a real corpus)" : "") + ", " + tokenizer +
-         " tokenizer, " + std::to_string(tokens.size()) + " tokens";
+         " tokenizer, " + (tokens.empty() ? std::string("records generated per batch") : std::to_string(tokens.size()) + " tokens");
 }
 
 Dataset load_dataset(const std::string& path, const DatasetOptions& options) {

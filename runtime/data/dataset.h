@@ -14,7 +14,7 @@ struct Dataset {
   std::string tokenizer;   // "byte" or "gpt2"
   int vocab_size = 0;      // of that tokenizer: every id is below it
   bool generated = false;  // the built-in generated corpus, not real text
-  std::vector<TokenId> tokens;
+  std::vector<TokenId> tokens;  // empty for generated keyed recall (recall.h): no stream
 
   // One line for a run's output, e.g. "data: builtin:generated-stories (GENERATED
   // text, not a real corpus), byte tokenizer, 400123 tokens".

@@ -164,6 +164,21 @@ float Model::head_forward() {
   return k_->cross_entropy_forward(ws_.logits, ws_.targets.data(), n, V, ws_.losses, ws_.lse);
 }
 
+int64_t Model::correct_predictions() const {
+  const int64_t n = ws_.rows, V = config().vocab;
+  if (!ws_.has_targets || n == 0) return 0;
+  std::vector<float> logits_host;
+  const float* logits = kernels::host_view(*k_, ws_.logits, size_t(n * V), logits_host);
+  const std::vector<int32_t> targets = ws_.targets.to_host();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (targets[size_t(i)] < 0) continue;
+    const float* row = logits + i * V;
+    correct += std::max_element(row, row + V) - row == targets[size_t(i)];
+  }
+  return correct;
+}
+
 void Model::zero_grads() { k_->zero(grads_.data(), grads_.size() * sizeof(float)); }
 
 void Model::head_backward(float dloss) {

@@ -154,6 +154,9 @@ class Model {
   float* dk() { return ws_.dk; }                    // (n, kv_heads, head_dim)
   float* dv() { return ws_.dv; }
   const float* logits() const { return ws_.logits; }  // (n, vocab), valid after head_forward
+  // After head_forward: rows whose target is valid and is the logits' argmax
+  // (the first maximum). Evaluation's answer accuracy (runtime/data/recall.h).
+  int64_t correct_predictions() const;
   const float* token_losses() const { return ws_.losses; }  // (n), valid after head_forward
   const int64_t* positions() const { return ws_.positions.data(); }
   int64_t rows() const { return ws_.rows; }

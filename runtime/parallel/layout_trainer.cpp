@@ -187,6 +187,10 @@ float LayoutTrainer::evaluate(const int32_t* inputs, const int32_t* targets, int
   return float(sum / R_);
 }
 
+int64_t LayoutTrainer::last_eval_correct() const {
+  return ranks_.empty() ? -1 : ranks_.front()->last_eval_correct();  // every rank of a replica has the sum
+}
+
 void LayoutTrainer::save_state(std::ostream& out) const {
   save_rank_states(out, world_, codecs_,
                    [&](int r) -> const RankProgram& { return *ranks_[size_t(world_.local_index(r))]; },

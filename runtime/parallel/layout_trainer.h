@@ -94,6 +94,7 @@ class LayoutTrainer final : public Trainer {
                         bool record = true) override;
   // Every replica evaluates the whole batch; the mean of their losses.
   float evaluate(const int32_t* inputs, const int32_t* targets, int sequences) override;
+  int64_t last_eval_correct() const override;
   std::vector<double> last_eval_per_replica() const override { return eval_per_replica_; }
   bool syncs_weights(int step) const override;
   bool writer() const override { return world_.writer(); }

@@ -48,6 +48,8 @@ class RankProgram {
                                     const int32_t* targets, int sequences, const DataStep* data = nullptr) = 0;
   // Mean loss over the valid targets, forward only (codecs apply).
   virtual float evaluate(comm::Communicator& comm, const int32_t* inputs, const int32_t* targets, int sequences) = 0;
+  // Targets of the last evaluate() predicted right, summed over the ranks; -1: not counted.
+  virtual int64_t last_eval_correct() const { return -1; }
   virtual model::Model& model() = 0;
   virtual const model::Model& model() const = 0;
   virtual optim::AdamW& optimizer() = 0;

@@ -62,6 +62,9 @@ class Trainer {
   // it returned (replicas that compress boundaries hold a projected copy of the
   // weights, so theirs differ). Empty for one replica.
   virtual std::vector<double> last_eval_per_replica() const { return {}; }
+  // Targets of the last evaluate() whose argmax was right (the first replica's),
+  // or -1 where the trainer does not count them (pipelines).
+  virtual int64_t last_eval_correct() const { return -1; }
   // Whether step `step` (from 0) synchronises the weights.
   virtual bool syncs_weights(int step) const = 0;
   // Whether this process writes the run's files (in-process, or MPI rank 0).

@@ -71,6 +71,19 @@ Section training_section() {
                         {"`\"\"`", "text or `.u16` token file; `\"\"` = the built-in corpus", "\"data/tinyshakespeare.txt\""});
   data.read = [](const scenario_detail::ObjectReader& r, Scenario& s) { s.training.data = r.string_or("data", s.training.data); };
   data.write = [](const Scenario& s) { return json(s.training.data); };
+  // Old scenarios' resolved JSON (checkpoint fixtures) has no data_source: written only when not "file".
+  Field data_source = word("data_source", t, &TrainingConfig::data_source, {"file", "recall"},
+                           {"`\"file\"`",
+                            "`\"file\"`: `data`; `\"recall\"`: generated keyed-recall sequences whose answer tokens only "
+                            "another context rank's K/V carry (runtime/data/recall.h; `data` must be `\"\"`, tokenizer "
+                            "`byte`); evaluations then add `val_answer_*` to steps.jsonl",
+                            "\"recall\""});
+  data_source.written = [](const Scenario& s) { return s.training.data_source != "file"; };
+  const Applies recall{"data_source", {"recall"}};
+  const auto text_form = [](Field f) {  // key and value lengths other than 1 need the text form
+    f.example_sets = {"training.recall_form=text"};
+    return f;
+  };
   return {
       "training",
       "`training`",
@@ -84,6 +97,22 @@ Section training_section() {
        seed,
        data,
        word("tokenizer", t, &TrainingConfig::tokenizer, {"byte", "gpt2"}, {"`\"byte\"`", "", "\"gpt2\""}),
+       data_source,
+       integer("recall_pairs", t, &TrainingConfig::recall_pairs, 0, kMaxInt,
+               {"`0`",
+                "key→value pairs per sequence, all in the first context rank's first block; queries of random keys "
+                "fill the rest; 0: as many as fit (12 keys fused, 52^key_tokens as text)",
+                "8", recall, "pairs"}),
+       word("recall_form", t, &TrainingConfig::recall_form, {"fused", "text"},
+            {"`\"fused\"`",
+             "a pair as one byte 128 + key·10 + value (keys a..l: one attention hop answers a query, learnt in a few "
+             "hundred steps) or as its letters and digits (`text`: an induction head's two hops; key and value "
+             "tokens only here); queries are always text",
+             "\"text\"", recall}),
+       text_form(integer("recall_key_tokens", t, &TrainingConfig::recall_key_tokens, 1, 8,
+                         {"`1`", "letters per key (52 choices each)", "2", recall, "tokens"})),
+       text_form(integer("recall_value_tokens", t, &TrainingConfig::recall_value_tokens, 1, 8,
+                         {"`1`", "digits per value: the answer tokens (chance 1/10 each)", "2", recall, "tokens"})),
        integer("eval_every", t, &TrainingConfig::eval_every, 0, kMaxInt,
                {"`0`", "steps between evaluations (0: never)", "10", {}, "steps"}),
        number("validation_fraction", t, &TrainingConfig::validation_fraction, Bounds::half_open(0, 1),

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "runtime/data/recall.h"
 #include "runtime/scenario/fields.h"
 #include "runtime/scenario/load.h"
 #include "runtime/scenario/parse_internal.h"
@@ -229,6 +230,24 @@ void check_relay(const Scenario& s) {
            {"network.nodes", "parallel.placement"});
 }
 
+// Generated keyed recall: no file, byte tokens, and pairs that fit the first block.
+void check_recall(const Scenario& s) {
+  if (s.training.data_source != "recall") return;
+  if (!s.training.data.empty())
+    fail("training.data", "\"" + s.training.data + "\" is not read with data_source \"recall\" (generated); leave it \"\"",
+         {"training.data_source"});
+  if (s.training.tokenizer != "byte")
+    fail("training.tokenizer", "data_source \"recall\" generates byte tokens: expected \"byte\"",
+         {"training.data_source"});
+  try {
+    data::recall_shape(s);
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    fail(e.place(), what.substr(std::min(what.size(), e.place().size() + 2)),
+         {"training.recall_key_tokens", "training.recall_value_tokens", "model.seq_len", "parallel.context"});
+  }
+}
+
 void check_across(const Scenario& s) {
   const auto& p = s.parallel;
   const auto& m = s.model;
@@ -280,6 +299,7 @@ void check_across(const Scenario& s) {
          {"model.d_model", "model.heads"});
   check_pipeline(s);
   check_layout_schema(s);
+  check_recall(s);
   const int min_vocab = s.training.tokenizer == "gpt2" ? 50257 : 256;
   if (m.vocab < min_vocab)
     fail("model.vocab", "tokenizer \"" + s.training.tokenizer + "\" needs vocab >= " + std::to_string(min_vocab) +

@@ -209,6 +209,12 @@ struct TrainingConfig {
   int eval_batches = 4;              // validation batches per evaluation
   int checkpoint_every = 100;        // steps between `lowband run` checkpoints (0: never)
   std::string backend = "cpu";       // which kernels train the model: "cpu" or "cuda"
+  // "file": training.data; "recall": generated keyed-recall records (runtime/data/recall.h).
+  std::string data_source = "file";
+  int recall_pairs = 0;         // key→value pairs per sequence; 0: as many as fit
+  int recall_key_tokens = 1;    // letters per key
+  int recall_value_tokens = 1;  // digits per value
+  std::string recall_form = "fused";  // a pair as one byte ("fused") or as letters and digits ("text")
 };
 
 struct Scenario;

@@ -9,12 +9,15 @@
 #include <filesystem>
 #include <iomanip>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 #include "common/error.h"
 #include "runtime/data/batch.h"
 #include "runtime/data/dataset.h"
+#include "runtime/data/recall.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/memory_check.h"
@@ -80,15 +83,45 @@ class ThreadCount {
 };
 
 // The corpus split into training and validation tokens, and the validation batches.
+// Keyed recall generates every batch instead, and marks the validation answers.
 struct RunData {
   data::Dataset dataset;
   data::SplitTokens split;
   data::BatchShape shape;
   std::vector<data::Batch> validation;
+  std::optional<data::RecallShape> recall;
+  std::vector<std::vector<data::AnswerKind>> validation_answers;  // per validation batch
+
+  data::Batch train_batch(uint64_t seed, int k) const {
+    if (!recall) return data::train_batch(split.train, shape, seed, uint64_t(k));
+    return data::recall_batch(*recall, seed, data::RecallStream::train, uint64_t(k) * uint64_t(shape.batch_size),
+                              shape.batch_size).batch;
+  }
 };
 
+RunData recall_run_data(const Scenario& s, std::ostream* log) {
+  RunData d;
+  d.shape = {s.model.seq_len, s.training.batch_size};
+  d.recall = data::recall_shape(s);
+  d.dataset.tokenizer = "byte";
+  d.dataset.vocab_size = 256;
+  d.dataset.generated = true;
+  d.dataset.source = "generated:recall (" + std::to_string(d.recall->pairs) + " pairs, key " +
+                     std::to_string(d.recall->key_tokens) + " / value " + std::to_string(d.recall->value_tokens) +
+                     " tokens, seed " + std::to_string(s.training.seed) + ")";
+  if (log) *log << d.dataset.describe() << "\n";
+  for (int b = 0; b < s.training.eval_batches; ++b) {
+    data::RecallBatch v = data::recall_batch(*d.recall, s.training.seed, data::RecallStream::validation,
+                                             uint64_t(b) * uint64_t(d.shape.batch_size), d.shape.batch_size);
+    d.validation.push_back(std::move(v.batch));
+    d.validation_answers.push_back(std::move(v.answer));
+  }
+  return d;
+}
+
 RunData load_run_data(const Scenario& s, std::ostream* log) {
-  RunData d{data::load_training_dataset(s), {}, {s.model.seq_len, s.training.batch_size}, {}};
+  if (s.training.data_source == "recall") return recall_run_data(s, log);
+  RunData d{data::load_training_dataset(s), {}, {s.model.seq_len, s.training.batch_size}, {}, {}, {}};
   if (d.dataset.vocab_size > s.model.vocab)
     throw InputError("model.vocab", "the " + d.dataset.tokenizer + " tokenizer needs vocab >= " +
                                         std::to_string(d.dataset.vocab_size));
@@ -114,6 +147,7 @@ class RunLoop {
 
  private:
   void evaluate(PendingStep& p);
+  void evaluate_answers(PendingStep& p);
   void flush(bool last);
   void checkpoint(bool complete);  // right after a flush: nothing pending
   void progress_line(bool last);
@@ -133,7 +167,7 @@ void RunLoop::run(RunResult& result) {
   const int steps = plan_.steps;
   bool stopped = false;
   for (int k = plan_.start_step(); k < steps; ++k) {
-    const data::Batch batch = data::train_batch(data_.split.train, data_.shape, s_.training.seed, uint64_t(k));
+    const data::Batch batch = data_.train_batch(s_.training.seed, k);
     PendingStep p;
     const auto t0 = Clock::now();
     p.record = trainer_.train_step(k, batch.inputs.data(), batch.targets.data(), data_.shape.batch_size);
@@ -188,6 +222,34 @@ void RunLoop::evaluate(PendingStep& p) {
   p.val_loss = sum / weight;
   for (double& loss : per_replica) loss /= weight;
   p.val_loss_per_replica = std::move(per_replica);
+  if (data_.recall) evaluate_answers(p);
+}
+
+// Loss and accuracy on the answer targets alone, remote and local apart: the
+// same batches evaluated again with every other target ignored.
+void RunLoop::evaluate_answers(PendingStep& p) {
+  for (const auto& [kind, name] : {std::pair{data::AnswerKind::remote, "remote"}, {data::AnswerKind::local, "local"}}) {
+    double loss_sum = 0, targets = 0, correct = 0;
+    bool counted = true;
+    for (size_t i = 0; i < data_.validation.size(); ++i) {
+      const data::Batch& b = data_.validation[i];
+      std::vector<int32_t> masked = b.targets;
+      int64_t n = 0;
+      for (size_t t = 0; t < masked.size(); ++t)
+        if (data_.validation_answers[i][t] == kind) ++n; else masked[t] = -1;
+      if (n == 0) continue;
+      loss_sum += double(trainer_.evaluate(b.inputs.data(), masked.data(), b.shape.batch_size)) * double(n);
+      const int64_t right = trainer_.last_eval_correct();
+      counted = counted && right >= 0;
+      correct += double(right);
+      targets += double(n);
+    }
+    const std::string key = std::string("val_answer_") + name;
+    p.val_answers[key + "_targets"] = targets;
+    if (targets == 0) continue;
+    p.val_answers[key + "_loss"] = loss_sum / targets;
+    if (counted) p.val_answers[key + "_accuracy"] = correct / targets;
+  }
 }
 
 void RunLoop::flush(bool last) {

@@ -93,6 +93,7 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
   record_wall_seconds += rec.record_wall_seconds;
   last_train_loss = rec.loss;
   if (p.val_loss) last_val_loss = p.val_loss;
+  if (p.val_loss && !p.val_answers.empty()) last_val_answers = p.val_answers;
 
   // Per kind: the busiest rank's bytes (what sets a link's time) and all ranks'
   // together (what the run put on the network: loss against bytes). A relay is
@@ -144,6 +145,7 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
     line["val_loss_per_replica"] = nlohmann::json::array();
     for (double loss : p.val_loss_per_replica) line["val_loss_per_replica"].push_back(number_or_null(loss));
   }
+  for (const auto& [key, value] : p.val_answers.items()) line[key] = value;
   kv_recon_k.push_back(rec.kv_reconstruction_error_k);
   kv_recon_v.push_back(rec.kv_reconstruction_error_v);
   if (!rec.kv_reconstruction_error_k.empty() || !rec.kv_reconstruction_error_v.empty())
@@ -173,6 +175,7 @@ nlohmann::json RunTotals::summary_json() const {
   s["final_train_perplexity"] = number_or_null(std::exp(last_train_loss));
   s["final_val_loss"] = last_val_loss ? number_or_null(*last_val_loss) : nlohmann::json(nullptr);
   s["final_val_perplexity"] = last_val_loss ? number_or_null(std::exp(*last_val_loss)) : nlohmann::json(nullptr);
+  for (const auto& [key, value] : last_val_answers.items()) s["final_" + key] = value;  // final_val_answer_*
   s["tokens_per_step"] = tokens_per_step;
   s["sim_total_seconds"] = sim_total_seconds;
   s["sim_seconds_per_step"] = sim_total_seconds / n;

@@ -42,6 +42,8 @@ struct PendingStep {
   parallel::StepRecord record;
   std::optional<double> val_loss;
   std::vector<double> val_loss_per_replica;  // data-parallel runs: each replica's
+  // Keyed recall (training.data_source "recall"): val_answer_{remote,local}_{loss,accuracy,targets}.
+  nlohmann::json val_answers = nlohmann::json::object();
   double wall_seconds = 0;  // train_step, including recording the graph
 };
 
@@ -73,6 +75,8 @@ struct RunTotals {
   std::map<std::string, double> bytes_all_ranks_sum;  // by kind and "total", sum over ranks per step
   double last_train_loss = 0;
   std::optional<double> last_val_loss;
+  // The last evaluation's val_answers (not checkpointed: the last step always evaluates).
+  nlohmann::json last_val_answers = nlohmann::json::object();
   bool diverged = false;
   std::string message;
   // Per step added: K and V reconstruction errors per layer (both empty for steps

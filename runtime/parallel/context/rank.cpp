@@ -77,7 +77,8 @@ void ContextRank::start_loss(comm::Communicator& comm, int slots, bool backward)
   // ranks itself (begin); only the loss crosses ranks, for reporting (the
   // backward does not wait for it: deferred), and with it, training, the codec's
   // error sums (a diagnostic; the loss stays element 0, so its sum is the same).
-  loss_sums_.assign(1, 0.0);
+  // Evaluating, the right argmaxes ride along as element 1 (answer accuracy).
+  loss_sums_.assign(backward ? 1 : 2, 0.0);
   for (int m = 0; m < slots; ++m) {
     use_slot(m);
     ComputeSpan head(spans_, "lm_head", costs_.head(rank_));
@@ -85,10 +86,14 @@ void ContextRank::start_loss(comm::Communicator& comm, int slots, bool backward)
     head.done();
     const int64_t valid = valid_local_[size_t(m)];
     if (valid > 0) loss_sums_[0] += double(loss) * double(valid);
+    if (!backward && valid > 0) loss_sums_[1] += double(model_.correct_predictions());
   }
   if (backward) attention_.append_error_sums(loss_sums_);
   comm.all_reduce_sum(loss_sums_.data(), int64_t(loss_sums_.size()), comm::Wire("loss", -1, /*deferred=*/backward));
-  if (!backward) return;
+  if (!backward) {
+    last_eval_correct_ = int64_t(loss_sums_[1] + 0.5);
+    return;
+  }
   model_.zero_grads();
   for (int m = 0; m < slots; ++m) {
     use_slot(m);

@@ -74,6 +74,7 @@ class ContextRank final : public RankProgram {
   RankStepResult train_step(comm::Communicator& comm, int step, const int32_t* inputs, const int32_t* targets,
                             int sequences, const DataStep* data = nullptr) override;
   float evaluate(comm::Communicator& comm, const int32_t* inputs, const int32_t* targets, int sequences) override;
+  int64_t last_eval_correct() const override { return last_eval_correct_; }
   double take_kernel_wall_seconds() override { double s = kernel_wall_seconds_; kernel_wall_seconds_ = 0; return s; }
 
  private:
@@ -102,6 +103,7 @@ class ContextRank final : public RankProgram {
   optim::AdamW optimizer_;
   optim::LrSchedule lr_;
   ContextAttention attention_;
+  int64_t last_eval_correct_ = -1;  // of the last evaluate(), all ranks
   int64_t valid_global_ = 0;         // targets >= 0 in the whole batch
   std::vector<int64_t> valid_local_;  // per slot: targets >= 0 among this rank's rows
   std::vector<double> loss_sums_;     // start_loss's collective: the loss sum, then the codec's error sums

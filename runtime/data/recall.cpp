@@ -1,0 +1,184 @@
+#include "runtime/data/recall.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "common/error.h"
+
+namespace lowband::data {
+
+namespace {
+
+constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+constexpr int kLetterCount = 52;
+constexpr int kDigitCount = 10;
+constexpr int32_t kFiller = '.';
+// A fused pair is one byte, 128 + key·10 + value, for keys a..l: the lookup is
+// then one attention hop (match the key, copy the value) instead of an induction
+// head's two, which a small model learns within a few hundred steps.
+constexpr int kFusedKeys = 12;
+constexpr int32_t kFusedBase = 128;
+
+// splitmix64, as batch.cpp: the same records on every platform.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+struct Rng {
+  uint64_t state;
+  uint64_t next() { return mix64(state += 0x9E3779B97F4A7C15ull); }
+  // Uniform in [0, range) (Lemire's multiply-shift with rejection: unbiased).
+  uint64_t below(uint64_t range) {
+    for (;;) {
+      const __uint128_t m = __uint128_t(next()) * range;
+      const uint64_t threshold = (0 - range) % range;
+      if (uint64_t(m) >= threshold) return uint64_t(m >> 64);
+    }
+  }
+};
+
+double key_space(int key_tokens, bool fused) {
+  if (fused) return kFusedKeys;
+  double n = 1;
+  for (int i = 0; i < key_tokens; ++i) n *= kLetterCount;
+  return n;
+}
+
+}  // namespace
+
+std::vector<int> context_owners(const Scenario& s) {
+  const int64_t T = s.model.seq_len;
+  const int P = std::max(1, s.parallel.context);
+  std::vector<int> owner(size_t(T), 0);
+  if (P == 1) return owner;
+  for (int64_t t = 0; t < T; ++t) {
+    if (s.parallel.split == CpSplit::contiguous) {
+      owner[size_t(t)] = int(t / (T / P));
+    } else {
+      const int64_t chunk = t / (T / (2 * P));
+      owner[size_t(t)] = int(chunk < P ? chunk : 2 * P - 1 - chunk);
+    }
+  }
+  return owner;
+}
+
+int64_t recall_pair_block(const RecallShape& shape) {
+  int64_t b = 0;
+  while (b < shape.seq_len && shape.owner[size_t(b)] == shape.owner[0]) ++b;
+  return b;
+}
+
+RecallShape recall_shape(const Scenario& s) {
+  RecallShape shape;
+  shape.seq_len = s.model.seq_len;
+  shape.key_tokens = s.training.recall_key_tokens;
+  shape.value_tokens = s.training.recall_value_tokens;
+  shape.owner = context_owners(s);
+  shape.fused = s.training.recall_form == "fused";
+  if (shape.fused && (shape.key_tokens != 1 || shape.value_tokens != 1))
+    throw InputError(shape.key_tokens != 1 ? "training.recall_key_tokens" : "training.recall_value_tokens",
+                     "recall_form \"fused\" packs one letter and one digit into a byte: expected 1");
+  const int64_t q = shape.key_tokens + shape.value_tokens;  // tokens per query
+  const int64_t pq = shape.fused ? 1 : q;                   // tokens per pair
+  const int64_t block = recall_pair_block(shape);
+  // Pairs in the first block, queries after them: 2·pairs·q ≤ seq_len.
+  const int64_t fit = std::min<int64_t>(block / pq, shape.seq_len / (2 * q));
+  const int64_t keys = int64_t(std::min(key_space(shape.key_tokens, shape.fused), 1e9));
+  const int64_t most = std::min(fit, keys);
+  const int64_t pairs = s.training.recall_pairs > 0 ? s.training.recall_pairs : most;
+  if (pairs < 1 || pairs > most)
+    throw InputError("training.recall_pairs",
+                     std::to_string(pairs) + " pairs of " + std::to_string(pq) + " tokens do not fit: at most " +
+                         std::to_string(most) + " (the first context block holds " + std::to_string(block) +
+                         " of model.seq_len " + std::to_string(shape.seq_len) + " tokens, the queries as many again; " +
+                         std::to_string(keys) + " distinct keys)");
+  shape.pairs = int(pairs);
+  return shape;
+}
+
+void recall_record(const RecallShape& shape, uint64_t seed, RecallStream stream, uint64_t index,
+                   std::vector<int32_t>& tokens, std::vector<AnswerKind>& answer) {
+  const int64_t T = shape.seq_len, P = shape.pairs, kt = shape.key_tokens, vt = shape.value_tokens, q = kt + vt;
+  const int64_t pq = shape.fused ? 1 : q;  // tokens per pair
+  Rng rng{mix64(seed ^ mix64(uint64_t(stream) * 0xD1B54A32D192ED03ull + index))};
+  tokens.assign(size_t(T + 1), kFiller);
+  answer.assign(size_t(T), AnswerKind::none);
+
+  // Distinct keys (a partial shuffle of the letters for one-letter keys).
+  std::vector<std::vector<int32_t>> keys;
+  if (kt == 1) {
+    const int n = shape.fused ? kFusedKeys : kLetterCount;
+    std::vector<int32_t> letters(kLetters, kLetters + n);
+    for (int64_t i = 0; i < P; ++i) {
+      std::swap(letters[size_t(i)], letters[size_t(i + int64_t(rng.below(uint64_t(n - i))))]);
+      keys.push_back({letters[size_t(i)]});
+    }
+  } else {
+    std::set<std::vector<int32_t>> seen;
+    while (int64_t(keys.size()) < P) {
+      std::vector<int32_t> key;
+      for (int64_t j = 0; j < kt; ++j) key.push_back(kLetters[rng.below(kLetterCount)]);
+      if (seen.insert(key).second) keys.push_back(key);
+    }
+  }
+  std::vector<std::vector<int32_t>> values(static_cast<size_t>(P));
+  for (auto& v : values)
+    for (int64_t j = 0; j < vt; ++j) v.push_back('0' + int32_t(rng.below(kDigitCount)));
+
+  auto put = [&](int64_t at, int64_t pair) {
+    for (int64_t j = 0; j < kt; ++j) tokens[size_t(at + j)] = keys[size_t(pair)][size_t(j)];
+    for (int64_t j = 0; j < vt; ++j) tokens[size_t(at + kt + j)] = values[size_t(pair)][size_t(j)];
+  };
+  for (int64_t i = 0; i < P; ++i)
+    if (shape.fused)
+      tokens[size_t(i)] = kFusedBase + (keys[size_t(i)][0] - 'a') * kDigitCount + (values[size_t(i)][0] - '0');
+    else
+      put(i * q, i);
+
+  // Queries back to back after the pairs, keys drawn uniformly (the tail that
+  // no whole query fits stays filler). A copy of a pair (its first or a query)
+  // is local to rank r when r holds all its positions; an answer is remote when
+  // the rank predicting it holds no earlier copy: only remote K/V carry it.
+  auto owner_of = [&](int64_t p) { return p < T ? shape.owner[size_t(p)] : -1; };
+  auto copy_rank = [&](int64_t at, int64_t length) {  // the rank holding all of a copy's positions, or -1
+    for (int64_t j = 1; j < length; ++j)
+      if (owner_of(at + j) != owner_of(at)) return -1;
+    return owner_of(at);
+  };
+  std::vector<std::vector<int>> local_to(static_cast<size_t>(P));  // per pair: ranks holding a whole copy
+  for (int64_t i = 0; i < P; ++i) local_to[size_t(i)].push_back(copy_rank(i * pq, pq));
+  for (int64_t at = P * pq; at + q <= T + 1; at += q) {
+    const int64_t pair = int64_t(rng.below(uint64_t(P)));
+    put(at, pair);
+    std::vector<int>& holders = local_to[size_t(pair)];
+    // The value's tokens are the targets of positions at + kt - 1 ...
+    for (int64_t j = 0; j < vt; ++j) {
+      const int64_t t = at + kt - 1 + j;
+      const bool local = std::find(holders.begin(), holders.end(), shape.owner[size_t(t)]) != holders.end();
+      answer[size_t(t)] = local ? AnswerKind::local : AnswerKind::remote;
+    }
+    holders.push_back(copy_rank(at, q));
+  }
+}
+
+RecallBatch recall_batch(const RecallShape& shape, uint64_t seed, RecallStream stream, uint64_t first_index,
+                         int batch_size) {
+  RecallBatch out;
+  const int64_t T = shape.seq_len;
+  out.batch.shape = {T, batch_size};
+  std::vector<int32_t> tokens;
+  std::vector<AnswerKind> answer;
+  for (int b = 0; b < batch_size; ++b) {
+    recall_record(shape, seed, stream, first_index + uint64_t(b), tokens, answer);
+    out.batch.starts.push_back(int64_t(first_index) + b);  // the record's index in its stream
+    out.batch.inputs.insert(out.batch.inputs.end(), tokens.begin(), tokens.end() - 1);
+    out.batch.targets.insert(out.batch.targets.end(), tokens.begin() + 1, tokens.end());
+    out.answer.insert(out.answer.end(), answer.begin(), answer.end());
+  }
+  return out;
+}
+
+}  // namespace lowband::data
