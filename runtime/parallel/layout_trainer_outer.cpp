@@ -116,10 +116,7 @@ void LayoutTrainer::outer_step_groups(int r, comm::Communicator& world) {
     const ModelPart& part = parts_[size_t(p)];
     groups.push_back(world.split_known(colors([&](int w) {
       const RankPlace& at = layout_.place(w);
-      const Scenario replica = replica_scenario(at.replica);
-      const int L = scenario_.model.layers, first = replica.parallel.stage_first_layer(at.stage, L);
-      const bool holds = part.within(first, first + replica.parallel.stage_layer_count(at.stage, L));
-      return holds ? p * shapes_[0].context + at.context_rank : -1;
+      return holds_part(scenario_, at, part) ? p * shapes_[0].context + at.context_rank : -1;
     })));
   }
   std::vector<comm::Communicator*> part_groups;

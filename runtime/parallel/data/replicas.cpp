@@ -57,4 +57,10 @@ std::vector<ModelPart> replica_parts(const Scenario& s) {
   return common_parts(stage_firsts, s.model.layers);
 }
 
+bool holds_part(const Scenario& s, const RankPlace& at, const ModelPart& part) {
+  const Scenario one = replica_scenario(s, at.replica);
+  const int first = one.parallel.stage_first_layer(at.stage, s.model.layers);
+  return part.within(first, first + one.parallel.stage_layer_count(at.stage, s.model.layers));
+}
+
 }  // namespace lowband::parallel

@@ -8,6 +8,7 @@
 
 #include "comm/recording.h"
 #include "runtime/parallel/data/parts.h"
+#include "runtime/parallel/layout.h"
 #include "runtime/scenario/layout_check.h"
 #include "runtime/scenario/scenario.h"
 #include "runtime/sync/replica_sync.h"
@@ -35,5 +36,9 @@ Scenario replica_scenario(const Scenario& scenario, int replica);
 // replica's stages. The trainer holds one OuterSync per part a rank's stage holds,
 // and the estimate's graph one dry exchange per holder.
 std::vector<ModelPart> replica_parts(const Scenario& scenario);
+
+// Whether the rank at `at` (its replica's stage) holds all of `part`: the outer
+// sync's groups, the trainer's and the estimate's alike.
+bool holds_part(const Scenario& scenario, const RankPlace& at, const ModelPart& part);
 
 }  // namespace lowband::parallel

@@ -89,18 +89,12 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
   if (outer_sync && !synchronous) {
     const int C = shapes.front().context;
     // Holders of part p at context index c, in world rank order (the trainer's split).
-    auto holds = [&](int rank, const ModelPart& part) {
-      const RankPlace& at = layout.place(rank);
-      const Scenario& one = ones[size_t(at.replica)];
-      const int first = one.parallel.stage_first_layer(at.stage, s.model.layers);
-      return part.within(first, first + one.parallel.stage_layer_count(at.stage, s.model.layers));
-    };
     for (size_t p = 0; p < out.parts.size(); ++p) {
       const model::ParamLayout part(s.model, out.parts[p].span());
       for (int c = 0; c < C; ++c) {
         DryGroup group{{}, kFirstPartComm + int(p) * C + c};
         for (int r = 0; r < N; ++r)
-          if (layout.place(r).context_rank == c && holds(r, out.parts[p])) group.ranks.push_back(r);
+          if (layout.place(r).context_rank == c && holds_part(s, layout.place(r), out.parts[p])) group.ranks.push_back(r);
         for (size_t i = 0; i < group.ranks.size(); ++i) {  // each holder's OuterSync, dry
           const int r = group.ranks[i];
           comm::RankLog& log = logs[size_t(r)];
