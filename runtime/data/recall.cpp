@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "runtime/data/splitmix.h"
 
 namespace lowband::data {
 
@@ -20,25 +21,6 @@ constexpr int32_t kFiller = '.';
 constexpr int kFusedKeys = 12;
 constexpr int32_t kFusedBase = 128;
 
-// splitmix64, as batch.cpp: the same records on every platform.
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-struct Rng {
-  uint64_t state;
-  uint64_t next() { return mix64(state += 0x9E3779B97F4A7C15ull); }
-  // Uniform in [0, range) (Lemire's multiply-shift with rejection: unbiased).
-  uint64_t below(uint64_t range) {
-    for (;;) {
-      const __uint128_t m = __uint128_t(next()) * range;
-      const uint64_t threshold = (0 - range) % range;
-      if (uint64_t(m) >= threshold) return uint64_t(m >> 64);
-    }
-  }
-};
 
 double key_space(int key_tokens, bool fused) {
   if (fused) return kFusedKeys;
@@ -103,7 +85,7 @@ void recall_record(const RecallShape& shape, uint64_t seed, RecallStream stream,
                    std::vector<int32_t>& tokens, std::vector<AnswerKind>& answer) {
   const int64_t T = shape.seq_len, P = shape.pairs, kt = shape.key_tokens, vt = shape.value_tokens, q = kt + vt;
   const int64_t pq = shape.fused ? 1 : q;  // tokens per pair
-  Rng rng{mix64(seed ^ mix64(uint64_t(stream) * 0xD1B54A32D192ED03ull + index))};
+  SplitMix64 rng{mix64(seed ^ mix64(uint64_t(stream) * 0xD1B54A32D192ED03ull + index))};
   tokens.assign(size_t(T + 1), kFiller);
   answer.assign(size_t(T), AnswerKind::none);
 
