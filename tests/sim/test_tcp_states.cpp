@@ -3,8 +3,10 @@
 // Expected values are worked by hand in the comments (line = B * 1448/1514).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "networks.h"
 #include "sim/replay.h"
@@ -100,6 +102,19 @@ TEST(TcpStates, ConnectionIdlePastItsRtoRestartsWithinAReplay) {
   }
 }
 
+// Two messages from rank 0 to rank 1, ready at once (a "kv" one and one of
+// `second_kind`): when the first and the second arrive.
+std::pair<double, double> two_messages_at_once(const NetworkSpec& net, double bytes, const char* second_kind) {
+  StepGraph g(2);
+  const TaskId a = g.add_transfer(0, 1, bytes, {}, "kv");
+  const TaskId b = g.add_transfer(0, 1, bytes, {}, second_kind);
+  ReplayOptions times;
+  times.task_times = true;
+  const ReplayResult r = replay(net, g, times);
+  const double x = r.task_finish_seconds[a], y = r.task_finish_seconds[b];
+  return {std::min(x, y), std::max(x, y)};
+}
+
 TEST(TcpStates, BackToBackMessagesArriveAsOneStream) {
   // 1 Gbit/s, 25 ms, 4 MiB buffer, cubic: W = 0.66 * 4 MiB = 2,768,240.64 B, W / rtt =
   // 55,364,812.8 B/s, line = 119,550,858.65 B/s. T_w(S) = max(L + S / message_rate in a
@@ -119,31 +134,27 @@ TEST(TcpStates, BackToBackMessagesArriveAsOneStream) {
   EXPECT_NEAR(tcp_backlog_increment_seconds(kMiB, kMiB, B, L, bbr), 0.0087710, 1e-7);
   EXPECT_NEAR(tcp_backlog_increment_seconds(8 * kMiB, 8 * kMiB, B, L, tcp), 0.1515152, 1e-7);
   // The replay with one connection per pair: two 8 MiB messages ready at once arrive
-  // at 0.1515152 and 0.3030303 (the second pays no latency of its own).
-  StepGraph g(2);
-  const TaskId a = g.add_transfer(0, 1, 8 * kMiB, {}, "kv");
-  const TaskId b = g.add_transfer(0, 1, 8 * kMiB, {}, "grad_sync");  // another kind, the same connection
-  ReplayOptions times;
-  times.task_times = true;
-  const ReplayResult r = replay(tcp_pair(B, L, ConnectionState::warm, MessageOrder::connection), g, times);
-  EXPECT_NEAR(std::min(r.task_finish_seconds[a], r.task_finish_seconds[b]), 0.1515152, 1e-6);
-  EXPECT_NEAR(std::max(r.task_finish_seconds[a], r.task_finish_seconds[b]), 0.3030303, 1e-6);
+  // at 0.1515152 and 0.3030303 (the second pays no latency of its own), whatever
+  // their kinds (one connection).
+  const NetworkSpec gigabit = tcp_pair(B, L, ConnectionState::warm, MessageOrder::connection);
+  std::pair<double, double> at = two_messages_at_once(gigabit, 8 * kMiB, "grad_sync");
+  EXPECT_NEAR(at.first, 0.1515152, 1e-6);
+  EXPECT_NEAR(at.second, 0.3030303, 1e-6);
   // Two 1 MiB, cubic: 0.0337710 and 0.0837710 (the replay streams the second at W / rtt,
   // 0.0189398 s, after a latency phase of 0.05 - 0.0189398).
-  StepGraph one(2);
-  const TaskId e = one.add_transfer(0, 1, kMiB, {}, "kv");
-  const TaskId f = one.add_transfer(0, 1, kMiB, {}, "kv");
-  const ReplayResult o = replay(tcp_pair(B, L, ConnectionState::warm, MessageOrder::connection), one, times);
-  EXPECT_NEAR(std::min(o.task_finish_seconds[e], o.task_finish_seconds[f]), 0.0337710, 1e-6);
-  EXPECT_NEAR(std::max(o.task_finish_seconds[e], o.task_finish_seconds[f]), 0.0837710, 1e-6);
+  at = two_messages_at_once(gigabit, kMiB, "kv");
+  EXPECT_NEAR(at.first, 0.0337710, 1e-6);
+  EXPECT_NEAR(at.second, 0.0837710, 1e-6);
   // Two 1 MiB messages at 100 Mbit/s, 25 ms (no window cap): 0.1127096 and
   // 0.025 + 2 * 0.0877096 = 0.2004192. concurrent shares the path: both 0.2004192.
+  at = two_messages_at_once(tcp_pair(12.5e6, L, ConnectionState::warm, MessageOrder::connection), kMiB, "kv");
+  EXPECT_NEAR(at.first, 0.1127096, 1e-6);
+  EXPECT_NEAR(at.second, 0.2004192, 1e-6);
   StepGraph h(2);
   const TaskId c = h.add_transfer(0, 1, kMiB, {}, "kv");
   const TaskId d = h.add_transfer(0, 1, kMiB, {}, "kv");
-  const ReplayResult q = replay(tcp_pair(12.5e6, L, ConnectionState::warm, MessageOrder::connection), h, times);
-  EXPECT_NEAR(std::min(q.task_finish_seconds[c], q.task_finish_seconds[d]), 0.1127096, 1e-6);
-  EXPECT_NEAR(std::max(q.task_finish_seconds[c], q.task_finish_seconds[d]), 0.2004192, 1e-6);
+  ReplayOptions times;
+  times.task_times = true;
   const ReplayResult shared = replay(tcp_pair(12.5e6, L, ConnectionState::warm), h, times);
   EXPECT_NEAR(shared.task_finish_seconds[c], 0.2004192, 1e-6);
   EXPECT_NEAR(shared.task_finish_seconds[d], 0.2004192, 1e-6);
