@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "runtime/compress/baseline_codecs.h"
+#include "runtime/compress/drop_codec.h"
 #include "runtime/compress/identity_codec.h"
 #include "runtime/compress/mos_codec.h"
 
@@ -20,6 +21,8 @@ std::unique_ptr<KvCodec> make_kv_codec(const Scenario& scenario) {
     case CompressionMethod::quantize:
       return std::make_unique<QuantizeCodec>(m.kv_heads, m.head_dim(), m.bytes_per_element, c.quantize_bits,
                                              c.quantize_block, m.layers);
+    case CompressionMethod::drop:
+      return std::make_unique<DropCodec>(m.kv_heads, m.head_dim());
   }
   throw InputError("compression.method", "unknown method");
 }

@@ -27,17 +27,17 @@ Field mos(Field f, std::vector<std::string> sets, std::string from = "") {
 Field owner_kv_field() {
   Field f = choice("owner_kv", kAt, &CompressionConfig::owner_kv,
                    {{"exact", OwnerKv::exact}, {"reconstructed", OwnerKv::reconstructed}},
-                   {"`\"exact\"`",
-                    "what the owner of a K/V block attends to: its exact K/V (only the wire is compressed; receivers "
-                    "attend to the codec's reconstruction), or `reconstructed`: the reconstruction its receivers "
+                   {"`\"reconstructed\"` for mos, `\"exact\"` for topk and quantize",
+                    "what the owner of a K/V block attends to: `reconstructed`, the reconstruction its receivers "
                     "decode, as the MoS paper constrains the K/V projections to the chunk's rotated subspace (every "
-                    "rank attends to the same Ẑ; the owner's own gradient goes back through the codec too). With "
-                    "method `none`: no key",
+                    "rank attends to the same Ẑ; the owner's own gradient goes back through the codec too); or "
+                    "`exact`, its exact K/V (only the wire is compressed; receivers attend to the codec's "
+                    "reconstruction: lowband's wire-only variant of MoS). With method `none` or `drop`: no key",
                     "\"reconstructed\""});
-  f.applies = {"method", {"topk", "mos", "quantize"}};  // (tested with the first)
-  // Written only where it is not the default, so runs and checkpoints from before
-  // the key resolve to the same scenario.
-  f.written = [](const Scenario& s) { return s.compression.owner_kv != OwnerKv::exact; };
+  f.applies = {"method", {"topk", "mos", "quantize"}};  // (tested with the first, where it is not the default)
+  // Written only where it is not the method's default. (Runs of mos from before
+  // the paper's constraint became its default resolved to exact without the key.)
+  f.written = [](const Scenario& s) { return s.compression.owner_kv != default_owner_kv(s.compression.method); };
   return hand_read(std::move(f));
 }
 
@@ -117,11 +117,13 @@ Section compression_section() {
       {},
       {hand_read(choice("method", kAt, &CompressionConfig::method,
                         {{"none", CompressionMethod::none}, {"mos", CompressionMethod::mos},
-                         {"topk", CompressionMethod::topk}, {"quantize", CompressionMethod::quantize}},
+                         {"topk", CompressionMethod::topk}, {"quantize", CompressionMethod::quantize},
+                         {"drop", CompressionMethod::drop}},
                 {"`\"none\"`",
                  "K/V codec: mixtures of subspaces, or the baselines top-k sparsification and absmax block "
-                 "quantisation (runtime/compress/); other than `none`, an error with `parallel.context` 1 (no K/V is "
-                 "exchanged)",
+                 "quantisation (runtime/compress/), or `drop`: nothing sent, receivers attend to zeros (an "
+                 "ablation, the floor of a K/V comparison); other than `none`, an error with `parallel.context` 1 "
+                 "(no K/V is exchanged)",
                  "\"topk\""})),
        doc_only("ratio", Kind::number, "number in [0, 1)",
                 {"—",

@@ -129,10 +129,11 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   CompressionConfig c;
   if (!root.has("compression")) return c;
   const ObjectReader r = root.object("compression", fields::section("compression").keys());
-  const std::string method = r.choice_or("method", "none", {"none", "mos", "topk", "quantize"});
+  const std::string method = r.choice_or("method", "none", {"none", "mos", "topk", "quantize", "drop"});
   c.method = method == "mos"        ? CompressionMethod::mos
              : method == "topk"     ? CompressionMethod::topk
              : method == "quantize" ? CompressionMethod::quantize
+             : method == "drop"     ? CompressionMethod::drop
                                     : CompressionMethod::none;
   for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame"})
     only_with(r, key, method, {"mos"});
@@ -144,7 +145,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   // the method's own keys, so the resolved scenario has no "ratio". 0 is uncompressed.
   const bool has_ratio = r.has("ratio");
   const double ratio = has_ratio ? r.number("ratio", Bounds::half_open(0, 1)) : 0;
-  if (has_ratio && ratio != 0 && (method == "none" || method == "quantize"))
+  if (has_ratio && ratio != 0 && (method == "none" || method == "quantize" || method == "drop"))
     fail(r.path_of("ratio"), "method \"" + method + "\" has no ratio to set (only 0, uncompressed, is allowed): " +
                                  "use method \"mos\" or \"topk\"", {r.path_of("method")});
   for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "topk_fraction"})
@@ -170,8 +171,11 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     c.k_frame = r.choice_or("k_frame", "pre_rope", {"pre_rope", "post_rope"}) == "post_rope" ? KFrame::post_rope
                                                                                             : KFrame::pre_rope;
   }
-  c.owner_kv = r.choice_or("owner_kv", "exact", {"exact", "reconstructed"}) == "reconstructed" ? OwnerKv::reconstructed
-                                                                                             : OwnerKv::exact;
+  const bool owner_reconstructs = default_owner_kv(c.method) == OwnerKv::reconstructed;
+  c.owner_kv = r.choice_or("owner_kv", owner_reconstructs ? "reconstructed" : "exact", {"exact", "reconstructed"}) ==
+                       "reconstructed"
+                   ? OwnerKv::reconstructed
+                   : OwnerKv::exact;
   c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", c.warm_start ? 500 : 0, 0, kMaxInt));
   if (!c.warm_start && c.warmup_steps != 0)
     fail(r.path_of("warmup_steps"), "warm_start is false (random U0, compressed from step 0): expected 0 or no key");

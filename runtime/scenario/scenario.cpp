@@ -17,6 +17,10 @@ int kept_rank(CompressionMethod method, int rank_set, double ratio, int head_dim
 
 }  // namespace
 
+OwnerKv default_owner_kv(CompressionMethod method) {
+  return method == CompressionMethod::mos ? OwnerKv::reconstructed : OwnerKv::exact;
+}
+
 const char* weight_sync_name(WeightSync w) {
   switch (w) {
     case WeightSync::sparse: return "sparse";

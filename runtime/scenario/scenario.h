@@ -111,7 +111,8 @@ struct ParallelConfig {
   int node_of(int rank) const { return placement.empty() ? rank : placement[size_t(rank)]; }
 };
 
-enum class CompressionMethod { none, mos, topk, quantize };
+// drop: nothing crosses, receivers attend to zeros (the comparisons' floor).
+enum class CompressionMethod { none, mos, topk, quantize, drop };
 
 // MoS rotation of U0: learned theta = psi(chunk mean) + b (the method), fixed
 // theta = 0 (U0 alone), or a random theta per chunk (not learned): the ablations.
@@ -125,8 +126,10 @@ enum class KFrame { pre_rope, post_rope };
 // What the owner of a K/V block attends to (compression.owner_kv): its exact K/V
 // (only the wire is compressed; receivers see the reconstruction), or the same
 // reconstruction its receivers decode, as the MoS paper constrains the K/V
-// projections (every rank attends to Ẑ, gradients through the codec).
+// projections (every rank attends to Ẑ, gradients through the codec): the
+// default for mos, exact for topk and quantize (default_owner_kv).
 enum class OwnerKv { exact, reconstructed };
+OwnerKv default_owner_kv(CompressionMethod method);
 
 // How the weights stay equal across context-parallel ranks (runtime/parallel/
 // sync/replica_sync.h): all_reduce sums the gradients; sparse averages a random slice of
@@ -170,7 +173,7 @@ struct CompressionConfig {
   MosRotation rotation = MosRotation::learned;
   bool warm_start = true;
   KFrame k_frame = KFrame::pre_rope;
-  OwnerKv owner_kv = OwnerKv::exact;  // any codec but none
+  OwnerKv owner_kv = OwnerKv::exact;  // mos, topk, quantize (parse: default_owner_kv)
   double topk_fraction = 0.1;  // topk: fraction of each K/V block's entries kept
   int quantize_bits = 4;       // quantize: 4 or 8 bits per value
   int quantize_block = 64;     // quantize: values per absmax scale

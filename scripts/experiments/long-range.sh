@@ -10,23 +10,26 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 lowband=${LOWBAND:-build/lowband} runs=${RUNS:-runs/long-range}
 seeds=${SEEDS:-1 2}
-arms=${ARMS:-uncompressed topk-1entry mos mos-reconstructed topk-matched quantize-4 mos-fixed mos-random mos-no-warm-start}
+arms=${ARMS:-uncompressed drop topk-1entry mos mos-wire topk-matched quantize-4 mos-fixed mos-random mos-no-warm-start}
 mkdir -p "$runs"
 
-# MoS as kv-baselines (K 98 %, V 95 % removed: rank 3 / 6 of 128, 100 warm-up steps, learned
-# rotation); top-k at MoS's bytes per compressed step (analysis/kv-baselines.md: f = 0.01764).
-mos='"method":"mos","k_ratio":0.98,"v_ratio":0.95,"warmup_steps":100,"rotation":"learned","weight_sync":"all_reduce"'
+# MoS as kv-baselines (K 98 %, V 95 % removed: rank 3 / 6 of 128, WARMUP (default 100) warm-up
+# steps, learned rotation), the paper's constraint (every rank attends to the reconstruction:
+# owner_kv's default) or wire-only (mos-wire); top-k at MoS's bytes per compressed step
+# (analysis/kv-baselines.md: f = 0.01764); drop: nothing sent (the floor).
+mos="\"method\":\"mos\",\"k_ratio\":0.98,\"v_ratio\":0.95,\"warmup_steps\":${WARMUP:-100},\"rotation\":\"learned\",\"weight_sync\":\"all_reduce\""
 codec() {
   case $1 in
     uncompressed) echo '{"method":"none"}' ;;
-    topk-1entry) echo '{"method":"topk","topk_fraction":1e-6,"weight_sync":"all_reduce"}' ;;  # 1 of 32768 per block: nothing useful
+    drop) echo '{"method":"drop","weight_sync":"all_reduce"}' ;;
+    topk-1entry) echo '{"method":"topk","topk_fraction":1e-6,"weight_sync":"all_reduce"}' ;;  # 1 of 32768 per block
     mos) echo "{$mos}" ;;
-    mos-reconstructed) echo "{$mos,\"owner_kv\":\"reconstructed\"}" ;;
+    mos-wire) echo "{$mos,\"owner_kv\":\"exact\"}" ;;
     topk-matched) echo '{"method":"topk","topk_fraction":0.01764,"weight_sync":"all_reduce"}' ;;
     quantize-4) echo '{"method":"quantize","bits":4,"weight_sync":"all_reduce"}' ;;
     mos-fixed) echo "{$mos}" | sed 's/"learned"/"fixed"/' ;;
     mos-random) echo "{$mos}" | sed 's/"learned"/"random"/' ;;
-    mos-no-warm-start) echo "{$mos,\"warm_start\":false}" | sed 's/"warmup_steps":100/"warmup_steps":0/' ;;
+    mos-no-warm-start) echo "{$mos,\"warm_start\":false}" | sed 's/"warmup_steps":[0-9]*/"warmup_steps":0/' ;;
     *) echo "unknown arm $1" >&2; exit 2 ;;
   esac
 }

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "runtime/compress/baseline_codecs.h"
+#include "runtime/compress/drop_codec.h"
 #include "runtime/compress/identity_codec.h"
 #include "test_mos_reference.h"
 
@@ -26,6 +27,21 @@ TEST(IdentityCodec, IsExactAndCountsEveryElement) {
   EXPECT_EQ(codec.backward(kId, n, z.data(), dz.data()), 1152.0);
   for (size_t i = 0; i < z.size(); ++i) EXPECT_EQ(dz[i], 2.0f + z[i]);
   EXPECT_EQ(codec.param_count(), 0);
+}
+
+// drop: nothing crosses either way; receivers see zeros and the owner's
+// gradient gets nothing from them.
+TEST(DropCodec, SendsNothingAndReceiversSeeZeros) {
+  DropCodec codec(4, 16);
+  const int64_t n = 9;
+  const auto z = test::gaussian(n * 4 * 16, 1);
+  std::vector<float> z_hat(z.size(), 7.0f), dz(z.size(), 2.0f);
+  EXPECT_EQ(codec.forward(kId, n, z.data(), z_hat.data()), 0.0);
+  EXPECT_TRUE(std::all_of(z_hat.begin(), z_hat.end(), [](float v) { return v == 0.0f; }));
+  EXPECT_EQ(codec.backward(kId, n, z.data(), dz.data()), 0.0);
+  EXPECT_TRUE(std::all_of(dz.begin(), dz.end(), [](float v) { return v == 2.0f; }));
+  EXPECT_EQ(codec.message_bytes(KvTensor::v, n), 0.0);
+  EXPECT_EQ(codec.gradient_message_bytes(KvTensor::v, n), 0.0);
 }
 
 TEST(TopkCodec, KeepsTheLargestFractionAndSendsValuesWithIndices) {

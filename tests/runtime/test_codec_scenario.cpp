@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "runtime/compress/baseline_codecs.h"
+#include "runtime/compress/drop_codec.h"
 #include "runtime/compress/identity_codec.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/compress/mos_codec.h"
@@ -66,13 +67,26 @@ TEST(CodecScenario, MethodPicksTheCodecWithItsKeys) {
   EXPECT_EQ(def.compression.warmup_steps, 500);
   EXPECT_EQ(with_compression({{"method", "topk"}}).compression.topk_fraction, 0.1);
   EXPECT_EQ(with_compression({{"method", "quantize"}}).compression.quantize_bits, 4);
+  // The owner attends to the reconstruction under mos (the paper's constraint),
+  // to its exact K/V under the baselines; the key is written only off that default.
+  EXPECT_EQ(def.compression.owner_kv, OwnerKv::reconstructed);
+  EXPECT_EQ(with_compression({{"method", "topk"}}).compression.owner_kv, OwnerKv::exact);
+  EXPECT_EQ(with_compression({{"method", "quantize"}}).compression.owner_kv, OwnerKv::exact);
+  EXPECT_FALSE(to_json(def)["compression"].contains("owner_kv"));
+  const Scenario wire = with_compression({{"method", "mos"}, {"k_ratio", 0.5}, {"v_ratio", 0.5}, {"owner_kv", "exact"}});
+  EXPECT_EQ(wire.compression.owner_kv, OwnerKv::exact);
+  EXPECT_EQ(to_json(wire)["compression"]["owner_kv"], "exact");
+  const Scenario drop = with_compression({{"method", "drop"}});
+  EXPECT_NE(dynamic_cast<DropCodec*>(make_kv_codec(drop).get()), nullptr);
 }
 
 TEST(CodecScenario, KeysRoundTripThroughToJson) {
   for (const json& c : {json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"rotation", "fixed"}, {"k_frame", "post_rope"}},
                         json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"warm_start", false}},
                         json{{"method", "topk"}, {"topk_fraction", 0.05}},
-                        json{{"method", "quantize"}, {"bits", 8}, {"block", 16}}}) {
+                        json{{"method", "quantize"}, {"bits", 8}, {"block", 16}},
+                        json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"owner_kv", "exact"}},
+                        json{{"method", "drop"}}}) {
     const Scenario s = with_compression(c);
     const Scenario back = parse_scenario(to_json(s), "round-trip");
     EXPECT_EQ(scenario_difference(s, back), "") << c.dump();

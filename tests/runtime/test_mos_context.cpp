@@ -123,6 +123,31 @@ TEST(MosContext, FullRankOwnerReconstructedEqualsUncompressed) {
   for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(mos[i], plain[i], 1e-5 * std::abs(plain[i])) << "step " << i;
 }
 
+// compression.method drop, the K/V comparisons' floor: every rank attends to
+// zeros in place of the other ranks' blocks, no K/V or dK/dV byte is recorded,
+// and the run differs from the uncompressed one (so remote context mattered).
+TEST(DropContext, ReceiversAttendToZerosAndNothingIsSent) {
+  const Scenario s = tiny({"compression.method=drop"});
+  parallel::LayoutTrainer cp(s);
+  const auto in = tokens(s, 0);
+  const auto rec = cp.train_step(0, in.data(), in.data(), s.training.batch_size, true);
+  const int P = s.parallel.context;
+  for (int r = 0; r < P; ++r) {
+    for (const char* kind : {"kv", "dkv"}) EXPECT_EQ(rec.graph.bytes_sent(r, kind), 0.0) << kind << " rank " << r;
+    for (int o = 0; o < P; ++o) {
+      if (o == r) continue;
+      const parallel::ContextAttention& receiver = *cp.rank(r).context();
+      const size_t count = size_t(receiver.rows(o) * s.model.kv_heads * s.model.head_dim());
+      const float* seen = receiver.attended_kv(0, KvTensor::k, o);
+      ASSERT_NE(seen, nullptr);
+      EXPECT_TRUE(std::all_of(seen, seen + count, [](float v) { return v == 0.0f; })) << "rank " << r << " owner " << o;
+    }
+  }
+  const auto plain = losses(tiny({"compression.method=none"}), 3);
+  const auto dropped = losses(s, 3);
+  EXPECT_GT(std::abs(dropped[2] - plain[2]), 1e-4 * std::abs(plain[2]));
+}
+
 // The recorded K/V and dK/dV bytes do not depend on what the owner attends to.
 TEST(MosContext, OwnerReconstructedSendsTheSameBytes) {
   const std::vector<std::string> mos = {"compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",

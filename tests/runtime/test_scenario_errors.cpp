@@ -420,6 +420,11 @@ TEST(ScenarioCompressionErrors, OwnerKvNeedsACodec) {
   EXPECT_CONTAINS(error_of(d), "compression.owner_kv");
   d["compression"]["owner_kv"] = "reconstructed";
   EXPECT_EQ(parse_scenario(d, "test.json").compression.owner_kv, OwnerKv::reconstructed);
+  // drop sends nothing: no owner side to choose, no ratio to set.
+  d["compression"] = {{"method", "drop"}, {"owner_kv", "exact"}};
+  EXPECT_CONTAINS(error_of(d), "compression.owner_kv: only used with method \"mos\" or \"topk\" or \"quantize\"");
+  d["compression"] = {{"method", "drop"}, {"ratio", 0.5}};
+  EXPECT_CONTAINS(error_of(d), "compression.ratio: method \"drop\" has no ratio to set");
 }
 
 TEST(ScenarioPipelineErrors, BoundaryKeysBelongToTheirMethod) {
