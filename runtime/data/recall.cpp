@@ -121,7 +121,7 @@ void recall_record(const RecallShape& shape, uint64_t seed, RecallStream stream,
       put(i * q, i);
 
   // Queries back to back after the pairs, keys drawn uniformly (the tail that
-  // no whole query fits stays filler). A copy of a pair (its first or a query)
+  // no whole query fits, and the ends of chunks that one would straddle, stay filler). A copy of a pair (its first or a query)
   // is local to rank r when r holds all its positions; an answer is remote when
   // the rank predicting it holds no earlier copy: only remote K/V carry it.
   auto owner_of = [&](int64_t p) { return p < T ? shape.owner[size_t(p)] : -1; };
@@ -133,6 +133,11 @@ void recall_record(const RecallShape& shape, uint64_t seed, RecallStream stream,
   std::vector<std::vector<int>> local_to(static_cast<size_t>(P));  // per pair: ranks holding a whole copy
   for (int64_t i = 0; i < P; ++i) local_to[size_t(i)].push_back(copy_rank(i * pq, pq));
   for (int64_t at = P * pq; at + q <= T + 1; at += q) {
+    // No query straddles two ranks' chunks: a value alone at the start of a chunk
+    // would hand its rank the answer of its next query without the key (with one
+    // pair, all it needs). Filler instead, up to the chunk's start.
+    while (at + q <= T && copy_rank(at, q) < 0) ++at;
+    if (at + q > T + 1) break;
     const int64_t pair = int64_t(rng.below(uint64_t(P)));
     put(at, pair);
     std::vector<int>& holders = local_to[size_t(pair)];

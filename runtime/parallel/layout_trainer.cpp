@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "runtime/compress/make_codec.h"
+#include "runtime/parallel/context/kv_agreement.h"
 #include "runtime/parallel/context/rank.h"
 #include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/data/replicas.h"
@@ -155,6 +156,13 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
   // Every rank has the lr; the norm and K/V errors are the first local rank's, and
   // with one replica its loss and weight sync too (every rank of a replica has them).
   StepRecord rec = close_step_record(world_, scenario_, step, results[size_t(world_.local_ranks()[0])], kernel, record);
+  const bool whole_context_group = R_ == 1 && scenario_.parallel.pipeline == 1 && int(ranks_.size()) == ranks();
+  if (whole_context_group && !rec.kv_reconstruction_error_k.empty()) {  // compressing
+    std::vector<const ContextAttention*> group;
+    for (const auto& p : ranks_) group.push_back(p->context());
+    owner_receiver_errors(group, scenario_.model.layers, int64_t(scenario_.model.kv_heads) * scenario_.model.head_dim(),
+                          *k_, rec.kv_owner_receiver_error_k, rec.kv_owner_receiver_error_v);
+  }
   if (R_ == 1) return rec;
   // Synchronous: each replica's loss is its share of the batch mean, their sum
   // the mean; local steps: each replica's own mean, weighted by its targets.

@@ -27,6 +27,10 @@ struct StepRecord {
   // Per layer, relative Frobenius error of what receivers saw of K and of V in this
   // step's training forward (KvCodec::reconstruction_errors); empty unless compressing.
   std::vector<double> kv_reconstruction_error_k, kv_reconstruction_error_v;
+  // Per layer, how far what an owner attended to of its K (V) block is from what
+  // its receivers decoded (context/kv_agreement.h; 0 when they agree); empty unless
+  // the owner attends to a reconstruction and the whole group is in this process.
+  std::vector<double> kv_owner_receiver_error_k, kv_owner_receiver_error_v;
   sim::StepGraph graph;      // empty unless recording
   double kernel_wall_seconds = 0;  // wall time of the ranks' compute, summed
   // Wall time of the step's bookkeeping, which the step graph does not hold: the

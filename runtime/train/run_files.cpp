@@ -150,6 +150,11 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
   kv_recon_v.push_back(rec.kv_reconstruction_error_v);
   if (!rec.kv_reconstruction_error_k.empty() || !rec.kv_reconstruction_error_v.empty())
     line["kv_reconstruction_error"] = kv_errors_json(rec.kv_reconstruction_error_k, rec.kv_reconstruction_error_v);
+  if (!rec.kv_owner_receiver_error_k.empty()) {
+    line["kv_owner_receiver_error"] = kv_errors_json(rec.kv_owner_receiver_error_k, rec.kv_owner_receiver_error_v);
+    for (double e : rec.kv_owner_receiver_error_k) kv_owner_receiver_max = std::max(kv_owner_receiver_max, e);
+    for (double e : rec.kv_owner_receiver_error_v) kv_owner_receiver_max = std::max(kv_owner_receiver_max, e);
+  }
   files.append_step(line);
   const std::string row = std::to_string(steps_done) + "," + csv_number(sim_total_seconds) + "," +
                           csv_number(sim_total_seconds / 3600.0) + "," + csv_number(step_wall_seconds) + "," +
@@ -216,6 +221,8 @@ nlohmann::json RunTotals::summary_json() const {
     mean["steps"] = counted;
     s["kv_reconstruction_error_mean_last_10pct"] = mean;
   }
+  // The largest over the steps this process trained (a resumed run: since resuming).
+  if (kv_owner_receiver_max >= 0) s["kv_owner_receiver_error_max"] = kv_owner_receiver_max;
   s["record_wall_seconds"] = record_wall_seconds;
   s["replay_wall_seconds"] = replay_wall_seconds;
   s["harness_overhead_fraction"] =

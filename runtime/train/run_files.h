@@ -82,6 +82,7 @@ struct RunTotals {
   // Per step added: K and V reconstruction errors per layer (both empty for steps
   // the codec did not compress), for summary.json's last and late-mean values.
   std::vector<std::vector<double>> kv_recon_k, kv_recon_v;
+  double kv_owner_receiver_max = -1;  // over steps.jsonl's kv_owner_receiver_error; -1: none
   // The physical bound of the last step (runtime/estimate/estimate.h), from its
   // graph on this target's network (`links`): summary.json's bound_last_step. Not
   // checkpointed (from the scenario and the next step). A projected target has

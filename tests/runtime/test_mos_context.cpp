@@ -12,6 +12,7 @@
 #include "runtime/compress/make_codec.h"
 #include "runtime/compress/mos_codec.h"
 #include "runtime/parallel/context/attention.h"
+#include "runtime/parallel/context/kv_agreement.h"
 #include "runtime/parallel/context/rank.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
@@ -80,11 +81,34 @@ TEST(MosContext, OwnerAttendsWhatItsReceiversDecode) {
     sets.push_back(std::string("compression.owner_kv=") + owner_kv);
     const Scenario s = tiny(sets);
     parallel::LayoutTrainer cp(s);
+    parallel::StepRecord rec;
     for (int step = 0; step < 2; ++step) {
       const auto in = tokens(s, step);
-      cp.train_step(step, in.data(), in.data(), s.training.batch_size, false);
+      rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size, false);
     }
     const int P = s.parallel.context;
+    // What steps.jsonl logs (kv_owner_receiver_error): 0 in every layer when the
+    // owner is constrained; nothing to compare when it attends to its exact K/V.
+    if (std::string(owner_kv) == "exact") {
+      EXPECT_TRUE(rec.kv_owner_receiver_error_k.empty());
+    } else {
+      ASSERT_EQ(rec.kv_owner_receiver_error_k.size(), size_t(s.model.layers));
+      ASSERT_EQ(rec.kv_owner_receiver_error_v.size(), size_t(s.model.layers));
+      for (int l = 0; l < s.model.layers; ++l)
+        EXPECT_EQ(rec.kv_owner_receiver_error_k[size_t(l)] + rec.kv_owner_receiver_error_v[size_t(l)], 0.0);
+      // The figure can fail: one receiver's copy of owner 0's V in layer 1 changed.
+      std::vector<const parallel::ContextAttention*> group;
+      for (int r = 0; r < P; ++r) group.push_back(cp.rank(r).context());
+      float* theirs = const_cast<float*>(group[2]->attended_kv(1, KvTensor::v, 0));
+      const float kept = theirs[3];
+      theirs[3] += 1.0f;
+      std::vector<double> k, v;
+      parallel::owner_receiver_errors(group, s.model.layers, int64_t(s.model.kv_heads) * s.model.head_dim(),
+                                      cp.backend(), k, v);
+      EXPECT_EQ(k[1] + v[0], 0.0);
+      EXPECT_GT(v[1], 1e-4);
+      theirs[3] = kept;
+    }
     for (int l = 0; l < s.model.layers; ++l)
       for (KvTensor t : {KvTensor::k, KvTensor::v})
         for (int o = 0; o < P; ++o) {
@@ -146,6 +170,32 @@ TEST(DropContext, ReceiversAttendToZerosAndNothingIsSent) {
   const auto plain = losses(tiny({"compression.method=none"}), 3);
   const auto dropped = losses(s, 3);
   EXPECT_GT(std::abs(dropped[2] - plain[2]), 1e-4 * std::abs(plain[2]));
+}
+
+// And nothing crosses: with drop, what rank 1 predicts on its first chunk
+// (positions 8..15 of 64, zigzag over 4 ranks) cannot depend on rank 0's tokens;
+// uncompressed, it does (the check can fail).
+TEST(DropContext, ARanksPredictionsIgnoreOtherRanksTokens) {
+  for (const char* method : {"drop", "none"}) {
+    SCOPED_TRACE(method);
+    const Scenario s = tiny({std::string("compression.method=") + method});
+    parallel::LayoutTrainer cp(s);
+    for (int step = 0; step < 2; ++step) {
+      const auto in = tokens(s, step);
+      cp.train_step(step, in.data(), in.data(), s.training.batch_size, false);
+    }
+    auto in = tokens(s, 5);
+    const int64_t T = s.model.seq_len, chunk = T / (2 * s.parallel.context);
+    std::vector<int32_t> target(in.size(), -1);
+    for (int b = 0; b < s.training.batch_size; ++b)
+      for (int64_t t = chunk; t < 2 * chunk; ++t) target[size_t(b * T + t)] = in[size_t(b * T + t + 1)];
+    const float before = cp.evaluate(in.data(), target.data(), s.training.batch_size);
+    for (int b = 0; b < s.training.batch_size; ++b)
+      for (int64_t t = 0; t < chunk; ++t) in[size_t(b * T + t)] = (in[size_t(b * T + t)] + 7) % s.model.vocab;
+    const float after = cp.evaluate(in.data(), target.data(), s.training.batch_size);
+    if (std::string(method) == "drop") EXPECT_EQ(before, after);
+    else EXPECT_NE(before, after);
+  }
 }
 
 // The recorded K/V and dK/dV bytes do not depend on what the owner attends to.
