@@ -8,8 +8,9 @@
 // where message_rate is B * 1448/1514 (TCP payload per Ethernet frame: MSS 1448 with
 // timestamps, 1514 bytes on the wire) unless the window (the bytes in flight a send
 // buffer allows) is smaller than the path's pipe and the message larger than the
-// window: then the first window leaves at the line rate and the rest at one window per
-// round trip, S / message_rate = W / (B * 1448/1514) + (S - W) * 2L / W. And
+// window: then it leaves in bursts of one window per round trip, each at the line
+// rate, S / message_rate = (k - 1) * 2L + (S - (k - 1) * W) / (B * 1448/1514) with
+// k = ceil(S / W) (the window's acknowledgements clock out the next burst). And
 // `startup` the connection's cost before its window covers the path: a handshake
 // round trip when it opens, then slow-start rounds (the window doubles each round
 // trip from 10 segments until the congestion control leaves slow start). A warm

@@ -26,10 +26,16 @@ def rate(B, rtt, W):  # tcp_rate_bytes_per_s
     return min(B * PAYLOAD, W / rtt)
 
 
+def sending(S, line, rtt, w):  # sending_seconds: one burst of w per round trip
+    if w >= line * rtt or S <= w:
+        return S / line
+    rounds = math.ceil(S / w) - 1
+    return rounds * rtt + (S - rounds * w) / line
+
+
 def warm_in_window(S, B, L, w, W):  # warm_seconds_in_window
     line, rtt = B * PAYLOAD, 2 * L
-    streamed = S / line if (w >= line * rtt or S <= w) else w / line + (S - w) * rtt / w
-    return max(L + streamed, S / rate(B, rtt, W))
+    return max(L + sending(S, line, rtt, w), S / rate(B, rtt, W))
 
 
 def startup(S, r, rtt, w):  # tcp_startup_seconds (open connection, window w)

@@ -115,8 +115,10 @@ def bench_rows(path, time_column, scale):
 
 
 def collectives(root, collectives_csv):
+    """One CSV row per session (cRATE-dDELAY-LABEL, found at any depth: step-grid.sh writes one per round);
+    the table gives per point the median real time, the median of tcp / real and the sessions' spread."""
     rows = []
-    for d in sorted(glob.glob(os.path.join(root, "c*-d*-*"))):
+    for d in sorted(glob.glob(os.path.join(root, "**", "c*-d*-*"), recursive=True)):
         m = re.search(r"c(\d+)-d([\d.]+)-(\w+)$", d)
         if not m or not os.path.exists(f"{d}/tcp.txt"):
             continue
@@ -127,18 +129,26 @@ def collectives(root, collectives_csv):
             rows.append({"rate_mbit": m.group(1), "link_delay_ms": m.group(2), "mpi": m.group(3),
                          "collective": name, "bytes": 13200000, "real_seconds": f"{mpi[name]:.4f}",
                          "sim_ideal_seconds": f"{ideal[name]:.4f}", "sim_tcp_seconds": f"{tcp[name]:.4f}",
-                         "loadavg_1min": load})
-    rows.sort(key=lambda r: (float(r["link_delay_ms"]), int(r["rate_mbit"]), r["mpi"] != "default", r["mpi"]))
+                         "loadavg_1min": load, "session": os.path.relpath(d, root)})
+    key = lambda r: (float(r["link_delay_ms"]), int(r["rate_mbit"]), r["mpi"] != "default", r["mpi"], r["collective"])
+    rows.sort(key=key)
     with open(os.path.join(HERE, collectives_csv), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    print("\n| rate | link delay | Open MPI | collective | real (s) | `ideal` (s) | `tcp` (s) | tcp / real | load |")
-    print("|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    print("\n| rate | link delay | Open MPI | collective | sessions | real (s), median | spread | `ideal` (s) "
+          "| `tcp` (s) | tcp / real, median | load |")
+    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    points = {}
     for r in rows:
-        print(f"| {r['rate_mbit']} Mbit/s | {r['link_delay_ms']} ms | {r['mpi']} | {r['collective']} "
-              f"| {float(r['real_seconds']):.3f} | {float(r['sim_ideal_seconds']):.3f} | {float(r['sim_tcp_seconds']):.3f} "
-              f"| {float(r['sim_tcp_seconds']) / float(r['real_seconds']):.2f} | {r['loadavg_1min']} |")
+        points.setdefault(key(r), []).append(r)
+    for use in points.values():
+        r, real = use[0], sorted(float(u["real_seconds"]) for u in use)
+        ratio = statistics.median(float(u["sim_tcp_seconds"]) / float(u["real_seconds"]) for u in use)
+        loads = sorted(float(u["loadavg_1min"]) for u in use)
+        print(f"| {r['rate_mbit']} Mbit/s | {r['link_delay_ms']} ms | {r['mpi']} | {r['collective']} | {len(use)} "
+              f"| {statistics.median(real):.3f} | {real[0]:.3f}–{real[-1]:.3f} | {float(r['sim_ideal_seconds']):.3f} "
+              f"| {float(r['sim_tcp_seconds']):.3f} | {ratio:.2f} | {loads[0]:.1f}–{loads[-1]:.1f} |")
 
 
 def main():

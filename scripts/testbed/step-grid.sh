@@ -8,9 +8,10 @@
 # 300 Mbit/s 25 ms per access link with, one after another (so the machine's load
 # falls alike on each): the context-parallel step (testbed-step) with the MPI
 # progress thread, the same without it (LOWBAND_MPI_PROGRESS=0), and 4 SparseLoCo
-# replicas (testbed-step-sparseloco); then the collectives alone (13.2 MB) at each
-# point. Every testbed session holds /run/lowband-testbed.lock, so another user of
-# the testbed waits instead of tearing it down. Ends with train_step.py's tables,
+# replicas (testbed-step-sparseloco), then the collectives alone (13.2 MB); the
+# tables give medians over the rounds. Every testbed session holds
+# /run/lowband-testbed.lock, so another user of the testbed waits instead of
+# tearing it down. Ends with train_step.py's tables,
 # its CSVs written as analysis/network-fidelity/train-step-progress*.csv.
 # LOWBAND=path/to/lowband (default build/lowband, copied into OUT_DIR first so a
 # rebuild during the grid does not change the binary under test).
@@ -29,10 +30,7 @@ for ((round = 1; round <= rounds; round++)); do
     tb LABEL=progress "$here/train-step.sh" "$1" "$2" "$out/round$round" 1
     tb LABEL=noprogress LOWBAND_MPI_PROGRESS=0 "$here/train-step.sh" "$1" "$2" "$out/round$round" 1
     tb LABEL=sparseloco SCENARIO=testbed-step-sparseloco "$here/train-step.sh" "$1" "$2" "$out/round$round" 1
+    tb LABEL=progress "$here/train-step.sh" --collectives "$1" "$2" "$out/collectives/round$round"
   done
-done
-for point in "${points[@]}"; do
-  set -- $point
-  tb LABEL=progress "$here/train-step.sh" --collectives "$1" "$2" "$out/collectives"
 done
 python3 "$root/analysis/network-fidelity/train_step.py" "$out" "$out/collectives" --csv train-step-progress.csv

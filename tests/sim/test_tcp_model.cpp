@@ -54,10 +54,12 @@ TEST(TcpModel, SendBufferCapsTheWindowOnLongFastPaths) {
   EXPECT_NEAR(tcp_rate_bytes_per_s(B, 2 * L, large), B * kTcpPayloadPerFrame, 1.0);
   EXPECT_GT(tcp_window_bytes(small), 0.5 * small.send_buffer_bytes);  // most of the buffer is data
   EXPECT_LT(tcp_window_bytes(small), small.send_buffer_bytes);
-  // With the small buffer the first window leaves at the line rate, the rest one window
-  // per round trip; with the large one everything goes at the line rate.
+  // With the small buffer the message leaves one window per round trip, each burst at
+  // the line rate (k = ceil(S / W) bursts, the last one partial); with the large one
+  // everything goes at the line rate.
   const double W = tcp_window_bytes(small), line = B * kTcpPayloadPerFrame;
-  const double expected_small = std::max(L + W / line + (S - W) * 2 * L / W, S / (W / (2 * L)));
+  const double rounds = std::ceil(S / W) - 1;
+  const double expected_small = std::max(L + rounds * 2 * L + (S - rounds * W) / line, S / (W / (2 * L)));
   const double expected_large = L + S / line;
   for (auto [buffer, expected] : {std::pair{4 * kMiB, expected_small}, std::pair{16 * kMiB, expected_large}}) {
     TcpSettings tcp;

@@ -124,22 +124,25 @@ TEST(TcpStates, BackToBackMessagesArriveAsOneStream) {
   //    1 MiB = 0.0837710: the second adds a round trip, 0.05 (measured 0.0857 - 0.0349).
   //  bbr (W = 0.61 * 4 MiB = 2,558,525.4 > 2 MiB): T(2 MiB) = 0.025 + 0.0175419 =
   //    0.0425419, the second adds 0.0087710.
-  //  8 MiB (w = W): T(8 MiB) = max(0.025 + 0.0231553 + 0.1015157, 0.1515152) = 0.1515152
-  //    and T(16 MiB) = max(0.3011862, 0.3030303) = 0.3030303: the second adds 0.1515152.
+  //  8 MiB (w = W, 3.03 windows): one window per round trip, the fourth burst 83,886 B:
+  //    T(8 MiB) = max(0.025 + 3 * 0.05 + 0.0007017, 0.1515152) = 0.1757017. As one stream
+  //    T(16 MiB) = 0.025 + 6 * 0.05 + 0.0014034 = 0.3264034, an increment of 0.1507017; the
+  //    replay streams the second at W / rtt (0.1515152 for 8 MiB) and no faster, so it
+  //    arrives at 0.1757017 + 0.1515152 = 0.3272169 (0.8 ms after the closed form).
   const double B = 125e6, L = 0.025;
   TcpSettings tcp, bbr;
   bbr.congestion_control = CongestionControl::bbr;
   EXPECT_NEAR(tcp_backlog_increment_seconds(0, kMiB, B, L, tcp), 0.0337710, 1e-7);
   EXPECT_NEAR(tcp_backlog_increment_seconds(kMiB, kMiB, B, L, tcp), 0.05, 1e-7);
   EXPECT_NEAR(tcp_backlog_increment_seconds(kMiB, kMiB, B, L, bbr), 0.0087710, 1e-7);
-  EXPECT_NEAR(tcp_backlog_increment_seconds(8 * kMiB, 8 * kMiB, B, L, tcp), 0.1515152, 1e-7);
+  EXPECT_NEAR(tcp_backlog_increment_seconds(8 * kMiB, 8 * kMiB, B, L, tcp), 0.1507017, 1e-7);
   // The replay with one connection per pair: two 8 MiB messages ready at once arrive
-  // at 0.1515152 and 0.3030303 (the second pays no latency of its own), whatever
+  // at 0.1757017 and 0.3272169 (the second pays no latency of its own), whatever
   // their kinds (one connection).
   const NetworkSpec gigabit = tcp_pair(B, L, ConnectionState::warm, MessageOrder::connection);
   std::pair<double, double> at = two_messages_at_once(gigabit, 8 * kMiB, "grad_sync");
-  EXPECT_NEAR(at.first, 0.1515152, 1e-6);
-  EXPECT_NEAR(at.second, 0.3030303, 1e-6);
+  EXPECT_NEAR(at.first, 0.1757017, 1e-6);
+  EXPECT_NEAR(at.second, 0.3272169, 1e-6);
   // Two 1 MiB, cubic: 0.0337710 and 0.0837710 (the replay streams the second at W / rtt,
   // 0.0189398 s, after a latency phase of 0.05 - 0.0189398).
   at = two_messages_at_once(gigabit, kMiB, "kv");
@@ -174,15 +177,15 @@ TEST(TcpStates, QueuedMessageReadyAfterTheTailLeftOverlapsItsLatency) {
 }
 
 TEST(TcpStates, BbrWindowIsTheFitAcrossSizesAndDelays) {
-  // W = 0.61 * 4 MiB = 2,558,525.44 B. 64 MiB at 1 Gbit/s, 25 ms: W / line = 0.0214012,
-  // (S - W) * 0.05 / W = 1.2614754, so L + ... = 1.3078766, below S / (W / rtt) =
-  // 67108864 * 0.05 / 2558525.44 = 1.3114754: the steady rate decides. Measured 1.2523
-  // (tcp-states.csv) and 1.4453 (p2p.csv), cubic 1.2172.
+  // W = 0.61 * 4 MiB = 2,558,525.44 B. 64 MiB at 1 Gbit/s, 25 ms: 26.23 windows, so 26
+  // round trips (1.3) and a last burst of 587,202.56 B at the line rate (0.0049117): L +
+  // ... = 1.3299117, above S / (W / rtt) = 67108864 * 0.05 / 2558525.44 = 1.3114754.
+  // Measured 1.2523 (tcp-states.csv) and 1.4453 (p2p.csv), cubic 1.2172.
   TcpSettings bbr;
   bbr.congestion_control = CongestionControl::bbr;
   EXPECT_NEAR(tcp_window_bytes(bbr), 2558525.44, 1e-6);
   TcpConnection warm = tcp_initial_connection(ConnectionState::warm);
-  EXPECT_NEAR(tcp_message_seconds(64 * kMiB, 125e6, 0.025, bbr, warm), 1.3114754, 1e-6);
+  EXPECT_NEAR(tcp_message_seconds(64 * kMiB, 125e6, 0.025, bbr, warm), 1.3299117, 1e-6);
 }
 
 }  // namespace
