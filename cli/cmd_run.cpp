@@ -163,14 +163,22 @@ void add_run_command(CLI::App& app) {
         << " layers, d_model " << scenario.model.d_model << ", seq_len " << scenario.model.seq_len
         << ", " << layout_words(scenario.parallel) << ", backend " << scenario.training.backend
         << (world ? " (one rank per MPI process; " + args->transport + " collectives)" : "") << "\n";
+    // One rank failing alone would leave the others waiting: it ends the job, from
+    // inside a step while the trainer's buffers still exist (deferred collectives
+    // may be using them), or here for what fails outside the steps.
+    auto end_job = [&](const std::exception& e) {
+      const bool input = dynamic_cast<const InputError*>(&e) != nullptr;
+      std::cerr << "lowband: error (MPI rank " << world->rank() << "): " << e.what() << std::endl;
+      comm::abort_job(input ? 2 : 1);
+    };
+    if (world && world->size() > 1) options.on_step_error = end_job;
     const train::RunResult r = [&] {
       if (!world || world->size() < 2) return train::run_training(scenario, options);
       try {
         return train::run_training(scenario, options);
-      } catch (const std::exception& e) {  // one rank failing alone would leave the others waiting
-        const bool input = dynamic_cast<const InputError*>(&e) != nullptr;
-        std::cerr << "lowband: error (MPI rank " << world->rank() << "): " << e.what() << std::endl;
-        comm::abort_job(input ? 2 : 1);
+      } catch (const std::exception& e) {
+        end_job(e);
+        throw;  // (end_job does not return)
       }
     }();
     out << "run directory: " << r.run_dir << "\n";

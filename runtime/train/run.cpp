@@ -333,7 +333,12 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
                                                                             : log;
     if (out) *out << (plan.threads_warning ? "warning: " : "") << plan.threads_message << "\n" << std::flush;
   }
-  RunLoop(scenario, plan, *trainer, data, targets, log).run(result);
+  try {
+    RunLoop(scenario, plan, *trainer, data, targets, log).run(result);
+  } catch (const std::exception& e) {
+    if (plan.options.on_step_error) plan.options.on_step_error(e);
+    throw;
+  }
   result.summary = targets.main().summary_json();
   result.harness_overhead_fraction = result.summary.value("harness_overhead_fraction", 0.0);
   result.retimed = targets.retimed();

@@ -31,6 +31,8 @@
 // and a resumed run continues with that count (RunOptions::threads), because on
 // some CPUs the numbers depend on it.
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -79,6 +81,11 @@ struct RunOptions {
   // run_training with its rank's communicator, the same scenario and options;
   // rank 0 alone writes the run directory and the log. null: all ranks in-process.
   comm::Communicator* comm = nullptr;
+  // Called with the exception a training step throws while the trainer, and the
+  // buffers its deferred collectives still read and write, exist; the exception
+  // goes on if it returns. An MPI rank ends the job here (cli/cmd_run.cpp): a peer
+  // may never join those collectives, and unwinding would free their buffers.
+  std::function<void(const std::exception&)> on_step_error;
 };
 
 struct RunResult {
