@@ -73,9 +73,9 @@ Scenario scenario_to_resume(const RunArgs& args) {
                                             "SCENARIO --out " + args.resume
                                           : std::string("not a run directory")));
   }
-  const Scenario recorded = load_scenario_file(recorded_file);
+  const Scenario recorded = load_recorded_scenario_file(recorded_file);
   if (!named && args.source.sets.empty()) return recorded;
-  const Scenario given = named ? load_scenario(args.source) : load_scenario_file(recorded_file, args.source.sets);
+  const Scenario given = named ? load_scenario(args.source) : load_recorded_scenario_file(recorded_file, args.source.sets);
   const std::string diff = scenario_difference(recorded, given);
   if (!diff.empty())
     throw InputError("--resume", "the scenario given differs from the run's " + recorded_file + " at " + diff);

@@ -35,9 +35,12 @@ Field owner_kv_field() {
                     "reconstruction: lowband's wire-only variant of MoS). With method `none` or `drop`: no key",
                     "\"reconstructed\""});
   f.applies = {"method", {"topk", "mos", "quantize"}};  // (tested with the first, where it is not the default)
-  // Written only where it is not the method's default. (Runs of mos from before
-  // the paper's constraint became its default resolved to exact without the key.)
-  f.written = [](const Scenario& s) { return s.compression.owner_kv != default_owner_kv(s.compression.method); };
+  // Always for mos (its runs from before the paper's constraint became the default
+  // resolved to exact without the key: upgrade_recorded_scenario), else only where not
+  // the default, so topk and quantize runs resolve as they did.
+  f.written = [](const Scenario& s) {
+    return s.compression.method == CompressionMethod::mos || s.compression.owner_kv != OwnerKv::exact;
+  };
   return hand_read(std::move(f));
 }
 

@@ -90,7 +90,9 @@ Scenario scenario_detail::parse_with_overrides(const json& document, const std::
   }
 }
 
-Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+json read_scenario_document(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(path, "no such scenario file");
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, "not a regular file");
@@ -98,9 +100,28 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
   std::stringstream text;
   text << in.rdbuf();
   if (!in) throw InputError(path, "cannot read the file");
-  json document = scenario_detail::parse_json_text(text.str(), path);
+  return scenario_detail::parse_json_text(text.str(), path);
+}
+
+}  // namespace
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  json document = read_scenario_document(path);
   apply_overrides(document, overrides);
   return scenario_detail::parse_with_overrides(document, path, overrides);
+}
+
+Scenario load_recorded_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  json document = read_scenario_document(path);
+  upgrade_recorded_scenario(document);
+  apply_overrides(document, overrides);
+  return scenario_detail::parse_with_overrides(document, path, overrides);
+}
+
+void upgrade_recorded_scenario(json& document) {
+  if (!document.is_object() || !document.contains("compression")) return;
+  json& c = document["compression"];
+  if (c.is_object() && c.value("method", "") == "mos" && !c.contains("owner_kv")) c["owner_kv"] = "exact";
 }
 
 }  // namespace lowband

@@ -13,6 +13,15 @@ namespace lowband {
 // Reads, applies the overrides ("dotted.path=value"), validates. source = path.
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
 
+// A run's recorded scenario (its scenario.json, a checkpoint's copy), as
+// load_scenario_file, but read as the lowband that resolved it meant it: keys whose
+// default changed since get the value the run had (upgrade_recorded_scenario).
+Scenario load_recorded_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+// In place: compression.owner_kv "exact" for a mos scenario without the key (resolved
+// before 2026-11-27, when mos's default became "reconstructed"; since then it is
+// always written for mos).
+void upgrade_recorded_scenario(nlohmann::json& document);
+
 // Validates a parsed JSON document; `source` names it in errors and in Scenario::source.
 Scenario parse_scenario(const nlohmann::json& document, const std::string& source);
 

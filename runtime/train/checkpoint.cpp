@@ -186,15 +186,21 @@ uint64_t steps_file_bytes(const std::string& run_dir) {
 
 namespace {
 
-Scenario recorded_scenario(const std::string& json, const std::string& source) {
-  const auto doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+// The recorded JSON as the lowband that wrote it meant it (upgrade_recorded_scenario).
+nlohmann::json recorded_document(const std::string& json, const std::string& source) {
+  auto doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) throw InputError(source, "the recorded scenario is not JSON");
-  return parse_scenario(doc, source);
+  upgrade_recorded_scenario(doc);
+  return doc;
+}
+
+Scenario recorded_scenario(const std::string& json, const std::string& source) {
+  return parse_scenario(recorded_document(json, source), source);
 }
 
 // Empty when equal; else the first differing key, or the whole text when both parse the same.
 std::string difference(const std::string& recorded_json, const Scenario& given, const std::string& source) {
-  if (recorded_json == to_json(given).dump()) return "";
+  if (recorded_document(recorded_json, source).dump() == to_json(given).dump()) return "";
   const std::string diff = scenario_difference(recorded_scenario(recorded_json, source), given);
   return diff.empty() ? "the resolved scenario JSON" : diff;
 }

@@ -72,7 +72,16 @@ TEST(CodecScenario, MethodPicksTheCodecWithItsKeys) {
   EXPECT_EQ(def.compression.owner_kv, OwnerKv::reconstructed);
   EXPECT_EQ(with_compression({{"method", "topk"}}).compression.owner_kv, OwnerKv::exact);
   EXPECT_EQ(with_compression({{"method", "quantize"}}).compression.owner_kv, OwnerKv::exact);
-  EXPECT_FALSE(to_json(def)["compression"].contains("owner_kv"));
+  EXPECT_EQ(to_json(def)["compression"]["owner_kv"], "reconstructed");  // always written for mos
+  EXPECT_FALSE(to_json(with_compression({{"method", "topk"}}))["compression"].contains("owner_kv"));
+  // A mos scenario a run recorded before the default changed (no key) ran exact.
+  json old = to_json(def);
+  old["compression"].erase("owner_kv");
+  upgrade_recorded_scenario(old);
+  EXPECT_EQ(parse_scenario(old, "old run").compression.owner_kv, OwnerKv::exact);
+  json now = to_json(def);
+  upgrade_recorded_scenario(now);
+  EXPECT_EQ(now, to_json(def));
   const Scenario wire = with_compression({{"method", "mos"}, {"k_ratio", 0.5}, {"v_ratio", 0.5}, {"owner_kv", "exact"}});
   EXPECT_EQ(wire.compression.owner_kv, OwnerKv::exact);
   EXPECT_EQ(to_json(wire)["compression"]["owner_kv"], "exact");
