@@ -48,22 +48,49 @@ for seed in $seeds; do
   done
 done
 
-# Final evaluation: remote-only answer accuracy and loss, local answers (control), all targets.
-python3 - "$runs" "$seeds" "$arms" <<'EOF' | tee "$runs/table.md"
-import json, sys
+# Remote-answer accuracy at each evaluation (mean over seeds, each seed in brackets), the final
+# remote loss and local (control) accuracy, bytes saved, and whether every rank attended to the
+# same K/V (kv_owner_receiver_error_max: 0 for mos; "—" where the owner attends to its exact K/V).
+# Writes $runs/table.md, $runs/remote-accuracy.csv and, with gnuplot, $runs/remote-accuracy.png.
+python3 - "$runs" "$seeds" "$arms" <<'EOF2' | tee "$runs/table.md"
+import json, os, sys
 runs, seeds, arms = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-print("| arm | " + " | ".join(f"remote acc. s{s} | remote loss s{s} | local acc. s{s}" for s in seeds)
-      + " | remote acc., mean | val loss, mean | K/V bytes saved (run) |")
-print("|---|" + "---:|" * (3 * len(seeds) + 3))
-for arm in arms:
-    try:
-        rows = [json.load(open(f"{runs}/{arm}-s{s}/summary.json")) for s in seeds]
-    except FileNotFoundError:
-        continue
-    per = " | ".join(f"{r['final_val_answer_remote_accuracy']:.3f} | {r['final_val_answer_remote_loss']:.3f} | "
-                     f"{r['final_val_answer_local_accuracy']:.3f}" for r in rows)
-    mean = lambda k: sum(r[k] for r in rows) / len(rows)
-    saved = rows[0].get("kv_bytes_saved_fraction")
-    print(f"| {arm} | {per} | {mean('final_val_answer_remote_accuracy'):.3f} | {mean('final_val_loss'):.4f} | "
-          + (f"{100 * saved:.2f} %" if saved is not None else "—") + " |")
-EOF
+def evals(arm, s):
+    rows = [json.loads(l) for l in open(f"{runs}/{arm}-s{s}/steps.jsonl")]
+    return {r["step"]: r for r in rows if "val_answer_remote_accuracy" in r}
+done = [a for a in arms if all(os.path.exists(f"{runs}/{a}-s{s}/summary.json") for s in seeds)]
+steps = sorted(evals(done[0], seeds[0])) if done else []
+print("| arm | " + " | ".join(f"remote acc. @{t}" for t in steps) + " | remote loss (final) | local acc. (final) "
+      "| K/V bytes saved (run) | owner/receiver K/V error, max |")
+print("|---|" + "---:|" * (len(steps) + 4))
+curves = {}
+for arm in done:
+    ev = [evals(arm, s) for s in seeds]
+    summ = [json.load(open(f"{runs}/{arm}-s{s}/summary.json")) for s in seeds]
+    mean = lambda xs: sum(xs) / len(xs)
+    cells = []
+    for t in steps:
+        acc = [e[t]["val_answer_remote_accuracy"] for e in ev]
+        curves.setdefault(arm, []).append((t, mean(acc)))
+        cells.append(f"{mean(acc):.2f} [" + ", ".join(f"{a:.2f}" for a in acc) + "]")
+    saved = summ[0].get("kv_bytes_saved_fraction")
+    agree = [x.get("kv_owner_receiver_error_max") for x in summ]
+    print(f"| {arm} | " + " | ".join(cells)
+          + f" | {mean([x['final_val_answer_remote_loss'] for x in summ]):.3f}"
+          + f" | {mean([x['final_val_answer_local_accuracy'] for x in summ]):.3f} | "
+          + (f"{100 * saved:.2f} %" if saved is not None else "—") + " | "
+          + ("—" if None in agree else f"{max(agree):.2g}") + " |")
+with open(f"{runs}/remote-accuracy.csv", "w") as f:
+    f.write("step," + ",".join(curves) + "\n")
+    for i, t in enumerate(steps):
+        f.write(f"{t}," + ",".join(f"{curves[a][i][1]:.4f}" for a in curves) + "\n")
+EOF2
+if command -v gnuplot >/dev/null && [ -s "$runs/remote-accuracy.csv" ]; then
+  n=$(head -1 "$runs/remote-accuracy.csv" | tr ',' '\n' | wc -l)
+  gnuplot -e "set terminal pngcairo noenhanced size 1280,720 font 'sans,12'; set output '$runs/remote-accuracy.png';
+    set linetype 9 lc rgb 'brown' pt 10; set linetype 10 lc rgb 'gray30' pt 12; set linetype cycle 10;
+    set datafile separator ','; set key outside right; set xlabel 'training step'; set yrange [0:1.05];
+    set ylabel 'validation accuracy on remote answers (chance 0.1)'; set grid;
+    set title 'Keyed recall: answers only remote K/V carry (mean of seeds $seeds)';
+    plot for [i=2:$n] '$runs/remote-accuracy.csv' using 1:i with linespoints lw 2 title columnheader(i)"
+fi
