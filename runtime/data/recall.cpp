@@ -121,9 +121,10 @@ void recall_record(const RecallShape& shape, uint64_t seed, RecallStream stream,
       put(i * q, i);
 
   // Queries back to back after the pairs, keys drawn uniformly (the tail that
-  // no whole query fits, and the ends of chunks that one would straddle, stay filler). A copy of a pair (its first or a query)
-  // is local to rank r when r holds all its positions; an answer is remote when
-  // the rank predicting it holds no earlier copy: only remote K/V carry it.
+  // no whole query fits, and the ends of chunks that one would straddle, stay
+  // filler). A copy of a pair (its first or a query) is local to rank r when r
+  // holds all its positions; an answer is remote when the rank predicting it
+  // holds no earlier copy: only remote K/V carry it.
   auto owner_of = [&](int64_t p) { return p < T ? shape.owner[size_t(p)] : -1; };
   auto copy_rank = [&](int64_t at, int64_t length) {  // the rank holding all of a copy's positions, or -1
     for (int64_t j = 1; j < length; ++j)

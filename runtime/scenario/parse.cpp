@@ -171,11 +171,9 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     c.k_frame = r.choice_or("k_frame", "pre_rope", {"pre_rope", "post_rope"}) == "post_rope" ? KFrame::post_rope
                                                                                             : KFrame::pre_rope;
   }
-  const bool owner_reconstructs = default_owner_kv(c.method) == OwnerKv::reconstructed;
-  c.owner_kv = r.choice_or("owner_kv", owner_reconstructs ? "reconstructed" : "exact", {"exact", "reconstructed"}) ==
-                       "reconstructed"
-                   ? OwnerKv::reconstructed
-                   : OwnerKv::exact;
+  const char* owner_default = default_owner_kv(c.method) == OwnerKv::reconstructed ? "reconstructed" : "exact";
+  const std::string owner = r.choice_or("owner_kv", owner_default, {"exact", "reconstructed"});
+  c.owner_kv = owner == "reconstructed" ? OwnerKv::reconstructed : OwnerKv::exact;
   c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", c.warm_start ? 500 : 0, 0, kMaxInt));
   if (!c.warm_start && c.warmup_steps != 0)
     fail(r.path_of("warmup_steps"), "warm_start is false (random U0, compressed from step 0): expected 0 or no key");
