@@ -68,7 +68,8 @@ TEST(CodecScenario, MethodPicksTheCodecWithItsKeys) {
   EXPECT_EQ(with_compression({{"method", "topk"}}).compression.topk_fraction, 0.1);
   EXPECT_EQ(with_compression({{"method", "quantize"}}).compression.quantize_bits, 4);
   // The owner attends to the reconstruction under mos (the paper's constraint),
-  // to its exact K/V under the baselines; the key is written only off that default.
+  // to its exact K/V under the baselines; the key is always written for mos, for the
+  // baselines only off their default.
   EXPECT_EQ(def.compression.owner_kv, OwnerKv::reconstructed);
   EXPECT_EQ(with_compression({{"method", "topk"}}).compression.owner_kv, OwnerKv::exact);
   EXPECT_EQ(with_compression({{"method", "quantize"}}).compression.owner_kv, OwnerKv::exact);
