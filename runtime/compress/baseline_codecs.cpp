@@ -8,20 +8,10 @@
 #include "kernels/compress.h"
 
 namespace lowband::compress {
-namespace {
-
-void check_shape(int kv_heads, int head_dim, int bytes_per_element) {
-  if (kv_heads < 1) throw InputError("model.kv_heads", "must be at least 1");
-  if (head_dim < 1) throw InputError("model.d_model", "head_dim must be at least 1");
-  if (bytes_per_element < 1) throw InputError("model.bytes_per_element", "must be at least 1");
-}
-
-}  // namespace
-
 TopkCodec::TopkCodec(int kv_heads, int head_dim, int bytes_per_element, double fraction, int layers)
     : kv_heads_(kv_heads), head_dim_(head_dim), bytes_per_element_(bytes_per_element), fraction_(fraction),
       errors_(layers) {
-  check_shape(kv_heads, head_dim, bytes_per_element);
+  check_kv_shape(kv_heads, head_dim, bytes_per_element);
   if (!(fraction > 0 && fraction <= 1))
     throw InputError("compression.topk_fraction", "expected a number in (0, 1], got " + std::to_string(fraction));
 }
@@ -89,7 +79,7 @@ void TopkCodec::decode_gradient(const KvBlockId& id, int64_t n, const CodecGradi
 QuantizeCodec::QuantizeCodec(int kv_heads, int head_dim, int bytes_per_element, int bits, int block, int layers)
     : kv_heads_(kv_heads), head_dim_(head_dim), bytes_per_element_(bytes_per_element), bits_(bits), block_(block),
       errors_(layers) {
-  check_shape(kv_heads, head_dim, bytes_per_element);
+  check_kv_shape(kv_heads, head_dim, bytes_per_element);
   if (bits != 4 && bits != 8) throw InputError("compression.bits", "expected 4 or 8, got " + std::to_string(bits));
   if (block < 1) throw InputError("compression.block", "expected an integer >= 1, got " + std::to_string(block));
 }

@@ -10,16 +10,23 @@
 //   none      x                  n·d·b            ∂L/∂x        n·d·b
 //   subspace  Uᵀ(x − E_fixed[t]), t   n·(k+1)·b   Uᵀ·∂L/∂x     n·k·b     exact (see below)
 //   lowrank   Uᵀx                n·k·b            Uᵀ·∂L/∂x     n·k·b     the residual outside span(U) is lost
+//   embedding_residual  Uᵀ(x − E[t]), t  n·(k+1)·b  Uᵀ·∂L/∂x  n·k·b     E: a snapshot of the learnable
+//                                                                       embedding; the rest is lost
 //   topk      per token the kept values + int32 indices       the gradient at the kept indices
 //   quantize  per token blocks of absmax codes + f32 scales   ∂L/∂x uncompressed (straight-through)
 //
 // subspace is exact when every layer before the last boundary keeps its output
 // projections (wo, w_down) and the learnable embedding in span(U)
 // (SubspaceConstraint, subspace_constraint.h): then x − E_fixed[t] ∈ span(U) and
-// decode rebuilds x to fp32 rounding.
+// decode rebuilds x to fp32 rounding. embedding_residual keeps no constraint:
+// the token's own embedding is taken off before projecting, so what the
+// projection loses is only what the layers added outside span(U). Its table E is
+// set from outside (set_embedding_table: the first stage's embedding, snapshot
+// by PipelineRank::snapshot_embedding).
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/compress/codec_message.h"
 #include "runtime/scenario/scenario.h"
@@ -51,6 +58,13 @@ class BoundaryCodec {
   // Array sizes of an n-row message and gradient (the receiver sizes its recv).
   virtual MessageLayout message_layout(int64_t n) const = 0;
   virtual int64_t gradient_floats(int64_t n) const = 0;
+
+  // embedding_residual: the table E (vocab × d, row-major) the codec centres each
+  // token's row on. Encoding or decoding before a table is set is a logic_error;
+  // the other methods keep no table (set_embedding_table is a logic_error there).
+  virtual bool centres_on_embedding() const { return false; }
+  virtual void set_embedding_table(std::vector<float> table);
+  virtual const std::vector<float>& embedding_table() const;
 };
 
 // The seed of U and E_fixed: training.seed ^ 0x626f756e64617279 ("boundary"),

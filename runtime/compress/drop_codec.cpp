@@ -2,13 +2,11 @@
 
 #include <algorithm>
 
-#include "common/error.h"
 
 namespace lowband::compress {
 
 DropCodec::DropCodec(int kv_heads, int head_dim) : kv_heads_(kv_heads), head_dim_(head_dim) {
-  if (kv_heads <= 0) throw InputError("model.kv_heads", "must be positive");
-  if (head_dim <= 0) throw InputError("model.d_model", "head_dim must be positive");
+  check_kv_shape(kv_heads, head_dim, /*bytes_per_element=*/1);  // sends nothing: no element size
 }
 
 void DropCodec::encode(const KvBlockId&, int64_t, const float*, CodecMessage& out) {

@@ -64,6 +64,8 @@ class DryBoundaryCodec final : public BoundaryCodec {
   double gradient_bytes(int64_t n) const override { return real_->gradient_bytes(n); }
   MessageLayout message_layout(int64_t) const override { return {}; }
   int64_t gradient_floats(int64_t) const override { return 0; }
+  bool centres_on_embedding() const override { return real_->centres_on_embedding(); }
+  void set_embedding_table(std::vector<float>) override {}  // a dry rank holds no values
 
  private:
   std::unique_ptr<BoundaryCodec> real_;

@@ -2,15 +2,12 @@
 
 #include <algorithm>
 
-#include "common/error.h"
 
 namespace lowband::compress {
 
 IdentityCodec::IdentityCodec(int kv_heads, int head_dim, int bytes_per_element)
     : kv_heads_(kv_heads), head_dim_(head_dim), bytes_per_element_(bytes_per_element) {
-  if (kv_heads <= 0) throw InputError("model.kv_heads", "must be positive");
-  if (head_dim <= 0) throw InputError("model.d_model", "head_dim must be positive");
-  if (bytes_per_element <= 0) throw InputError("model.bytes_per_element", "must be positive");
+  check_kv_shape(kv_heads, head_dim, bytes_per_element);
 }
 
 std::string IdentityCodec::describe() const { return "none (uncompressed K/V)"; }

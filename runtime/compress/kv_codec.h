@@ -51,6 +51,10 @@ struct GramSums {
 // random bases), and what one half needs from the other crosses in the messages
 // (codec_message.h). Each half keeps what its backward needs, keyed by the block id,
 // until the next begin_step. Not thread-safe.
+// A codec's K/V block shape: InputError naming the key (model.kv_heads,
+// model.d_model for head_dim, model.bytes_per_element) unless each is >= 1.
+void check_kv_shape(int kv_heads, int head_dim, int bytes_per_element);
+
 class KvCodec {
  public:
   virtual ~KvCodec() = default;

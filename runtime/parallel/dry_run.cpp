@@ -81,6 +81,20 @@ void dry_pipeline_rank(const Scenario& replica, int rank, int step, const DryGro
   program.train_step(groups, step, tokens.data(), tokens.data(), sequences, in_data.get());
 }
 
+void dry_embedding_snapshot(const Scenario& replica, int first, int comm_id, std::vector<comm::RankLog>& logs) {
+  const ParallelConfig& p = replica.parallel;
+  if (p.pipeline == 1 || replica.compression.boundary.method != BoundaryMethod::embedding_residual) return;
+  const Layout layout(p);
+  for (int c = 0; c < p.context; ++c) {
+    DryGroup pipeline{{}, comm_id + c};
+    for (int st = 0; st < p.pipeline; ++st) pipeline.ranks.push_back(first + layout.rank_at(0, st, c));
+    for (int st = 0; st < p.pipeline; ++st) {
+      DryComm comm(pipeline, st, logs[size_t(pipeline.ranks[size_t(st)])]);
+      broadcast_embedding_table(comm.recording, replica.model, nullptr);
+    }
+  }
+}
+
 sim::StepGraph dry_context_step(const Scenario& s, int step) {
   const int C = s.parallel.context;
   DryGroup replica;  // the world, communicator 0

@@ -45,6 +45,13 @@ void dry_context_rank(const Scenario& replica, int c, int step, const DryGroup& 
 void dry_pipeline_rank(const Scenario& replica, int rank, int step, const DryGroup& world, comm::RankLog& log,
                        const DryGroup* data = nullptr, int data_rank = 0);
 
+// compression.boundary embedding_residual on a pipeline replica (`replica`, its
+// ranks from world rank `first`): the first stage's embedding sent to the other
+// stages after an outer step (PipelineRank::snapshot_embedding), dry, into
+// `logs` (the world's); the pipeline of context rank c is communicator
+// comm_id + c. Nothing for a replica of other boundaries.
+void dry_embedding_snapshot(const Scenario& replica, int first, int comm_id, std::vector<comm::RankLog>& logs);
+
 // Step `step` of every rank of the context-parallel replica (parallel.context
 // ranks; pipeline and data 1), assembled and placed on parallel.placement's
 // nodes as RankWorld places a recorded step.

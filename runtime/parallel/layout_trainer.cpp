@@ -56,6 +56,11 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, comm::Comm
     start_constrained();
     build_outer_syncs();
   }
+  // Boundaries that centre on the embedding start from its initial snapshot:
+  // set-up traffic, in no step's graph (the snapshots after outer steps are).
+  if (scenario_.compression.boundary.method == BoundaryMethod::embedding_residual)
+    run_ranks([&](int r, comm::Communicator&, comm::Communicator& replica) { rank(r).snapshot_embedding(replica); },
+              /*record=*/false);
   codecs_ = compressed_traffic().codec;
 }
 
@@ -148,7 +153,10 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
     const int64_t first = int64_t(q) * per_replica * T;
     results[size_t(r)] = rank(r).train_step(replica, step, inputs + first, targets + first, per_replica,
                                             synchronous ? &data : nullptr);
-    if (outer) outer_step_groups(r, world);
+    if (outer) {
+      outer_step_groups(r, world);
+      rank(r).snapshot_embedding(replica);  // the synchronised embedding, where the boundaries centre on it
+    }
   }, /*record=*/true);
   double kernel = 0;
   for (auto& p : ranks_) kernel += p->take_kernel_wall_seconds();

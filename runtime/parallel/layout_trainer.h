@@ -23,8 +23,8 @@
 //    (data/parts.h: the common refinement of every replica's stages, so replicas
 //    may differ in their pipelines): for each part it holds a rank runs one
 //    sync::OuterSync over the ranks holding that part with the same context
-//    index in every replica ("pseudo_grad"). The inner AdamW state stays per
-//    replica. The step's loss is the replicas' losses weighted by their targets.
+//    index in every replica ("pseudo_grad"; a rank's parts' collectives in
+//    flight together). The inner AdamW state stays per replica. The step's loss is the replicas' losses weighted by their targets.
 //
 // Selective boundary compression (parallel.replicas[q].compress_boundaries):
 // compression.boundary applies to the replicas that set it, the others send
@@ -34,6 +34,9 @@
 // embedding), the outer sync averages the effective embedding E + E_fixed, and
 // after each outer step a compressing replica projects its constrained tensors
 // back into span(U) and restarts its pseudo-gradient from there (design.md §3c).
+// With embedding_residual boundaries nothing is constrained: every replica holds
+// one model, and a compressing replica's stages take a new snapshot of its
+// embedding after each outer step (PipelineRank::snapshot_embedding).
 //
 // The models, optimisers and attention run on training.backend's kernels
 // (kernels/backend.h); codecs and transports work in host memory.

@@ -137,14 +137,22 @@ void LayoutTrainer::outer_step(int r, const std::vector<comm::Communicator*>& pa
                               : cost::node_seconds(scenario_, layout_.node_of(r), cost, "outer_sync"),
                           "outer_sync");
   };
+  // Every part's message and collective first, all in flight together (a rank
+  // of a one-node replica holds several parts: their all-gathers share its
+  // links rather than wait for each other), then every part's update.
+  const DataSyncConfig& config = scenario_.parallel.data_sync;
+  auto t0 = std::chrono::steady_clock::now();
+  const auto since_t0 = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   for (Holding& h : holdings_[li]) {
-    const DataSyncConfig& config = scenario_.parallel.data_sync;
-    auto t0 = std::chrono::steady_clock::now();
-    const auto since_t0 = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-    h.sync->outer_step(*part_groups[size_t(h.part)], host.data() + h.offset, [&](bool after) {
-      if (!after) return span(sync::OuterSync::before_exchange_cost(config, h.sync->elements()), since_t0());
-      t0 = std::chrono::steady_clock::now();
-    });
+    t0 = std::chrono::steady_clock::now();
+    h.sync->start(*part_groups[size_t(h.part)], host.data() + h.offset,
+                  [&] { span(sync::OuterSync::before_exchange_cost(config, h.sync->elements()), since_t0()); });
+  }
+  if (!holdings_[li].empty()) part_groups[size_t(holdings_[li].front().part)]->wait_deferred();
+  world_.log(r).join_deferred();
+  for (Holding& h : holdings_[li]) {
+    t0 = std::chrono::steady_clock::now();
+    h.sync->finish(host.data() + h.offset);
     span(sync::OuterSync::after_exchange_cost(config, h.sync->elements()), since_t0());
   }
   Constrained* con = constrained_[li].get();

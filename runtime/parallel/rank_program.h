@@ -4,6 +4,7 @@
 // (pipeline/rank.h). The trainer (layout_trainer.h) runs one per
 // rank of each replica and synchronises the replicas through DataStep.
 #include <cstdint>
+#include <iosfwd>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -61,6 +62,13 @@ class RankProgram {
   // where it keeps one; sparse syncs every sync_every steps), or null.
   virtual sync::ReplicaSync* replica_sync() = 0;
   virtual const sync::ReplicaSync* replica_sync() const = 0;
+  // A pipeline stage's boundary codec that centres on the embedding
+  // (compression.boundary embedding_residual) takes its snapshot from the first
+  // stage; every rank of the replica (`comm`) calls it together. No-op elsewhere.
+  virtual void snapshot_embedding(comm::Communicator& comm) { (void)comm; }
+  // That snapshot, for checkpoints (nothing written where there is none).
+  virtual void save_boundary_state(std::ostream& out) const { (void)out; }
+  virtual void load_boundary_state(std::istream& in) { (void)in; }
   // Measured wall seconds of the rank's compute spans since the last call.
   virtual double take_kernel_wall_seconds() = 0;
 };

@@ -30,6 +30,7 @@ std::string rank_blob(const RankProgram& p, int rank, const std::function<void(i
   p.optimizer().save_state(one);
   if (p.context()) p.context()->save_codec_state(one);
   if (error_feedback(p)) p.replica_sync()->save_state(one);
+  p.save_boundary_state(one);
   more(rank, one);
   return one.str();
 }
@@ -44,6 +45,7 @@ void load_blob(const std::string& blob, RankProgram& p, int rank, const kernels:
   p.optimizer().load_state(one);
   if (p.context()) p.context()->load_codec_state(one);
   if (error_feedback(p)) p.replica_sync()->load_state(one, m.layout());
+  p.load_boundary_state(one);
   more(rank, one);
 }
 

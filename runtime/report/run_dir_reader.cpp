@@ -289,7 +289,7 @@ std::string boundary_method(const json& s) {
 
 std::string boundary_label(const json& b) {
   const std::string method = setting_text(b["method"]);
-  if (method == "subspace" || method == "lowrank")
+  if (method == "subspace" || method == "lowrank" || method == "embedding_residual")
     return "boundary " + method + " k=" + (b.contains("rank") ? setting_text(b["rank"]) : "?");
   if (method == "topk") return "boundary topk " + (b.contains("topk_fraction") ? setting_text(b["topk_fraction"]) : "?");
   if (method == "quantize") return "boundary quantize " + (b.contains("bits") ? setting_text(b["bits"]) : "?") + "-bit";

@@ -194,7 +194,8 @@ Section boundary_section() {
       {"parallel.context=1", "parallel.pipeline=2", "training.batch_size=2"},
       {h(choice("method", b, &BoundaryConfig::method,
                 {{"none", BoundaryMethod::none}, {"subspace", BoundaryMethod::subspace},
-                 {"lowrank", BoundaryMethod::lowrank}, {"topk", BoundaryMethod::topk},
+                 {"lowrank", BoundaryMethod::lowrank}, {"embedding_residual", BoundaryMethod::embedding_residual},
+                 {"topk", BoundaryMethod::topk},
                  {"quantize", BoundaryMethod::quantize}},
                 {"`\"none\"`",
                  "none: x itself, both ways. subspace: Uᵀ(x − E_fixed[token]) and the token id, rank + 1 values per "
@@ -202,13 +203,17 @@ Section boundary_section() {
                  "keeps wo and w_down in span(U), the learnable embedding's rows too, and the first stage adds a frozen "
                  "full-rank table E_fixed (refused with `model.tie_embeddings` true: a tied LM head would be the "
                  "embedding on two stages). lowrank: Uᵀx and Uᵀ·∂L/∂x, rank values each way, without that constraint "
-                 "(lossy). topk: per token the `topk_fraction` largest \\|x\\| (values + int32 indices); the gradient "
+                 "(lossy). embedding_residual: Uᵀ(x − E[token]) and the token id, rank + 1 values per token forward, "
+                 "Uᵀ·∂L/∂x back, where E is a snapshot of the learnable embedding (taken at the start and after each "
+                 "outer step of `parallel.data_sync` diloco or sparseloco, sent by the first stage to the others, kind "
+                 "`embed_snapshot`); no weight constraint, so what lies outside span(U) is lost (the arrangement of "
+                 "public heterogeneous SparseLoCo code). topk: per token the `topk_fraction` largest \\|x\\| (values + int32 indices); the gradient "
                  "goes back at those indices only (values, no indices). quantize: per-token blocks of absmax "
                  "`bits`-bit codes with a float32 scale each; the gradient goes back uncompressed (straight-through)",
                  "\"topk\""})),
        tested_from(h(integer("rank", b, &BoundaryConfig::rank, 1, kMaxInt,
                              {"— (required)", "columns of the basis U, at most `model.d_model`", "9",
-                              {"method", {"subspace", "lowrank"}}})),
+                              {"method", {"subspace", "lowrank", "embedding_residual"}}})),
                    "8"),
        h(number("topk_fraction", b, &BoundaryConfig::topk_fraction, Bounds{0, 1, true, false},
                 {"`0.1`", "fraction of each token's values kept", "0.2", {"method", {"topk"}}})),

@@ -31,7 +31,9 @@ BoundaryConfig parse_boundary(const ObjectReader& compression) {
   Scenario read;
   fields::read_generic(table, r, read);  // a key of another method is an error there
   const BoundaryConfig b = read.compression.boundary;
-  if ((b.method == BoundaryMethod::subspace || b.method == BoundaryMethod::lowrank) && !r.has("rank"))
+  const bool basis = b.method == BoundaryMethod::subspace || b.method == BoundaryMethod::lowrank ||
+                     b.method == BoundaryMethod::embedding_residual;
+  if (basis && !r.has("rank"))
     fail(r.path(), "method \"" + r.choice_or("method", "none", table.field("method").choices) +
                        "\" needs rank (the basis' columns, 1..model.d_model)");  // <= d_model: check_pipeline
   if (b.quantize_bits != 4 && b.quantize_bits != 8)

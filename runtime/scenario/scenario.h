@@ -146,11 +146,11 @@ const char* weight_sync_name(WeightSync w);
 //    projections in span(U) (Protocol Models); the gradient back is Uᵀ·∂L/∂x;
 //  - lowrank: Uᵀx without the constraint (the residual outside span(U) is lost);
 //  - topk / quantize: lossy baselines on x and on ∂L/∂x.
-enum class BoundaryMethod { none, subspace, lowrank, topk, quantize };
+enum class BoundaryMethod { none, subspace, lowrank, embedding_residual, topk, quantize };
 
 struct BoundaryConfig {
   BoundaryMethod method = BoundaryMethod::none;
-  int rank = 0;                // subspace / lowrank: k, the basis' columns (1..d_model)
+  int rank = 0;                // subspace / lowrank / embedding_residual: k, the basis' columns (1..d_model)
   double topk_fraction = 0.1;  // topk: fraction of each token's values kept
   int quantize_bits = 8;       // quantize: 4 or 8
   int quantize_block = 64;     // quantize: values per absmax scale

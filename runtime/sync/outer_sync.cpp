@@ -43,15 +43,16 @@ int64_t OuterSync::message_bytes() const {
 }
 
 void OuterSync::exchange_sizes(comm::Communicator& data_group, const DataSyncConfig& config,
-                               const model::ParamLayout& part) {
+                               const model::ParamLayout& part, bool deferred) {
   const int replicas = data_group.size();
   if (config.method == DataSyncMethod::diloco) {
-    data_group.all_reduce_sum(nullptr, part.count(), comm::DType::f32, comm::Wire("pseudo_grad"));
+    data_group.all_reduce_sum(nullptr, part.count(), comm::DType::f32, comm::Wire("pseudo_grad", -1, deferred));
     return;
   }
   const int64_t S = packed_bytes(part.tensors(), config.chunk, {config.topk_per_chunk, config.value_bits});
-  data_group.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(replicas), S), comm::DType::u8,
-                        gather_wire(config, S, replicas));
+  comm::Wire wire = gather_wire(config, S, replicas);
+  wire.deferred = deferred;
+  data_group.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(replicas), S), comm::DType::u8, wire);
 }
 
 // Passes over the part's float32 values, each read or written once: the sync is
@@ -75,42 +76,69 @@ cost::Cost OuterSync::after_exchange_cost(const DataSyncConfig& config, int64_t 
 
 OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_host,
                                  const std::function<void(bool after)>& around_exchange) {
-  const auto mark = [&](bool after) {
-    if (around_exchange) around_exchange(after);
-  };
+  start_collective(data_group, params_host, /*deferred=*/false, [&] {
+    if (around_exchange) around_exchange(false);
+  });
+  if (around_exchange) around_exchange(true);
+  return finish(params_host);
+}
+
+void OuterSync::start(comm::Communicator& data_group, const float* params_host,
+                      const std::function<void()>& before_exchange) {
+  start_collective(data_group, params_host, /*deferred=*/true, before_exchange);
+}
+
+void OuterSync::start_collective(comm::Communicator& data_group, const float* params_host, bool deferred,
+                                 const std::function<void()>& before_exchange) {
+  if (pending_.started) throw std::logic_error("OuterSync::start: the previous outer step was not finished");
   const int64_t n = elements_;
-  const int replicas = data_group.size();
-  std::vector<float> delta(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
+  Pending& p = pending_;
+  p.started = true;
+  p.replicas = data_group.size();
+  p.delta.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) p.delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
+  if (config_.method == DataSyncMethod::diloco) {
+    p.sent = n;
+    if (before_exchange) before_exchange();
+    data_group.all_reduce_sum(p.delta.data(), n, comm::DType::f32, comm::Wire("pseudo_grad", -1, deferred));
+    return;
+  }
+  const SparseMessage mine = codec_.compress(plan_, p.delta.data(), error_.data(), config_.error_decay);
+  p.sent = int64_t(mine.index.size());
+  p.packed = pack(plan_, codec_, mine);
+  const int64_t S = int64_t(p.packed.size());
+  p.gathered.assign(size_t(S) * size_t(p.replicas), 0);
+  comm::Wire wire = gather_wire(config_, S, p.replicas);
+  wire.deferred = deferred;
+  if (before_exchange) before_exchange();
+  data_group.all_gather(p.packed.data(), p.gathered.data(), std::vector<int64_t>(size_t(p.replicas), S),
+                        comm::DType::u8, wire);
+}
+
+OuterStats OuterSync::finish(float* params_host) {
+  if (!pending_.started) throw std::logic_error("OuterSync::finish: no outer step started");
+  Pending& p = pending_;
+  const int64_t n = elements_;
   OuterStats stats;
   stats.elements = n;
   stats.wire_bytes = double(message_bytes());
+  stats.sent = p.sent;
   std::vector<float> g(static_cast<size_t>(n));
   if (config_.method == DataSyncMethod::diloco) {
-    mark(false);
-    data_group.all_reduce_sum(delta.data(), n, comm::Wire("pseudo_grad"));
-    mark(true);
-    for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(delta[size_t(i)]) / replicas);
+    for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(p.delta[size_t(i)]) / p.replicas);
     sync::outer_step(g.data(), momentum_.data(), config_.outer_momentum, config_.outer_lr, theta_start_.data(),
                      params_host, n);
-    stats.sent = n;
   } else {
-    const SparseMessage mine = codec_.compress(plan_, delta.data(), error_.data(), config_.error_decay);
-    const std::vector<uint8_t> packed = pack(plan_, codec_, mine);
-    const int64_t S = int64_t(packed.size());
-    std::vector<uint8_t> gathered(size_t(S) * size_t(replicas));
-    mark(false);
-    data_group.all_gather(packed.data(), gathered.data(), std::vector<int64_t>(size_t(replicas), S), comm::DType::u8,
-                          gather_wire(config_, S, replicas));
-    mark(true);
+    const int64_t S = int64_t(p.packed.size());
     std::vector<SparseMessage> messages;
-    for (int r = 0; r < replicas; ++r) messages.push_back(unpack(plan_, codec_, gathered.data() + size_t(r) * S, S));
+    for (int r = 0; r < p.replicas; ++r)
+      messages.push_back(unpack(plan_, codec_, p.gathered.data() + size_t(r) * S, S));
     aggregate(plan_, codec_, messages, config_.average, g.data());
     sync::outer_step(g.data(), nullptr, 0, config_.outer_lr, theta_start_.data(), params_host, n);
-    stats.sent = int64_t(mine.index.size());
   }
   theta_start_.assign(params_host, params_host + n);
   stats.outer_step = ++outer_steps_;
+  p = Pending{};
   return stats;
 }
 

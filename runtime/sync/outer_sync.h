@@ -56,6 +56,14 @@ class OuterSync {
   // starts, so that a trainer can log both spans.
   OuterStats outer_step(comm::Communicator& data_group, float* params_host,
                         const std::function<void(bool after)>& around_exchange = {});
+  // The same in two halves, so that a rank holding several parts has their
+  // collectives in flight together: start computes the message from
+  // params_host and starts the collective (deferred: the caller waits for it
+  // with data_group.wait_deferred() and joins it in its log before finish);
+  // before_exchange() runs just before the collective, as around_exchange(false).
+  // finish decodes and takes the outer step into params_host.
+  void start(comm::Communicator& data_group, const float* params_host, const std::function<void()>& before_exchange = {});
+  OuterStats finish(float* params_host);
   // What those two spans cost for `elements` parameters (memory traffic of the
   // passes over them: the device profile's seconds for a dry run or profile
   // timing).
@@ -67,9 +75,9 @@ class OuterSync {
   int64_t elements() const { return elements_; }
   // The outer step's collective over `data_group` for `part`, of its sizes, and
   // nothing drawn, kept or computed: a dry run's (comm/null.h), which holds no
-  // weights to start from.
+  // weights to start from; deferred as start() makes it.
   static void exchange_sizes(comm::Communicator& data_group, const DataSyncConfig& config,
-                             const model::ParamLayout& part);
+                             const model::ParamLayout& part, bool deferred = false);
   // θ_start <- params_host: the caller moved the part's weights after the outer
   // step (projected them back into a constraint), so that the next Δ measures
   // the inner steps alone.
@@ -94,6 +102,16 @@ class OuterSync {
   SparseCodec codec_;
   std::vector<float> theta_start_, momentum_, error_;
   int64_t outer_steps_ = 0;
+  // Between start and finish: the collective's buffers (in flight while deferred).
+  struct Pending {
+    bool started = false;
+    int replicas = 0;
+    int64_t sent = 0;
+    std::vector<float> delta;  // diloco: summed in place
+    std::vector<uint8_t> packed, gathered;  // sparseloco
+  } pending_;
+  void start_collective(comm::Communicator& data_group, const float* params_host, bool deferred,
+                        const std::function<void()>& before_exchange);
 };
 
 }  // namespace lowband::sync

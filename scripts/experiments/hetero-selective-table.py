@@ -7,11 +7,13 @@ loss interpolated at the smaller of the two runs' final counts (linear between e
 Two losses per evaluation: the replicas' mean (what lowband reports), and the synchronised
 model's, replica 0's (a dense replica holds the weights the outer steps produce; a
 compressing replica holds their projection; in uniform runs all replicas are equal after an
-outer step, and every evaluation here follows one)."""
+outer step, and every evaluation here follows one; in the reference arrangement, "-ref-",
+all replicas hold the same weights after an outer step)."""
 import json, pathlib, sys
 
 runs = pathlib.Path(sys.argv[1])
-NAMES = ["dense", "selective-k64", "uniform-k64", "selective-k16", "uniform-k16", "selective-k1", "uniform-k1"]
+NAMES = ["dense", "selective-k64", "uniform-k64", "selective-k16", "uniform-k16", "selective-k1", "uniform-k1",
+         "selective-ref-k16", "uniform-ref-k16", "selective-ref-k1", "uniform-ref-k1"]
 AT_STEPS = [100, 200, 400]
 
 def load(name):
@@ -51,14 +53,15 @@ for n, r in data.items():
 
 for loss, what in [(3, "replicas' mean"), (4, "synchronised model")]:
     print(f"\n**{what}**\n")
-    print("| rank K (bytes removed) | equal bytes (MB, all ranks) | selective | uniform | uniform − selective | equal time (s) | selective | uniform | uniform − selective |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for k, removed in [(64, "74.8 %"), (16, "93.6 %"), (1, "99.4 %")]:
-        s, u = data.get(f"selective-k{k}"), data.get(f"uniform-k{k}")
+    print("| arrangement | rank K (bytes removed) | equal bytes (MB, all ranks) | selective | uniform | uniform − selective | equal time (s) | selective | uniform | uniform − selective |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (arrangement, ref), (k, removed) in [(a, b) for a in [("constrained", ""), ("reference", "ref-")]
+                                            for b in [(64, "74.8 %"), (16, "93.6 %"), (1, "99.4 %")]]:
+        s, u = data.get(f"selective-{ref}k{k}"), data.get(f"uniform-{ref}k{k}")
         if not s or not u:
             continue
         b = min(s["val"][-1][0], u["val"][-1][0])
         t = min(s["val"][-1][1], u["val"][-1][1])
         ls, lu = at(s["val"], b, 0, loss), at(u["val"], b, 0, loss)
         ts, tu = at(s["val"], t, 1, loss), at(u["val"], t, 1, loss)
-        print(f"| {k} ({removed}) | {mb(b)} | {ls:.4f} | {lu:.4f} | {lu - ls:+.4f} | {t:.1f} | {ts:.4f} | {tu:.4f} | {tu - ts:+.4f} |")
+        print(f"| {arrangement} | {k} ({removed}) | {mb(b)} | {ls:.4f} | {lu:.4f} | {lu - ls:+.4f} | {t:.1f} | {ts:.4f} | {tu:.4f} | {tu - ts:+.4f} |")

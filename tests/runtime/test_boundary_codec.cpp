@@ -1,5 +1,6 @@
 // The stage-boundary codecs (runtime/compress/boundary_codec.h): subspace is
 // exact on x − E_fixed[t] ∈ span(U), lowrank keeps the projection onto span(U),
+// embedding_residual the projection of x − E[t] around the table it was given,
 // gradients are U·Uᵀ·g, top-k and quantize work token by token, and every
 // method's message sizes follow the header's table.
 #include <gtest/gtest.h>
@@ -106,10 +107,53 @@ TEST(BoundaryCodec, LowrankKeepsExactlyTheProjectionOntoSpanU) {
   EXPECT_GT(relative_frobenius(x, x_hat), 0.5) << "rank 6 of 32 loses most of a Gaussian x";
 }
 
+// embedding_residual: x̂ = E[t] + U·Uᵀ(x − E[t]) around the table it was given,
+// exact where x − E[t] ∈ span(U); no table, no message.
+TEST(BoundaryCodec, EmbeddingResidualProjectsAroundTheSnapshotItWasGiven) {
+  const Scenario s = scenario_of(BoundaryMethod::embedding_residual);
+  const auto codec = make_boundary_codec(s);
+  const auto U = subspace_basis(kD, kRank, boundary_seed(s));
+  const int64_t n = 9;
+  const auto t = tokens_of(n);
+  const auto x = gaussian(size_t(n * kD), 31);
+  CodecMessage m;
+  EXPECT_THROW(codec->encode(n, x.data(), t.data(), m), std::logic_error) << "no snapshot yet";
+  EXPECT_THROW(codec->set_embedding_table(std::vector<float>(kVocab * kD - 1)), std::logic_error);
+  const auto E = gaussian(size_t(kVocab * kD), 32);
+  ASSERT_TRUE(codec->centres_on_embedding());
+  codec->set_embedding_table(E);
+  EXPECT_EQ(codec->embedding_table(), E);
+  // A general x: the table's row back, plus the projection of the rest (float64 reference).
+  std::vector<float> rest(x.size());
+  for (int64_t r = 0; r < n; ++r)
+    for (int e = 0; e < kD; ++e) rest[r * kD + e] = x[r * kD + e] - E[size_t(t[r]) * kD + e];
+  std::vector<float> want = projected_ref(U, kRank, rest);
+  for (int64_t r = 0; r < n; ++r)
+    for (int e = 0; e < kD; ++e) want[r * kD + e] += E[size_t(t[r]) * kD + e];
+  const auto x_hat = round_trip(*codec, x, m);
+  EXPECT_EQ(m.indices, t);  // the token ids travel
+  EXPECT_LT(relative_frobenius(want, x_hat), 1e-6);
+  EXPECT_GT(relative_frobenius(x, x_hat), 0.3) << "what lies outside span(U) is lost";
+  // x − E[t] in span(U): exact.
+  const auto c = gaussian(size_t(n * kRank), 33);
+  std::vector<float> inside(x.size());
+  for (int64_t r = 0; r < n; ++r)
+    for (int e = 0; e < kD; ++e) {
+      double v = E[size_t(t[r]) * kD + e];
+      for (int j = 0; j < kRank; ++j) v += double(U[e * kRank + j]) * c[r * kRank + j];
+      inside[r * kD + e] = float(v);
+    }
+  EXPECT_LT(relative_frobenius(inside, round_trip(*codec, inside, m)), 1e-6);
+  // The other methods keep no table.
+  EXPECT_FALSE(make_boundary_codec(scenario_of(BoundaryMethod::subspace))->centres_on_embedding());
+  EXPECT_THROW(make_boundary_codec(scenario_of(BoundaryMethod::lowrank))->set_embedding_table(E), std::logic_error);
+}
+
 TEST(BoundaryCodec, SubspaceAndLowrankGradientIsUUTransposeG) {
-  for (auto method : {BoundaryMethod::subspace, BoundaryMethod::lowrank}) {
+  for (auto method : {BoundaryMethod::subspace, BoundaryMethod::lowrank, BoundaryMethod::embedding_residual}) {
     const Scenario s = scenario_of(method);
     const auto codec = make_boundary_codec(s);
+    if (codec->centres_on_embedding()) codec->set_embedding_table(gaussian(size_t(kVocab * kD), 34));
     const auto U = subspace_basis(kD, kRank, boundary_seed(s));
     const int64_t n = 8;
     const auto x = gaussian(size_t(n * kD), 24), g = gaussian(size_t(n * kD), 25);
@@ -136,11 +180,13 @@ TEST(BoundaryCodec, MessageSizesFollowTheTable) {
       {BoundaryMethod::none, 32 * 2, 32 * 2, {32, 0, 0}, 32},
       {BoundaryMethod::subspace, (6 + 1) * 2, 6 * 2, {6, 1, 0}, 6},
       {BoundaryMethod::lowrank, 6 * 2, 6 * 2, {6, 0, 0}, 6},
+      {BoundaryMethod::embedding_residual, (6 + 1) * 2, 6 * 2, {6, 1, 0}, 6},
       {BoundaryMethod::topk, 3 * (2 + 4), 3 * 2, {3, 3, 0}, 3},
       {BoundaryMethod::quantize, 16 + 4 * 4, 32 * 2, {4, 0, 16}, 32},
   };
   for (const Want& w : wants) {
     const auto codec = make_boundary_codec(scenario_of(w.method));
+    if (codec->centres_on_embedding()) codec->set_embedding_table(gaussian(size_t(kVocab * kD), 35));
     for (int64_t n : {0, 1, 5, 17}) {
       SCOPED_TRACE(codec->describe() + ", n " + std::to_string(n));
       const MessageLayout layout{w.layout.values * n, w.layout.indices * n, w.layout.codes * n};

@@ -106,6 +106,22 @@ TEST(DataEstimateGraph, HeterogeneousSparselocoScenarioIsTheRecordedStep) {
   EXPECT_GT(count_kind(g.graph, "act"), 0);
 }
 
+// The same with boundaries that centre on the embedding: the snapshot the first
+// stage sends after the outer step is in both graphs, and only at the sync step.
+TEST(DataEstimateGraph, EmbeddingResidualSnapshotIsTheRecordedStep) {
+  for (const char* context : {"1", "2"}) {
+    SCOPED_TRACE(std::string("context ") + context);
+    std::vector<std::string> sets = {"parallel.data_sync.inner_steps=2", "compression.boundary.method=embedding_residual"};
+    if (context[0] == '2')
+      sets.push_back(R"(parallel.replicas=[{"context":2,"nodes":[0,1]},{"pipeline":2,"context":2,"nodes":[2,3,4,5],"compress_boundaries":true}])");
+    const Scenario s =
+        load_scenario_file(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-sparseloco-small.json", sets);
+    expect_recorded_is_estimated(s, 2);
+    EXPECT_EQ(count_kind(build_data_parallel(s, false).graph, "embed_snapshot"), 0);
+    EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "embed_snapshot"), 0);
+  }
+}
+
 // A replica of 2 context ranks beside one of 2 stages x 2 context ranks: the
 // pipeline's ranks split the world more often, so the parts' groups carry other
 // communicator numbers there; the recorded step still assembles, and equals the
@@ -159,6 +175,23 @@ TEST(DataEstimate, SparselocoSyncOnAStarIsTheRingAllGather) {
       EXPECT_NEAR(e.exposed_comm_seconds, expected / 5, 1e-5 * expected);
       EXPECT_NEAR(e.compute_utilisation, e.free_network_step_seconds / e.step_seconds, 1e-12);
     }
+}
+
+// A one-node replica holds every part and syncs them all at once: beside a
+// 2-stage replica on an ideal star of 25 ms links with bandwidth to spare, the
+// two parts' all-gathers (one round each, 2·25 ms) overlap, so an outer step
+// adds one path's latency, not two.
+TEST(DataEstimate, OneNodeReplicaSyncsItsPartsTogether) {
+  Scenario s = replicas(2, 1, 1, DataSyncMethod::sparseloco, 1,
+                        {"network.topology=star", "network.model=ideal", "network.bandwidth=100Gbps",
+                         "network.latency=25ms", "network.nodes=3"});
+  s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{2, 1, {1, 2}, false}};
+  s.parallel.placement = {0, 1, 2};
+  expect_recorded_is_estimated(s, 1);
+  const Estimate e = lowband::estimate(s);
+  ASSERT_EQ(build_data_parallel(s, true).parts.size(), 2u);
+  EXPECT_GT(e.sync->comm_per_sync_seconds, 0.045);
+  EXPECT_LT(e.sync->comm_per_sync_seconds, 0.06) << "one after the other would take 2 x 50 ms";
 }
 
 // Through the relay (node R·P·C, one past the ranks): the recorded step, with

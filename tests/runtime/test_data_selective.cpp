@@ -25,22 +25,7 @@ using namespace pipeline_support;  // NOLINT(google-build-using-namespace): the 
 
 constexpr int kRank = 8;  // U's columns (d_model 32)
 
-// Replica 0: one rank, the whole model; 1: 2 stages, compressed; 2: 2 stages, dense.
-Scenario mixed(DataSyncMethod method) {
-  Scenario s = with_boundary(tiny_pipeline(1, 1, PipelineSchedule::one_f_one_b), BoundaryMethod::subspace, kRank);
-  s.training.grad_clip = 1.0;
-  s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{2, 1, {1, 2}, true},
-                         ReplicaConfig{2, 1, {3, 4}, false}};
-  s.parallel.placement = {0, 1, 2, 3, 4};
-  s.parallel.data = 3;
-  s.training.batch_size = 6;
-  s.parallel.data_sync.method = method;
-  s.parallel.data_sync.inner_steps = 2;
-  s.parallel.data_sync.outer_lr = 1.0;
-  s.parallel.data_sync.outer_momentum = 0;
-  s.parallel.data_sync.topk_per_chunk = 16;
-  return s;
-}
+Scenario mixed(DataSyncMethod method) { return mixed_replicas(BoundaryMethod::subspace, kRank, method); }
 
 std::vector<float> params_of(LayoutTrainer& t, int rank) { return t.rank(rank).model().params_to_host(); }
 const float* tensor(const std::vector<float>& p, LayoutTrainer& t, int rank, const std::string& name) {

@@ -36,6 +36,25 @@ inline Scenario with_boundary(Scenario s, BoundaryMethod method, int rank) {
   return s;
 }
 
+// Three replicas of tiny_pipeline's model: 0 one rank, the whole model; 1 two
+// stages that compress their boundaries (`boundary`, rank `rank`); 2 two stages,
+// dense. `method` syncs them every 2 steps (outer lr 1, no momentum).
+inline Scenario mixed_replicas(BoundaryMethod boundary, int rank, DataSyncMethod method) {
+  Scenario s = with_boundary(tiny_pipeline(1, 1, PipelineSchedule::one_f_one_b), boundary, rank);
+  s.training.grad_clip = 1.0;
+  s.parallel.replicas = {ReplicaConfig{1, 1, {0}, false}, ReplicaConfig{2, 1, {1, 2}, true},
+                         ReplicaConfig{2, 1, {3, 4}, false}};
+  s.parallel.placement = {0, 1, 2, 3, 4};
+  s.parallel.data = 3;
+  s.training.batch_size = 6;
+  s.parallel.data_sync.method = method;
+  s.parallel.data_sync.inner_steps = 2;
+  s.parallel.data_sync.outer_lr = 1.0;
+  s.parallel.data_sync.outer_momentum = 0;
+  s.parallel.data_sync.topk_per_chunk = 16;
+  return s;
+}
+
 struct TestBatch {
   std::vector<int32_t> inputs, targets;
 };

@@ -22,7 +22,7 @@ Scenario slot_scenario(Scenario s) {
 
 ContextRank::ContextRank(const Scenario& s, int rank, std::unique_ptr<compress::KvCodec> codec,
                          const kernels::Backend& k, ComputeTiming timing, comm::RankLog& log)
-    : scenario_(s), slot_scenario_(slot_scenario(s)), rank_(rank), L_(s.model.layers), k_(k),
+    : scenario_(s), slot_scenario_(slot_scenario(s)), rank_(rank), L_(s.model.layers),
       costs_(slot_scenario_),
       spans_{k, log, timing, kernel_wall_seconds_,
              [this](const cost::Cost& c, const char* kind) { return costs_.seconds(rank_, c, kind); }},

@@ -94,7 +94,6 @@ class ContextRank final : public RankProgram {
   Scenario scenario_;
   Scenario slot_scenario_;  // one slot's share of the batch: its spans' costs
   int rank_, L_;
-  const kernels::Backend& k_;
   double kernel_wall_seconds_ = 0;
   ContextCosts costs_;
   SpanSink spans_;

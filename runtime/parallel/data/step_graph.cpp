@@ -88,28 +88,37 @@ DataStepGraph build_data_parallel(const Scenario& s, bool outer_sync) {
   }
   if (outer_sync && !synchronous) {
     const int C = shapes.front().context;
-    // Holders of part p at context index c, in world rank order (the trainer's split).
+    // The outer step's compute around its collectives, as LayoutTrainer::outer_step
+    // logs it: each part's message and deferred collective, in part order; the
+    // join; each part's update.
+    const auto span = [&](int r, const cost::Cost& c) {
+      logs[size_t(r)].compute(cost::node_seconds(s, layout.node_of(r), c, "outer_sync"), "outer_sync");
+    };
+    std::vector<std::vector<int64_t>> held(static_cast<size_t>(N));  // per rank: the sizes of its parts, in order
     for (size_t p = 0; p < out.parts.size(); ++p) {
       const model::ParamLayout part(s.model, out.parts[p].span());
       for (int c = 0; c < C; ++c) {
+        // Holders of part p at context index c, in world rank order (the trainer's split).
         DryGroup group{{}, kFirstPartComm + int(p) * C + c};
         for (int r = 0; r < N; ++r)
           if (layout.place(r).context_rank == c && holds_part(s, layout.place(r), out.parts[p])) group.ranks.push_back(r);
         for (size_t i = 0; i < group.ranks.size(); ++i) {  // each holder's OuterSync, dry
           const int r = group.ranks[i];
-          comm::RankLog& log = logs[size_t(r)];
-          // The outer step's compute around its collective (LayoutTrainer::outer_step logs the same).
-          const auto span = [&](const cost::Cost& c) {
-            log.compute(cost::node_seconds(s, layout.node_of(r), c, "outer_sync"), "outer_sync");
-          };
           comm::NullCommunicator null(int(i), int(group.ranks.size()));
-          comm::RecordingCommunicator comm(null, log, group.ranks, group.comm_id);
-          span(sync::OuterSync::before_exchange_cost(s.parallel.data_sync, part.count()));
-          sync::OuterSync::exchange_sizes(comm, s.parallel.data_sync, part);
-          span(sync::OuterSync::after_exchange_cost(s.parallel.data_sync, part.count()));
+          comm::RecordingCommunicator comm(null, logs[size_t(r)], group.ranks, group.comm_id);
+          span(r, sync::OuterSync::before_exchange_cost(s.parallel.data_sync, part.count()));
+          sync::OuterSync::exchange_sizes(comm, s.parallel.data_sync, part, /*deferred=*/true);
+          held[size_t(r)].push_back(part.count());
         }
       }
     }
+    for (int r = 0; r < N; ++r) {
+      logs[size_t(r)].join_deferred();
+      for (int64_t elements : held[size_t(r)]) span(r, sync::OuterSync::after_exchange_cost(s.parallel.data_sync, elements));
+    }
+    // Replicas whose boundaries centre on the embedding take its new snapshot.
+    const int snapshot_comms = kFirstPartComm + int(out.parts.size()) * C;
+    for (int q = 0; q < R; ++q) dry_embedding_snapshot(ones[size_t(q)], firsts[size_t(q)], snapshot_comms + q * C, logs);
   }
   std::vector<const comm::RankLog*> views;
   for (const auto& log : logs) views.push_back(&log);

@@ -3,7 +3,10 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "common/binary_io.h"
 #include "common/error.h"
 #include "runtime/compress/dry_codec.h"
 #include "runtime/parallel/pipeline/schedule.h"
@@ -304,6 +307,33 @@ RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t
   if (own_gradients) constraint_.project(model_, /*grads=*/false);
   if (context_) context_->step_codec(g.world, res.lr);
   return res;
+}
+
+void broadcast_embedding_table(comm::Communicator& pipeline, const ModelConfig& model, float* table) {
+  const int64_t count = int64_t(model.vocab) * model.d_model;
+  pipeline.broadcast(table, count, comm::DType::f32, 0,
+                     comm::Wire("embed_snapshot", double(count) * model.bytes_per_element));
+}
+
+void PipelineRank::snapshot_embedding(comm::Communicator& world) {
+  if (!codec_->centres_on_embedding()) return;
+  with_groups(world, [&](const Groups& g) {
+    const ModelConfig& c = scenario_.model;
+    if (k_.device == kernels::Device::dry) return broadcast_embedding_table(g.pipeline, c, nullptr);
+    std::vector<float> table(size_t(c.vocab) * size_t(c.d_model));
+    if (stage_ == 0)
+      k_.download(table.data(), model_.params() + model_.layout().embedding(), table.size() * sizeof(float));
+    broadcast_embedding_table(g.pipeline, c, table.data());
+    codec_->set_embedding_table(std::move(table));
+  });
+}
+
+void PipelineRank::save_boundary_state(std::ostream& out) const {
+  if (codec_->centres_on_embedding()) binary::write_vector(out, codec_->embedding_table());
+}
+
+void PipelineRank::load_boundary_state(std::istream& in) {
+  if (codec_->centres_on_embedding()) codec_->set_embedding_table(binary::read_vector<float>(in, "the boundary's embedding snapshot"));
 }
 
 float PipelineRank::evaluate(comm::Communicator& world, const int32_t* inputs, const int32_t* targets,

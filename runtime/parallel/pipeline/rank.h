@@ -32,6 +32,8 @@
 // wo and w_down, and the first stage its learnable embedding, in span(U)
 // (SubspaceConstraint: gradients projected before the norm, weights after the
 // update), and the first stage adds the frozen table E_fixed to the embedding.
+// embedding_residual: no constraint; the codecs centre on a snapshot of the
+// first stage's embedding (snapshot_embedding), checkpointed with the rank.
 //
 // Compute spans are logged (comm::RankLog): with C = 1 one "stage_fwd" per
 // forward and one "stage_bwd" per backward (pipeline/costs.h); with C > 1
@@ -63,6 +65,11 @@ namespace lowband::parallel {
 // first stage with subspace boundaries: `fixed` keeps that table alive).
 model::ModelOptions stage_model_options(const Scenario& scenario, int stage, kernels::Device device,
                                         std::vector<float>& fixed);
+
+// embedding_residual's table over a pipeline (root: its first stage): `table`
+// (vocab × d_model floats; null in a dry run: the sizes only), Wire
+// "embed_snapshot" at the model's wire precision (bytes_per_element).
+void broadcast_embedding_table(comm::Communicator& pipeline, const ModelConfig& model, float* table);
 
 // Projects what the subspace constraint keeps in span(U) in `model` (a stage's or
 // the whole model's): wo and w_down of every layer before the last stage's first
@@ -100,6 +107,7 @@ class PipelineRank final : public RankProgram {
   const optim::AdamW& optimizer() const override { return optimizer_; }
   ContextAttention* context() override { return context_.get(); }  // null unless C > 1
   const ContextAttention* context() const override { return context_.get(); }
+  const compress::BoundaryCodec& boundary_codec() const { return *codec_; }
   sync::ReplicaSync* replica_sync() override { return context_ ? &sync_ : nullptr; }  // over the context group
   const sync::ReplicaSync* replica_sync() const override { return context_ ? &sync_ : nullptr; }
 
@@ -115,6 +123,12 @@ class PipelineRank final : public RankProgram {
   RankStepResult train_step(const Groups& groups, int step, const int32_t* inputs, const int32_t* targets,
                             int sequences, const DataStep* data = nullptr);
   float evaluate(comm::Communicator& world, const int32_t* inputs, const int32_t* targets, int sequences) override;
+  // compression.boundary embedding_residual: every stage's codec centres on the
+  // first stage's embedding as it is now (stage 0 broadcasts it over the
+  // pipeline). LayoutTrainer calls it at the start and after each outer step.
+  void snapshot_embedding(comm::Communicator& world) override;
+  void save_boundary_state(std::ostream& out) const override;
+  void load_boundary_state(std::istream& in) override;
   double take_kernel_wall_seconds() override { double s = kernel_wall_seconds_; kernel_wall_seconds_ = 0; return s; }
 
  private:
