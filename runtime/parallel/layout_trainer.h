@@ -24,7 +24,8 @@
 //    may differ in their pipelines): for each part it holds a rank runs one
 //    sync::OuterSync over the ranks holding that part with the same context
 //    index in every replica ("pseudo_grad"; a rank's parts' collectives in
-//    flight together). The inner AdamW state stays per replica. The step's loss is the replicas' losses weighted by their targets.
+//    flight together). The inner AdamW state stays per replica. The step's
+//    loss is the replicas' losses weighted by their targets.
 //
 // Selective boundary compression (parallel.replicas[q].compress_boundaries):
 // compression.boundary applies to the replicas that set it, the others send
