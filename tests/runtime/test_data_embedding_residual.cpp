@@ -55,7 +55,9 @@ TEST(EmbeddingResidual, ReplicasHoldOneModelAndTheSnapshotFollowsTheOuterStep) {
     const StepRecord rec = t.train_step(k, batch.inputs.data(), batch.targets.data(), s.training.batch_size);
     for (const sim::Task& task : rec.graph.tasks()) {
       if (task.kind != sim::TaskKind::transfer) continue;
-      if (task.kind_tag == "act" && task.rank == 1) EXPECT_DOUBLE_EQ(task.bytes, rows * (kRank + 1) * b);
+      if (task.kind_tag == "act" && task.rank == 1) {
+        EXPECT_DOUBLE_EQ(task.bytes, rows * (kRank + 1) * b);
+      }
       if (task.kind_tag == "embed_snapshot") {
         EXPECT_EQ(task.rank, 1);
         EXPECT_EQ(task.peer, 2);
@@ -63,7 +65,9 @@ TEST(EmbeddingResidual, ReplicasHoldOneModelAndTheSnapshotFollowsTheOuterStep) {
       }
     }
     EXPECT_EQ(count_transfers(rec.graph, "embed_snapshot"), k == 1 ? 1 : 0) << "only after the outer step";
-    if (k == 0) EXPECT_NE(tensor(t, 1, "embedding"), tensor(t, 0, "embedding")) << "replicas drift between syncs";
+    if (k == 0) {
+      EXPECT_NE(tensor(t, 1, "embedding"), tensor(t, 0, "embedding")) << "replicas drift between syncs";
+    }
   }
   // After the outer step every holder of a tensor has the same bits (no projection back).
   for (const char* name : {"embedding", "layers.0.wo", "layers.0.w_down", "layers.0.wq"})
