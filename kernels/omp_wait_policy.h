@@ -13,14 +13,18 @@
 //
 // libgomp reads these variables once, when it is loaded (before main), so a
 // program can change them only by setting the variable and executing itself
-// again. That happens at most once: the new process finds the variable set.
+// again. That happens at most once: the new process finds the variable set. An
+// executable that links omp_wait_policy.cpp does it from its .preinit_array,
+// before any library's initialiser has run (so they run once, not twice);
+// limit_omp_spinning_by_default does it from main where that did not happen.
 #include <cstddef>
 
 namespace lowband::kernels {
 
 inline constexpr const char* kDefaultOmpWaitPolicy = "passive";
 
-// Call first in main(argc, argv). When neither OMP_WAIT_POLICY nor
+// Call first in main(argc, argv) (which also links the .preinit_array hook in).
+// When neither OMP_WAIT_POLICY nor
 // GOMP_SPINCOUNT is set: sets OMP_WAIT_POLICY=kDefaultOmpWaitPolicy and
 // re-executes /proc/self/exe with the same arguments (does not return on
 // success). Returns normally when either variable is already set (by the user,

@@ -117,7 +117,9 @@ unshare --mount --propagation private bash -c "$inner" >"$work/results" 2>"$work
 cat "$work/mounts.log" >&2
 while read -r name status seconds; do
   say "$name: exit $status after ${seconds}s; last lines:"
-  tail -15 "$work/$name.log" | sed 's/^/    /'
+  tail -n "$([ "$status" = 0 ] && echo 15 || echo 80)" "$work/$name.log" | sed 's/^/    /'
+  # ctest's own summary, which the skipped tests' list can push out of the tail
+  grep -E '^[0-9]+% tests passed|^Total Test time' "$work/$name.log" | sed 's/^/    /' || true
 done <"$work/results"
 if grep -qiE "Failed to fetch|Could not resolve|Unable to connect|Temporary failure resolving" "$work"/*.log 2>/dev/null &&
    [ $rc -ne 0 ]; then

@@ -1,7 +1,8 @@
 // The test binaries run with a passive OpenMP wait policy unless the user chose
-// one (omp_wait_policy_init.cpp re-executes the binary once, before main), and
-// limit_omp_spinning_by_default re-executes with OMP_WAIT_POLICY=passive when
-// neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set.
+// one: the .preinit_array hook (kernels/omp_wait_policy.cpp) re-executes the
+// binary before any library initialises, and limit_omp_spinning_by_default, the
+// fallback called from main (here: omp_wait_policy_init.cpp), re-executes with
+// OMP_WAIT_POLICY=passive when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@ namespace lowband::kernels {
 namespace {
 
 constexpr const char* kReportTo = "LOWBAND_TEST_REPORT_WAIT_POLICY_TO";
+constexpr const char* kCountStartsTo = "LOWBAND_TEST_COUNT_STARTS_TO";  // omp_wait_policy_init.cpp
 
 TEST(OmpWaitPolicy, IsChosenBeforeMainAndCallingAgainReturns) {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
@@ -39,6 +41,42 @@ TEST(OmpWaitPolicyChild, ReportsWaitPolicy) {
   if (out == nullptr) GTEST_SKIP() << "runs only as the child of ReexecutesPassiveWhenNothingIsSet";
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   std::ofstream(out) << (policy != nullptr ? policy : "unset");
+}
+
+// Started with neither variable set, the binary re-executes itself from its
+// .preinit_array: the libraries' and the program's initialisers run once, in the
+// second process (re-executing from main would run them in both: 2 starts).
+TEST(OmpWaitPolicy, ReexecutesBeforeAnyInitialiserRuns) {
+  const std::string base = ::testing::TempDir() + "lowband_wait_policy_pre_" + std::to_string(getpid());
+  const std::string report = base + ".policy", starts = base + ".starts";
+  std::remove(report.c_str());
+  std::remove(starts.c_str());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("GOMP_SPINCOUNT");
+    setenv(kReportTo, report.c_str(), 1);
+    setenv(kCountStartsTo, starts.c_str(), 1);
+    std::freopen("/dev/null", "w", stdout);
+    char self[] = "test_kernels";
+    char filter[] = "--gtest_filter=OmpWaitPolicyChild.ReportsWaitPolicy";
+    char* argv[] = {self, filter, nullptr};
+    execv("/proc/self/exe", argv);
+    _exit(98);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::string got, line;
+  std::ifstream(report) >> got;
+  EXPECT_EQ(got, kDefaultOmpWaitPolicy);
+  int count = 0;
+  for (std::ifstream in(starts); std::getline(in, line);) ++count;
+  EXPECT_EQ(count, 1) << "the program's initialisers ran in more than one process";
+  std::remove(report.c_str());
+  std::remove(starts.c_str());
 }
 
 TEST(OmpWaitPolicy, ReexecutesPassiveWhenNothingIsSet) {
