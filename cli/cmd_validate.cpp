@@ -8,13 +8,20 @@ namespace lowband::cli {
 
 void add_validate_command(CLI::App& app) {
   auto files = std::make_shared<std::vector<std::string>>();
+  auto resolved = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("validate", "check scenario files without running them");
   cmd->add_option("FILE", *files, "scenario JSON files")->required();
-  cmd->callback([files] {
+  cmd->add_flag("--resolved", *resolved,
+                "print each scenario as lowband resolves it (every default filled in, as a run "
+                "directory's scenario.json) instead of \"ok\": one JSON object per line");
+  cmd->callback([files, resolved] {
     // Stops at the first bad file: its error is thrown with the file and JSON path in it.
     for (const auto& file : *files) {
       const Scenario scenario = load_scenario_file(file);
-      std::cout << "ok  " << file << "  (" << scenario.name << ")\n";
+      if (*resolved)
+        std::cout << to_json(scenario).dump() << "\n";
+      else
+        std::cout << "ok  " << file << "  (" << scenario.name << ")\n";
     }
   });
 }

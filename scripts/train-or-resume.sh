@@ -1,15 +1,16 @@
 # Sourced by the experiment scripts (quickstart.sh, figure2.sh); needs $lowband and $runs.
 # train NAME SCENARIO [ARGS...]: trains into $runs/NAME. A run with a checkpoint is
 # resumed (a finished one says so and is left as it is) if it was started from the
-# same scenario files and arguments (a stamp of them beside it, $runs/.NAME.stamp);
-# otherwise (none, or they changed since, e.g. a newer checkout's scenarios) it
-# starts again.
+# same resolved scenarios and arguments (a stamp of them beside it, $runs/.NAME.stamp);
+# otherwise (none, or they changed since, e.g. a newer checkout's scenarios or
+# defaults) it starts again.
 
-# The scenario files' contents and the arguments, as one line.
+# The scenario files as lowband resolves them (defaults filled in: a default changed
+# in a newer lowband restarts the run) and the other arguments, as one line.
 train_stamp() {
   local arg
   for arg in "$@"; do
-    if [ -f "$arg" ]; then sha256sum < "$arg" | cut -d' ' -f1; else printf '%s\n' "$arg"; fi
+    if [ -f "$arg" ]; then "$lowband" validate --resolved "$arg" | sha256sum | cut -d' ' -f1; else printf '%s\n' "$arg"; fi
   done | sha256sum | cut -d' ' -f1
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/scenario/load.h"
 #include "tests/cli/cli_support.h"
 
 namespace {
@@ -29,6 +30,22 @@ TEST_F(Cli, ValidateAcceptsEveryShippedScenario) {
   const auto r = run("validate" + files);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("ok"), std::string::npos);
+}
+
+// --resolved prints what a run would train: the file with every default filled
+// in (scripts/train-or-resume.sh stamps runs with it, so a changed default restarts them).
+TEST_F(Cli, ValidateResolvedPrintsTheScenarioWithItsDefaults) {
+  const std::string file = kScenarios + "quickstart.json";
+  const auto r = run("validate --resolved " + file + " " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string first, second;
+  ASSERT_TRUE(std::getline(lines, first) && std::getline(lines, second)) << r.out;
+  const nlohmann::json printed = nlohmann::json::parse(first);
+  EXPECT_EQ(printed, lowband::to_json(lowband::load_scenario_file(file)));
+  EXPECT_EQ(nlohmann::json::parse(second), printed);
+  // More than the file says: the defaults are there.
+  EXPECT_GT(printed.flatten().size(), nlohmann::json::parse(slurp(file)).flatten().size());
 }
 
 TEST_F(Cli, MissingFileIsOneLineErrorWithStatus2) {
