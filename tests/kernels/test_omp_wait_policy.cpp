@@ -38,9 +38,32 @@ TEST(OmpWaitPolicy, IsChosenBeforeMainAndCallingAgainReturns) {
 // Run in the re-executed child of the next test only: reports what it got.
 TEST(OmpWaitPolicyChild, ReportsWaitPolicy) {
   const char* out = std::getenv(kReportTo);
-  if (out == nullptr) GTEST_SKIP() << "runs only as the child of ReexecutesPassiveWhenNothingIsSet";
+  if (out == nullptr) GTEST_SKIP() << "runs only as the child of the OmpWaitPolicy tests";
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   std::ofstream(out) << (policy != nullptr ? policy : "unset");
+}
+
+// Forks a child with neither variable set, which starts OmpWaitPolicyChild.ReportsWaitPolicy
+// (reporting to `report`; each start counted in `count_starts_to` unless empty) through
+// start(argv). Its exit status; 99: start returned; -1: no child, or it did not exit.
+int run_reporting_child(const std::string& report, const std::string& count_starts_to, void (*start)(char**)) {
+  const pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("GOMP_SPINCOUNT");
+    setenv(kReportTo, report.c_str(), 1);
+    if (!count_starts_to.empty()) setenv(kCountStartsTo, count_starts_to.c_str(), 1);
+    std::freopen("/dev/null", "w", stdout);  // the child's own test report
+    char self[] = "test_kernels";
+    char filter[] = "--gtest_filter=OmpWaitPolicyChild.ReportsWaitPolicy";
+    char* argv[] = {self, filter, nullptr};
+    start(argv);
+    _exit(99);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
 }
 
 // Started with neither variable set, the binary re-executes itself from its
@@ -51,24 +74,7 @@ TEST(OmpWaitPolicy, ReexecutesBeforeAnyInitialiserRuns) {
   const std::string report = base + ".policy", starts = base + ".starts";
   std::remove(report.c_str());
   std::remove(starts.c_str());
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    unsetenv("OMP_WAIT_POLICY");
-    unsetenv("GOMP_SPINCOUNT");
-    setenv(kReportTo, report.c_str(), 1);
-    setenv(kCountStartsTo, starts.c_str(), 1);
-    std::freopen("/dev/null", "w", stdout);
-    char self[] = "test_kernels";
-    char filter[] = "--gtest_filter=OmpWaitPolicyChild.ReportsWaitPolicy";
-    char* argv[] = {self, filter, nullptr};
-    execv("/proc/self/exe", argv);
-    _exit(98);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_EQ(run_reporting_child(report, starts, [](char** argv) { execv("/proc/self/exe", argv); }), 0);
   std::string got, line;
   std::ifstream(report) >> got;
   EXPECT_EQ(got, kDefaultOmpWaitPolicy);
@@ -82,23 +88,7 @@ TEST(OmpWaitPolicy, ReexecutesBeforeAnyInitialiserRuns) {
 TEST(OmpWaitPolicy, ReexecutesPassiveWhenNothingIsSet) {
   const std::string report = ::testing::TempDir() + "lowband_wait_policy_" + std::to_string(getpid());
   std::remove(report.c_str());
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    unsetenv("OMP_WAIT_POLICY");
-    unsetenv("GOMP_SPINCOUNT");
-    setenv(kReportTo, report.c_str(), 1);
-    std::freopen("/dev/null", "w", stdout);  // the child's own test report
-    char self[] = "test_kernels";
-    char filter[] = "--gtest_filter=OmpWaitPolicyChild.ReportsWaitPolicy";
-    char* argv[] = {self, filter, nullptr};
-    limit_omp_spinning_by_default(argv);
-    _exit(99);  // returned: it did not re-execute
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "99: did not re-execute";
+  EXPECT_EQ(run_reporting_child(report, "", limit_omp_spinning_by_default), 0) << "99: did not re-execute";
   std::string got;
   std::ifstream(report) >> got;
   EXPECT_EQ(got, kDefaultOmpWaitPolicy);
