@@ -14,6 +14,7 @@ struct TransportBenchArgs {
   std::vector<std::string> collectives;   // empty: all_reduce, all_gather, reduce_scatter, broadcast
   int ranks = 0;                          // in-process: threads (0: scenario_ranks()); mpi: must match -np
   int iters = 0;                          // timed calls per row (0: ~0.2 s worth)
+  bool per_call = false;                  // a comment line per timed call under each row
 };
 
 // One --sizes value in bytes: a size with its unit, above 0 ("0B" is an error naming --sizes).

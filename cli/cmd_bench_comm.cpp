@@ -22,6 +22,7 @@ struct BenchCommArgs {
   bool json = false;
   std::string transport = "simulated";
   int iters = 0;
+  bool per_call = false;
 };
 
 constexpr sim::Collective kCollectives[] = {sim::Collective::all_gather, sim::Collective::reduce_scatter,
@@ -105,6 +106,9 @@ void add_bench_comm_command(CLI::App& app) {
                   "nccl: one GPU per process): the last three time lowband's own communicators on this machine")
       ->check(CLI::IsMember({"simulated", "in-process", "mpi", "nccl"}));
   cmd->add_option("--iters", args->iters, "in-process/mpi/nccl: timed calls per row (default: about 0.2 s worth)");
+  cmd->add_flag("--per-call", args->per_call,
+                "in-process/mpi/nccl: under each row, every timed call's time (the slowest rank's) and when it "
+                "started (CLOCK_MONOTONIC seconds, rank 0)");
   cmd->callback([args, cmd, sizes_option, collectives_option] {
     if (cmd->count("--ranks") && args->ranks < 1) throw InputError("--ranks", "must be at least 1, got " + std::to_string(args->ranks));
     if (cmd->count("--iters") && (args->iters < 1 || args->iters > 1000000))
@@ -112,10 +116,12 @@ void add_bench_comm_command(CLI::App& app) {
                                       std::to_string(args->iters));
     if (cmd->count("--iters") && args->transport == "simulated")
       throw InputError("--iters", "only with --transport in-process, mpi or nccl: a simulated row is timed once");
+    if (args->per_call && args->transport == "simulated")
+      throw InputError("--per-call", "only with --transport in-process, mpi or nccl: a simulated row is one call");
     if (args->transport != "simulated")
       return run_transport_bench({args->transport, sizes_option->count() ? args->sizes : std::vector<std::string>{},
                                   collectives_option->count() ? args->collectives : std::vector<std::string>{},
-                                  args->ranks, args->iters},
+                                  args->ranks, args->iters, args->per_call},
                                  [&] { return load_scenario(args->source).parallel.ranks(); });
     std::vector<double> sizes_bytes;
     for (const auto& s : args->sizes) sizes_bytes.push_back(bench_size_bytes(s));

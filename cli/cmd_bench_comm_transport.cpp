@@ -19,6 +19,7 @@ struct Plan {
   std::vector<int64_t> counts;  // f32 elements per row size
   std::vector<comm::Collective> collectives;
   int iters = 0;
+  bool per_call = false;
 };
 
 Plan make_plan(const TransportBenchArgs& args) {
@@ -43,6 +44,7 @@ Plan make_plan(const TransportBenchArgs& args) {
   }
   if (args.iters < 0) throw InputError("--iters", "must be >= 0 (0: about 0.2 s of calls per row)");
   plan.iters = args.iters;
+  plan.per_call = args.per_call;
   return plan;
 }
 
@@ -54,7 +56,11 @@ int64_t run_rows(comm::Communicator& comm, const Plan& plan, bool print) {
     for (comm::Collective c : plan.collectives) {
       const comm::BenchRow row = comm::bench_collective(comm, c, count, comm::DType::f32, 2, plan.iters);
       wrong += row.wrong;
-      if (print) comm::print_bench_row(std::cout, row), std::cout.flush();
+      if (print) {
+        comm::print_bench_row(std::cout, row);
+        if (plan.per_call) comm::print_bench_calls(std::cout, row);
+        std::cout.flush();
+      }
     }
   if (print) std::cout << "# #wrong in all: " << wrong << "\n";
   return wrong;
@@ -79,7 +85,7 @@ void run_transport_bench(const TransportBenchArgs& args, const std::function<int
                                   "this machine's cores (" + std::to_string(max_threads_here()) + "): give --ranks N");
     if (flags_only()) return;  // checked: no threads started
     std::cout << "# transport in-process: " << p
-              << " ranks as threads of one process, free-running (no baton); float32; time: the slowest rank's mean\n";
+              << " ranks as threads of one process, free-running (no baton); float32; time: each call started together, the slowest rank's, mean over the calls\n";
     comm::InProcessWorld world(p, /*baton=*/false);
     world.run([&](comm::Communicator& c) {
       const int64_t w = run_rows(c, plan, c.rank() == 0);
@@ -98,7 +104,7 @@ void run_transport_bench(const TransportBenchArgs& args, const std::function<int
                                         std::to_string(world->size()) + " processes");
       if (world->rank() == 0)
         std::cout << "# transport " << args.transport << ": " << world->size() << " processes ("
-                  << world->describe() << "); float32, host buffers; time: the slowest rank's mean\n";
+                  << world->describe() << "); float32, host buffers; time: each call started together, the slowest rank's, mean over the calls\n";
       wrong = run_rows(*world, plan, world->rank() == 0);
     }
   } else {

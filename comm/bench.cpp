@@ -145,13 +145,41 @@ double max_over_ranks(Communicator& comm, double x) {
   return *std::max_element(all.begin(), all.end());
 }
 
-double seconds_for(Communicator& comm, Collective collective, int64_t count, DType type, Timed& t, int calls) {
-  int64_t sync = 0;
-  comm.all_reduce_sum(&sync, 1, DType::i64, "bench");  // start together
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) call_once(comm, collective, count, type, t);
-  const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return max_over_ranks(comm, mine);
+// Each timed call's seconds, the slowest rank's, and the time rank 0 started it.
+struct CallTimes {
+  std::vector<double> seconds, started_s;
+  double total_s = 0;  // their sum
+};
+
+// Every call starts together, as the simulated row's one call does: an all-gather of
+// one value per rank first, so every ring round carries a message from every rank and
+// each returns P-1 hops after the last one arrived. (Back to back, a call's time
+// depends on how far apart the ranks left the one before; and an all-reduce of one
+// element, the sync this replaced, has P-1 empty segments whose messages the MPI
+// transport skips: the ranks left it up to P-1 hops apart, and the first timed call
+// of every row took one path round trip more at 300 Mbit/s, 25 ms.)
+CallTimes time_calls(Communicator& comm, Collective collective, int64_t count, DType type, Timed& t, int calls) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> mine(static_cast<size_t>(calls)), started(static_cast<size_t>(calls));
+  for (int i = 0; i < calls; ++i) {
+    max_over_ranks(comm, 0.0);
+    const auto call_start = clock::now();
+    started[static_cast<size_t>(i)] = std::chrono::duration<double>(call_start.time_since_epoch()).count();
+    call_once(comm, collective, count, type, t);
+    mine[static_cast<size_t>(i)] = std::chrono::duration<double>(clock::now() - call_start).count();
+  }
+  // Every rank's durations side by side, then the largest of each.
+  const size_t n = mine.size(), p = static_cast<size_t>(comm.size());
+  std::vector<double> all(n * p);
+  comm.all_gather(mine.data(), all.data(), std::vector<int64_t>(p, static_cast<int64_t>(n)), DType::f64, "bench");
+  CallTimes times;
+  times.seconds.assign(n, 0.0);
+  for (size_t r = 0; r < p; ++r)
+    for (size_t i = 0; i < n; ++i) times.seconds[i] = std::max(times.seconds[i], all[r * n + i]);
+  for (double s : times.seconds) times.total_s += s;
+  comm.broadcast(started.data(), calls, DType::f64, 0, "bench");
+  times.started_s = std::move(started);
+  return times;
 }
 
 }  // namespace
@@ -185,11 +213,15 @@ BenchRow bench_collective(Communicator& comm, Collective collective, int64_t cou
   Timed t = timed_buffers(comm, collective, count, dtype_bytes(type));
   for (int i = 0; i < warmup; ++i) call_once(comm, collective, count, type, t);
   if (iters <= 0) {
-    const double one = seconds_for(comm, collective, count, type, t, 1);
+    const double one = time_calls(comm, collective, count, type, t, 1).total_s;
     iters = static_cast<int>(std::clamp(0.2 / std::max(one, 1e-9), 5.0, 1000.0));
   }
-  const double seconds = seconds_for(comm, collective, count, type, t, iters) / iters;
+  const CallTimes times = time_calls(comm, collective, count, type, t, iters);
+  const double seconds = times.total_s / iters;
   row.time_us = seconds * 1e6;
+  row.call_us.reserve(times.seconds.size());
+  for (double s : times.seconds) row.call_us.push_back(s * 1e6);
+  row.call_started_s = times.started_s;
   row.algbw_gb_s = seconds > 0 ? row.size_bytes / seconds / 1e9 : 0;
   row.busbw_gb_s = row.algbw_gb_s * bus_bandwidth_factor(collective, row.ranks);
   return row;
@@ -203,6 +235,15 @@ void print_bench_header(std::ostream& out) {
   std::snprintf(line, sizeof line, "# %12s  %12s  %6s  %-14s %4s  %10s  %8s  %8s  %6s\n", "", "(elements)", "", "",
                 "", "", "(GB/s)", "(GB/s)", "");
   out << line;
+}
+
+void print_bench_calls(std::ostream& out, const BenchRow& r) {
+  char line[160];
+  for (size_t i = 0; i < r.call_us.size(); ++i) {
+    std::snprintf(line, sizeof line, "#   %s call %zu: %.1f us (slowest rank), started at %.6f s\n",
+                  to_string(r.collective), i, r.call_us[i], r.call_started_s[i]);
+    out << line;
+  }
 }
 
 void print_bench_row(std::ostream& out, const BenchRow& r) {

@@ -5,6 +5,7 @@
 // --transport ...` and by the tests of every communicator.
 #include <cstdint>
 #include <ostream>
+#include <vector>
 
 #include "comm/communicator.h"
 
@@ -32,21 +33,25 @@ struct BenchRow {
   int ranks = 0;
   int64_t count = 0;       // elements, as run_checked counts them
   double size_bytes = 0;   // count x element size (nccl-tests' "size")
-  double time_us = 0;      // per call, the slowest rank's mean over the timed calls
+  double time_us = 0;      // per call: the mean over the timed calls of the slowest rank's time
   double algbw_gb_s = 0;   // size / time
   double busbw_gb_s = 0;   // algbw x bus_bandwidth_factor
   int64_t wrong = 0;       // wrong elements over all ranks, from one checked call
+  std::vector<double> call_us;         // each timed call, the slowest rank's time
+  std::vector<double> call_started_s;  // when rank 0 started it (steady_clock: CLOCK_MONOTONIC on Linux)
 };
 
 // One checked call, `warmup` untimed calls, then `iters` timed ones (on zeros, so
 // repeated sums stay finite; iters <= 0: as many as fill ~0.2 s, 5..1000, from the
-// slowest rank's time for one call). Every rank calls it together; every rank
-// gets the row.
+// slowest rank's time for one call), each started on every rank together. Every
+// rank calls it together; every rank gets the row.
 BenchRow bench_collective(Communicator& comm, Collective collective, int64_t count, DType type, int warmup,
                           int iters);
 
 // nccl-tests' columns: size, count, type, redop, root, time, algbw, busbw, #wrong.
 void print_bench_header(std::ostream& out);
 void print_bench_row(std::ostream& out, const BenchRow& row);
+// One comment line per timed call of the row (bench-comm --per-call).
+void print_bench_calls(std::ostream& out, const BenchRow& row);
 
 }  // namespace lowband::comm

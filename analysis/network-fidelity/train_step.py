@@ -5,8 +5,11 @@ train-step-collectives.csv, and prints train-step.md's two tables:
 
   analysis/network-fidelity/train_step.py RUNS_DIR [COLLECTIVES_DIR] [--csv NAME]
 RUNS_DIR is searched recursively (rounds of train-step.sh in subdirectories are
-repetitions of their own); --csv NAME writes NAME and NAME's -collectives twin here
-instead of train-step.csv (a later experiment's runs beside the earlier ones).
+repetitions of their own; - for none: the collectives alone); --csv NAME writes NAME
+and NAME's -collectives twin here instead of train-step.csv (a later experiment's runs
+beside the earlier ones). Sessions timed with --per-call (train-step.sh since
+2026-11-29) also give NAME's -calls twin: one row per timed call, and whether a
+window collapse (CWND_TRACE=1: bbr's PROBE_RTT) fell inside it.
 
 real_seconds is rank 0's train_step wall time minus record_wall_seconds (gathering the
 ranks' logs to build the step graph, bookkeeping the replayed graph does not contain).
@@ -114,6 +117,23 @@ def bench_rows(path, time_column, scale):
     return out
 
 
+def bench_calls(path):
+    """{collective: [(started_s, seconds), ...]} from bench-comm --per-call lines (none in older sessions)."""
+    out = {}
+    for line in open(path):
+        m = re.match(r"#\s+(\w+) call \d+: ([\d.]+) us \(slowest rank\), started at ([\d.]+) s", line)
+        if m:
+            out.setdefault(m.group(1), []).append((float(m.group(3)), float(m.group(2)) * 1e-6))
+    return out
+
+
+def window_collapses(path):
+    """CLOCK_MONOTONIC times of tcp_probe events with a window of <= 4 segments (CWND_TRACE=1), or None."""
+    if not os.path.exists(path):
+        return None
+    return [float(line.split()[0]) for line in open(path) if line.strip()]
+
+
 def collectives(root, collectives_csv):
     """One CSV row per session (cRATE-dDELAY-LABEL, found at any depth: step-grid.sh writes one per round);
     the table gives per point the median real time, the median of tcp / real and the sessions' spread."""
@@ -124,10 +144,15 @@ def collectives(root, collectives_csv):
             continue
         mpi = bench_rows(f"{d}/mpi.txt", 5, 1e-6)
         ideal, tcp = bench_rows(f"{d}/ideal.txt", 3, 1e-3), bench_rows(f"{d}/tcp.txt", 3, 1e-3)
+        calls, collapses = bench_calls(f"{d}/mpi.txt"), window_collapses(f"{d}/cwnd-collapses.txt")
         load = open(f"{d}/uptime.txt").read().split("load average:")[1].split(",")[0].strip()
         for name in ("all_reduce", "all_gather", "reduce_scatter"):
+            mine = calls.get(name, [])
+            hit = "" if collapses is None else sum(any(t0 <= t <= t0 + s for t in collapses) for t0, s in mine)
             rows.append({"rate_mbit": m.group(1), "link_delay_ms": m.group(2), "mpi": m.group(3),
                          "collective": name, "bytes": 13200000, "real_seconds": f"{mpi[name]:.4f}",
+                         "real_call_median_seconds": f"{statistics.median(s for _, s in mine):.4f}" if mine else "",
+                         "calls": len(mine) or "", "calls_in_window_collapse": hit,
                          "sim_ideal_seconds": f"{ideal[name]:.4f}", "sim_tcp_seconds": f"{tcp[name]:.4f}",
                          "loadavg_1min": load, "session": os.path.relpath(d, root)})
     key = lambda r: (float(r["link_delay_ms"]), int(r["rate_mbit"]), r["mpi"] != "default", r["mpi"], r["collective"])
@@ -136,9 +161,25 @@ def collectives(root, collectives_csv):
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    call_rows = []
+    for r in rows:
+        d = os.path.join(root, r["session"])
+        collapses = window_collapses(f"{d}/cwnd-collapses.txt")
+        for i, (t0, s) in enumerate(bench_calls(f"{d}/mpi.txt").get(r["collective"], [])):
+            call_rows.append({"session": r["session"], "collective": r["collective"], "call": i,
+                              "started_monotonic_s": f"{t0:.6f}", "seconds": f"{s:.6f}",
+                              "window_collapse_inside": "" if collapses is None else
+                              int(any(t0 <= t <= t0 + s for t in collapses))})
+    if call_rows:
+        with open(os.path.join(HERE, collectives_csv.replace("-collectives.csv", "-calls.csv")), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(call_rows[0]))
+            w.writeheader()
+            w.writerows(call_rows)
+    per_call = all(r["calls"] for r in rows)
     print("\n| rate | link delay | Open MPI | collective | sessions | real (s), median | spread | `ideal` (s) "
-          "| `tcp` (s) | tcp / real, median | load |")
-    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| `tcp` (s) | tcp / real, median |" + (" one call (s), median | tcp / one call | calls in a window collapse |"
+                                                  if per_call else "") + " load |")
+    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if per_call else "") + "---:|")
     points = {}
     for r in rows:
         points.setdefault(key(r), []).append(r)
@@ -146,9 +187,15 @@ def collectives(root, collectives_csv):
         r, real = use[0], sorted(float(u["real_seconds"]) for u in use)
         ratio = statistics.median(float(u["sim_tcp_seconds"]) / float(u["real_seconds"]) for u in use)
         loads = sorted(float(u["loadavg_1min"]) for u in use)
+        one_call = ""
+        if per_call:  # the median over every session's calls
+            median = statistics.median(s for u in use for _, s in bench_calls(f"{root}/{u['session']}/mpi.txt")[u["collective"]])
+            hits = [u["calls_in_window_collapse"] for u in use]
+            one_call = (f" {median:.3f} | {float(r['sim_tcp_seconds']) / median:.2f} | "
+                        + (f"{sum(hits)} of {sum(u['calls'] for u in use)} |" if "" not in hits else "— |"))
         print(f"| {r['rate_mbit']} Mbit/s | {r['link_delay_ms']} ms | {r['mpi']} | {r['collective']} | {len(use)} "
               f"| {statistics.median(real):.3f} | {real[0]:.3f}–{real[-1]:.3f} | {float(r['sim_ideal_seconds']):.3f} "
-              f"| {float(r['sim_tcp_seconds']):.3f} | {ratio:.2f} | {loads[0]:.1f}–{loads[-1]:.1f} |")
+              f"| {float(r['sim_tcp_seconds']):.3f} | {ratio:.2f} |{one_call} {loads[0]:.1f}–{loads[-1]:.1f} |")
 
 
 def main():
@@ -160,6 +207,10 @@ def main():
         del args[at:at + 2]
     if not args:
         sys.exit(__doc__)
+    if args[0] == "-":
+        if len(args) > 1:
+            collectives(args[1], csv_name.replace(".csv", "-collectives.csv"))
+        return
     out = os.path.join(HERE, csv_name)
     runs = sorted(d for d in glob.glob(os.path.join(args[0], "**", "r*-d*-*-*"), recursive=True) if os.path.isdir(d))
     rows = []

@@ -20,7 +20,9 @@
 # --collectives times lowband's MPI communicator alone on the same hosts (`lowband
 # bench-comm --transport mpi`: all-reduce, all-gather and reduce-scatter of SIZE,
 # default 13.2MB, the step's gradient buffer) into OUT_DIR/cRATE-dDELAY-LABEL/mpi.txt,
-# and bench-comm's simulated times on the two scenarios' networks into ideal.txt, tcp.txt.
+# and bench-comm's simulated times on the two scenarios' networks into ideal.txt, tcp.txt;
+# COLLECTIVES="all_gather ..." (the order they run in) and ITERS (timed calls, default 3)
+# change what is timed; the hosts' TCP counters (nstat) before and after are kept.
 #
 # SCENARIO=NAME (default testbed-step) trains scenarios/NAME.json and times it on
 # scenarios/NAME-tcp.json too (testbed-step-sparseloco: 4 SparseLoCo replicas).
@@ -93,13 +95,36 @@ mpirun_in_testbed() {
   timeout 600 ip netns exec lbtb-h0 unshare --uts sh -c "hostname lbtb-h0 && exec $mpi"
 }
 
+# CWND_TRACE=1: the kernel's tcp_probe events whose window is 4 segments or less on
+# the testbed's connections (bbr's PROBE_RTT, or a loss), into cwnd-collapses.txt:
+# CLOCK_MONOTONIC seconds, as mpi.txt's per-call lines (tracefs; the host's events).
+cwnd_trace() {
+  local t=/sys/kernel/tracing
+  [ -d $t/events ] || mount -t tracefs nodev $t
+  if [ "$1" = start ]; then
+    echo mono >$t/trace_clock
+    echo 'snd_cwnd <= 4' >$t/events/tcp/tcp_probe/filter
+    echo >$t/trace
+    echo 1 >$t/events/tcp/tcp_probe/enable
+  else
+    echo 0 >$t/events/tcp/tcp_probe/enable
+    { grep -o '[0-9.]*: tcp_probe: .*' $t/trace | grep 'src=10\.14\.' || true; } |
+      awk '{sub(":", "", $1); print $1, $4, $5, $10}' >"$2"
+  fi
+}
+
 if [ $mode = collectives ]; then
   dir=$out/c$rate-d$delay-$label
   mkdir -p "$dir"
   uptime >"$dir/uptime.txt"
   sets="--set network.bandwidth=${rate}Mbps --set network.latency=${delay}ms"
-  what="--sizes $size --collectives all_reduce all_gather reduce_scatter"
-  (cd "$dir" && mpirun_in_testbed $lowband bench-comm --transport mpi $what --iters 3) >"$dir/mpi.txt" 2>&1
+  what="--sizes $size --collectives ${COLLECTIVES:-all_reduce all_gather reduce_scatter}"
+  nstat_all() { for ((i = 0; i < nodes; i++)); do echo "# lbtb-h$i"; ip netns exec lbtb-h$i nstat -az; done; }
+  nstat_all >"$dir/nstat-before.txt"
+  [ "${CWND_TRACE:-0}" = 1 ] && cwnd_trace start
+  (cd "$dir" && mpirun_in_testbed $lowband bench-comm --transport mpi $what --iters "${ITERS:-3}" --per-call) >"$dir/mpi.txt" 2>&1
+  [ "${CWND_TRACE:-0}" = 1 ] && cwnd_trace stop "$dir/cwnd-collapses.txt"
+  nstat_all >"$dir/nstat-after.txt"
   "$lowband" bench-comm "$root/scenarios/$scenario.json" $sets $what >"$dir/ideal.txt"
   "$lowband" bench-comm "$root/scenarios/$scenario-tcp.json" $sets $what >"$dir/tcp.txt"
   grep -h -v '^#' "$dir/mpi.txt" "$dir/ideal.txt" "$dir/tcp.txt"

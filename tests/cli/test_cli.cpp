@@ -175,6 +175,48 @@ TEST_F(Cli, BenchCommInProcessTimesAndChecksEveryCollective) {
   EXPECT_EQ(rows, 2 * 4) << r.out;
 }
 
+// --per-call: a line per timed call under its row, and the row's time is their mean
+// (each call started together, the slowest rank's time).
+TEST_F(Cli, BenchCommPerCallLinesAverageToTheRow) {
+  const auto r = run("bench-comm --transport in-process --ranks 3 --sizes 4KB --collectives all_gather,reduce_scatter "
+                     "--iters 4 --per-call");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::vector<double> rows_us;
+  std::vector<std::vector<double>> calls_us;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string first, name, word;
+    fields >> first;
+    if (line.find(" us (slowest rank), started at ") != std::string::npos) {
+      int index = -1;
+      double us = 0;
+      fields >> name >> word >> index;  // "#   all_gather call 2: 12.3 us ..."
+      fields.ignore(1) >> us;
+      ASSERT_FALSE(calls_us.empty()) << line;
+      EXPECT_EQ(index, int(calls_us.back().size())) << line;
+      calls_us.back().push_back(us);
+    } else if (!first.empty() && first[0] != '#') {
+      double size = 0, time = 0;
+      std::string count, type, collective, root;
+      std::istringstream row(line);
+      row >> size >> count >> type >> collective >> root >> time;
+      rows_us.push_back(time);
+      calls_us.emplace_back();
+    }
+  }
+  ASSERT_EQ(rows_us.size(), 2u) << r.out;
+  for (size_t i = 0; i < rows_us.size(); ++i) {
+    ASSERT_EQ(calls_us[i].size(), 4u) << r.out;
+    double sum = 0;
+    for (double us : calls_us[i]) sum += us;
+    EXPECT_NEAR(sum / 4, rows_us[i], 0.05 + 1e-6 * rows_us[i]) << r.out;  // printed to 0.1 us
+  }
+  const auto simulated = run("bench-comm --builtin default --per-call");
+  EXPECT_EQ(simulated.exit_code, 2);
+  EXPECT_NE(simulated.err.find("--per-call"), std::string::npos) << simulated.err;
+}
+
 TEST_F(Cli, BenchCommRealTransportsNameTheirFlags) {
   auto r = run("bench-comm --transport mpi");  // not under mpirun
   EXPECT_EQ(r.exit_code, 2);
