@@ -10,7 +10,8 @@ warm vs idle (a gap before each message, tcp_slow_start_after_idle=1 on the send
 two messages written back to back, and bbr's window on warm transfers.
 
 Delays are one-way *path* delays: each of the two access links a message crosses
-gets half. Every load is bounded by subprocess timeouts and stays on 10.14.0.0/24
+gets half. RATES, DELAYS, SIZES_MIB (comma lists) keep only those values of the p2p
+and ring grids, for a rerun of some cases (STATES_RATES does so for states). Every load is bounded by subprocess timeouts and stays on 10.14.0.0/24
 inside the testbed's namespaces.
 """
 import csv
@@ -54,6 +55,12 @@ def runs(cmd, timeout):
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
+def only(name, values):
+    """The grid's values that the comma list in $name keeps (all when unset)."""
+    keep = os.environ.get(name)
+    return values if not keep else [v for v in values if str(v) in keep.split(",")]
+
+
 def warmups(size):
     return min(16, max(2, math.ceil(16 * MIB / size)))
 
@@ -66,6 +73,8 @@ def p2p(writer, quick):
     ccs = ["cubic", "bbr"]
     if quick:
         rates, delays, sizes, sndbufs, ccs = [1000], [25], [8 * MIB], [4 * MIB], ["cubic"]
+    rates, delays = only("RATES", rates), only("DELAYS", delays)
+    sizes = [s * MIB for s in only("SIZES_MIB", [s // MIB for s in sizes])]
     for sndbuf, rate, delay in itertools.product(sndbufs, rates, delays):
         up(2, rate, delay, sndbuf)
         server = serve(1)
@@ -124,6 +133,8 @@ def ring(writer, quick):
                                                                    ["cubic", "bbr"]) if not (r == 100 and s > 8 * MIB)]
     if quick:
         configs = [(1000, 25, 8 * MIB, "cubic")]
+    configs = [c for c in configs if c[0] in only("RATES", [c[0]]) and c[1] in only("DELAYS", [c[1]])
+               and c[2] // MIB in only("SIZES_MIB", [c[2] // MIB])]
     hosts = ",".join(f"10.14.{i}.2" for i in range(4))
     for rate, delay, size, cc in configs:
         up(4, rate, delay, 4 * MIB)

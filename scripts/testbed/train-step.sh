@@ -96,23 +96,8 @@ mpirun_in_testbed() {
 }
 
 # CWND_TRACE=1: the kernel's tcp_probe events whose window is 4 segments or less on
-# the testbed's connections (bbr's PROBE_RTT, or a loss), into cwnd-collapses.txt:
-# CLOCK_MONOTONIC seconds, as mpi.txt's per-call lines (tracefs; the host's events).
-cwnd_trace() {
-  local t=/sys/kernel/tracing
-  [ -d $t/events ] || mount -t tracefs nodev $t
-  if [ "$1" = start ]; then
-    echo mono >$t/trace_clock
-    echo 'snd_cwnd <= 4' >$t/events/tcp/tcp_probe/filter
-    echo >$t/trace
-    echo 1 >$t/events/tcp/tcp_probe/enable
-  else
-    echo 0 >$t/events/tcp/tcp_probe/enable
-    { grep -o '[0-9.]*: tcp_probe: .*' $t/trace | grep 'src=10\.14\.' || true; } |
-      awk '{sub(":", "", $1); print $1, $4, $5, $10}' >"$2"
-  fi
-}
-
+# the testbed's connections (bbr's PROBE_RTT, or a loss) into cwnd-collapses.txt,
+# CLOCK_MONOTONIC seconds first, as mpi.txt's per-call lines (tcp-probe.sh).
 if [ $mode = collectives ]; then
   dir=$out/c$rate-d$delay-$label
   mkdir -p "$dir"
@@ -121,9 +106,9 @@ if [ $mode = collectives ]; then
   what="--sizes $size --collectives ${COLLECTIVES:-all_reduce all_gather reduce_scatter}"
   nstat_all() { for ((i = 0; i < nodes; i++)); do echo "# lbtb-h$i"; ip netns exec lbtb-h$i nstat -az; done; }
   nstat_all >"$dir/nstat-before.txt"
-  [ "${CWND_TRACE:-0}" = 1 ] && cwnd_trace start
+  [ "${CWND_TRACE:-0}" = 1 ] && "$here/tcp-probe.sh" start 'snd_cwnd <= 4'
   (cd "$dir" && mpirun_in_testbed $lowband bench-comm --transport mpi $what --iters "${ITERS:-3}" --per-call) >"$dir/mpi.txt" 2>&1
-  [ "${CWND_TRACE:-0}" = 1 ] && cwnd_trace stop "$dir/cwnd-collapses.txt"
+  [ "${CWND_TRACE:-0}" = 1 ] && "$here/tcp-probe.sh" stop "$dir/cwnd-collapses.txt"
   nstat_all >"$dir/nstat-after.txt"
   "$lowband" bench-comm "$root/scenarios/$scenario.json" $sets $what >"$dir/ideal.txt"
   "$lowband" bench-comm "$root/scenarios/$scenario-tcp.json" $sets $what >"$dir/tcp.txt"
