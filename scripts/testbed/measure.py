@@ -11,7 +11,8 @@ two messages written back to back, and bbr's window on warm transfers.
 
 Delays are one-way *path* delays: each of the two access links a message crosses
 gets half. RATES, DELAYS, SIZES_MIB (comma lists) keep only those values of the p2p
-and ring grids, for a rerun of some cases (STATES_RATES does so for states). Every load is bounded by subprocess timeouts and stays on 10.14.0.0/24
+and ring grids, for a rerun of some cases (STATES_RATES does so for states). RENICE=1
+(or STATES_RENICE=1) runs the delay lines at nice -10, ahead of the senders. Every load is bounded by subprocess timeouts and stays on 10.14.0.0/24
 inside the testbed's namespaces.
 """
 import csv
@@ -36,6 +37,10 @@ def sh(*args, timeout=60):
 
 def up(nodes, rate_mbit, path_delay_ms, sndbuf):
     sh(TESTBED, "up", str(nodes), str(rate_mbit), str(path_delay_ms / 2), str(sndbuf))
+    if os.environ.get("RENICE") or os.environ.get("STATES_RENICE"):  # the delay lines before everything else
+        for i in range(nodes):
+            with open(f"/run/lowband-testbed/h{i}.pid") as f:
+                sh("renice", "-n", "-10", "-p", f.read().strip())
 
 
 def in_host(i, *args):
@@ -169,10 +174,6 @@ def states(writer, quick):
         setups = [(1000, 25)]
     for rate, delay in setups:
         up(2, rate, delay, 4 * MIB)
-        if os.environ.get("STATES_RENICE"):  # the delay lines before other jobs on a loaded machine
-            for i in range(2):
-                with open(f"/run/lowband-testbed/h{i}.pid") as f:
-                    sh("renice", "-n", "-10", "-p", f.read().strip())
         server = serve(1)
         time.sleep(0.3)
 
