@@ -210,7 +210,7 @@ TEST_F(Cli, BenchCommPerCallLinesAverageToTheRow) {
     ASSERT_EQ(calls_us[i].size(), 4u) << r.out;
     double sum = 0;
     for (double us : calls_us[i]) sum += us;
-    EXPECT_NEAR(sum / 4, rows_us[i], 0.05 + 1e-6 * rows_us[i]) << r.out;  // printed to 0.1 us
+    EXPECT_NEAR(sum / 4, rows_us[i], 0.11) << r.out;  // each printed to 0.1 us
   }
   const auto simulated = run("bench-comm --builtin default --per-call");
   EXPECT_EQ(simulated.exit_code, 2);
