@@ -1,4 +1,4 @@
-// `lowband plot RUN_DIR|SWEEP_DIR... [--out DIR] [--format png,svg] [--target-loss X]`:
+// `lowband plot RUN_DIR|SWEEP_DIR... [--out DIR] [--format png,svg] [--target-loss X] [--curves C]`:
 // loss vs simulated wall-clock time and vs step, tokens/s and time to a target loss
 // vs bandwidth (one series per compression), drawn with gnuplot
 // (runtime/report/figures.h, plot_gnuplot.h). Exit 1 when gnuplot is missing or fails.
@@ -22,6 +22,7 @@ struct PlotArgs {
   std::string out;
   std::vector<std::string> formats = {"png", "svg"};
   std::optional<double> target_loss;
+  std::string curves = "auto";
 };
 
 // One input: INPUT/plots; several: ./plots.
@@ -41,6 +42,11 @@ void add_plot_command(CLI::App& app) {
   cmd->add_option("--format", args->formats, "image formats: png, svg (default both)")->delimiter(',');
   cmd->add_option("--target-loss", args->target_loss,
                   "loss for the time-to-target figure (default: the highest final loss among the runs)");
+  cmd->add_option("--curves", args->curves,
+                  "loss curves per run: auto (train and validation up to " +
+                      std::to_string(report::kMostRunsWithTrainingCurves) +
+                      " runs, validation only beyond), both, validation")
+      ->check(CLI::IsMember({"auto", "both", "validation"}));
   cmd->callback([args] {
     for (const std::string& f : args->formats)
       if (!report::is_image_format(f)) throw InputError("--format", "unknown format \"" + f + "\" (expected png, svg)");
@@ -50,7 +56,10 @@ void add_plot_command(CLI::App& app) {
     for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
     const double target = args->target_loss ? *args->target_loss : report::default_target_loss(loaded.runs);
     const std::string origin = args->target_loss ? "--target-loss" : "highest final loss among the runs";
-    const auto figures = report::build_figures(loaded.runs, target, origin);
+    const report::LossCurves curves = args->curves == "both"         ? report::LossCurves::both
+                                      : args->curves == "validation" ? report::LossCurves::validation
+                                                                     : report::LossCurves::automatic;
+    const auto figures = report::build_figures(loaded.runs, target, origin, curves);
     if (flags_only()) return;  // checked: no gnuplot, nothing written
     try {
       report::require_gnuplot();  // before anything is written

@@ -40,9 +40,10 @@ std::string projection_title(const std::vector<RunData>& runs) {
 }
 
 // A train and a validation series per run (one colour), at x_of(row); rows
-// without an x are left out.
+// without an x are left out. Without `with_train`, a run's training series only
+// where it has no validation series.
 template <typename XOf>
-void add_loss_series(Figure& f, const std::vector<RunData>& runs, XOf x_of) {
+void add_loss_series(Figure& f, const std::vector<RunData>& runs, XOf x_of, bool with_train) {
   for (size_t i = 0; i < runs.size(); ++i) {
     Series train{runs[i].label + " train", {}, Series::Style::lines, int(i)};
     Series val{runs[i].label + " validation", {}, Series::Style::linespoints, int(i)};
@@ -52,9 +53,16 @@ void add_loss_series(Figure& f, const std::vector<RunData>& runs, XOf x_of) {
       if (std::isfinite(row.train_loss)) train.points.emplace_back(*x, row.train_loss);
       if (row.val_loss && std::isfinite(*row.val_loss)) val.points.emplace_back(*x, *row.val_loss);
     }
-    for (Series* s : {&train, &val})
-      if (!s->points.empty()) f.series.push_back(*s);
+    if (!train.points.empty() && (with_train || val.points.empty())) f.series.push_back(train);
+    if (!val.points.empty()) f.series.push_back(val);
   }
+  if (!with_train)
+    f.notes.push_back(std::to_string(runs.size()) + " runs: validation losses only (`lowband plot --curves both` "
+                      "draws the training losses too)");
+}
+
+bool draws_training_curves(LossCurves curves, size_t runs) {
+  return curves == LossCurves::both || (curves == LossCurves::automatic && runs <= kMostRunsWithTrainingCurves);
 }
 
 // Each run's outages as bands in `unit`, in the run's colour; runs whose
@@ -76,7 +84,7 @@ void add_outage_bands(Figure& f, const std::vector<RunData>& runs, const TimeUni
   }
 }
 
-Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
+Figure loss_figure(const std::vector<RunData>& runs, bool against_time, bool with_train) {
   Figure f;
   double largest_seconds = 0;
   for (const RunData& run : runs)
@@ -89,7 +97,7 @@ Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
   f.x_from_zero = against_time;
   add_loss_series(f, runs, [&](const CurveRow& row) -> std::optional<double> {
     return against_time ? row.sim_seconds / unit.seconds : row.step;
-  });
+  }, with_train);
   for (const RunData& run : runs)
     if (std::none_of(run.curve.begin(), run.curve.end(), [](const CurveRow& r) { return std::isfinite(r.train_loss); }))
       f.notes.push_back(run.label + ": no finite training loss");
@@ -99,7 +107,7 @@ Figure loss_figure(const std::vector<RunData>& runs, bool against_time) {
 
 // Loss against the bytes every rank of the run has sent so far: compression
 // methods compared at equal traffic. Runs without the byte counts are left out.
-Figure loss_bytes_figure(const std::vector<RunData>& runs) {
+Figure loss_bytes_figure(const std::vector<RunData>& runs, bool with_train) {
   Figure f;
   double largest = 0;
   for (const RunData& run : runs)
@@ -115,7 +123,7 @@ Figure loss_bytes_figure(const std::vector<RunData>& runs) {
   add_loss_series(f, runs, [&](const CurveRow& row) -> std::optional<double> {
     if (!row.cumulative_bytes_all_ranks) return std::nullopt;
     return *row.cumulative_bytes_all_ranks / unit_bytes;
-  });
+  }, with_train);
   for (const RunData& run : runs)
     if (run.curve.empty() || !run.curve.back().cumulative_bytes_all_ranks)
       f.notes.push_back(run.label + ": no byte counts in steps.jsonl (written by an older lowband)");
@@ -133,7 +141,7 @@ Figure loss_bytes_figure(const std::vector<RunData>& runs) {
 // Validation loss against simulated time on a log axis: runs whose step times
 // differ by orders of magnitude (100 Gbps vs 300 Mbps) stay readable side by side.
 Figure val_loss_log_time_figure(const std::vector<RunData>& runs) {
-  Figure f = loss_figure(runs, true);
+  Figure f = loss_figure(runs, true, true);  // its training series are dropped below
   f.name = "val_loss_vs_time_log";
   f.title = "Validation loss vs simulated wall-clock time (log scale)" + projection_title(runs);
   f.x_label += ", log scale";
@@ -277,9 +285,10 @@ std::vector<std::pair<double, double>> outage_intervals(const RunData& run) {
 }
 
 std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
-                                  const std::string& target_origin) {
-  return {loss_figure(runs, true),          loss_figure(runs, false),
-          val_loss_log_time_figure(runs), loss_bytes_figure(runs),
+                                  const std::string& target_origin, LossCurves curves) {
+  const bool with_train = draws_training_curves(curves, runs.size());
+  return {loss_figure(runs, true, with_train),  loss_figure(runs, false, with_train),
+          val_loss_log_time_figure(runs),       loss_bytes_figure(runs, with_train),
           tokens_figure(runs),            time_to_target_figure(runs, target_loss, target_origin)};
 }
 

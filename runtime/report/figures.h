@@ -2,7 +2,8 @@
 // The figures of `lowband plot`, as data: which series, which axes. Drawing them is
 // plot_gnuplot.h's job.
 //   loss_vs_time                 loss vs simulated wall-clock time, one train and one
-//                                validation series per run (the MoS paper's Figure 2)
+//                                validation series per run (the MoS paper's Figure 2;
+//                                validation only beyond a few runs, LossCurves)
 //   loss_vs_step                 the same against the step
 //   val_loss_vs_time_log         validation loss vs simulated time, log x (for runs
 //                                whose step times differ by orders of magnitude)
@@ -57,9 +58,16 @@ std::vector<std::pair<double, double>> outage_intervals(const RunData& run);
 // The key's entry for outage bands.
 inline constexpr const char* kOutageBandsTitle = "shaded: a node or link down (network.dynamics)";
 
+// Which loss curves the loss figures draw per run. automatic: train and validation
+// for up to kMostRunsWithTrainingCurves runs, validation only beyond (a dozen noisy
+// training curves hide every validation curve); a run without validation losses
+// keeps its training curve either way.
+enum class LossCurves { automatic, both, validation };
+inline constexpr size_t kMostRunsWithTrainingCurves = 4;
+
 // `target_loss` is the loss for time_to_target_vs_bandwidth; `target_origin` says
 // where it came from, for the title ("highest final loss" or "--target-loss").
 std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
-                                  const std::string& target_origin);
+                                  const std::string& target_origin, LossCurves curves = LossCurves::automatic);
 
 }  // namespace lowband::report

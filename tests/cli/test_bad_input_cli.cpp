@@ -220,6 +220,8 @@ TEST_F(BadInputCli, FlagsWithoutBoundsAreRefusedNamingTheFlag) {
     expect_bad_input(run(std::string("report ") + dir_.string() + " --target-loss " + target), {"--target-loss"});
     expect_bad_input(run(std::string("plot ") + dir_.string() + " --target-loss " + target), {"--target-loss"});
   }
+  expect_bad_input(run("plot " + dir_.string() + " --curves sometimes"), {"--curves", "sometimes"});
+  expect_bad_input(run("bench-comm --builtin default --per-call"), {"--per-call", "--transport"});
   for (const char* command : {"run", "estimate", "sweep --dry-run", "bench-comm"})
     expect_bad_input(run(std::string(command) + " --builtin nope"), {"--builtin", "no built-in scenario named \"nope\""});
 }

@@ -145,5 +145,35 @@ TEST(ReportFigures, AScenarioThatDoesNotLoadIsANoteNotAFailure) {
   EXPECT_NE(f.notes.back().find("broken: outages not shaded"), std::string::npos) << f.notes.back();
 }
 
+// Beyond kMostRunsWithTrainingCurves runs the loss figures draw validation only (a
+// dozen noisy training curves hid every validation curve); --curves both draws all.
+// A run without validation losses keeps its training curve.
+TEST(ReportFigures, ManyRunsDrawValidationOnlyUnlessAskedForBoth) {
+  const auto styles = [](const Figure& f) {
+    int lines = 0, points = 0;
+    for (const Series& s : f.series) (s.style == Series::Style::lines ? lines : points) += 1;
+    return std::pair<int, int>{lines, points};
+  };
+  std::vector<RunData> runs;
+  for (int i = 0; i < int(kMostRunsWithTrainingCurves); ++i) runs.push_back(make_run("r" + std::to_string(i), nullptr, 50, 1));
+  for (const char* name : {"loss_vs_time", "loss_vs_step"}) {  // make_run writes no byte counts
+    SCOPED_TRACE(name);
+    const int n = int(runs.size());
+    EXPECT_EQ(styles(figure(build_figures(runs, 4.5, "x"), name)), std::make_pair(n, n));
+    EXPECT_TRUE(figure(build_figures(runs, 4.5, "x"), name).notes.empty());
+    EXPECT_EQ(styles(figure(build_figures(runs, 4.5, "x", LossCurves::validation), name)), std::make_pair(0, n));
+  }
+  RunData no_validation = make_run("train-only", nullptr, 50, 1);
+  for (CurveRow& row : no_validation.curve) row.val_loss.reset();
+  runs.push_back(no_validation);  // one past the limit
+  const Figure automatic = figure(build_figures(runs, 4.5, "x"), "loss_vs_time");
+  EXPECT_EQ(styles(automatic), std::make_pair(1, int(kMostRunsWithTrainingCurves)));
+  EXPECT_EQ(automatic.series[automatic.series.size() - 1].title, "train-only train");
+  ASSERT_EQ(automatic.notes.size(), 1u);
+  EXPECT_NE(automatic.notes[0].find("--curves both"), std::string::npos) << automatic.notes[0];
+  EXPECT_EQ(styles(figure(build_figures(runs, 4.5, "x", LossCurves::both), "loss_vs_time")),
+            std::make_pair(int(runs.size()), int(kMostRunsWithTrainingCurves)));
+}
+
 }  // namespace
 }  // namespace lowband::report::test
