@@ -287,9 +287,12 @@ std::vector<std::pair<double, double>> outage_intervals(const RunData& run) {
 std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
                                   const std::string& target_origin, LossCurves curves) {
   const bool with_train = draws_training_curves(curves, runs.size());
-  return {loss_figure(runs, true, with_train),  loss_figure(runs, false, with_train),
-          val_loss_log_time_figure(runs),       loss_bytes_figure(runs, with_train),
-          tokens_figure(runs),            time_to_target_figure(runs, target_loss, target_origin)};
+  return {loss_figure(runs, true, with_train),
+          loss_figure(runs, false, with_train),
+          val_loss_log_time_figure(runs),
+          loss_bytes_figure(runs, with_train),
+          tokens_figure(runs),
+          time_to_target_figure(runs, target_loss, target_origin)};
 }
 
 }  // namespace lowband::report
