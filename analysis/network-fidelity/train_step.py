@@ -137,7 +137,7 @@ def window_collapses(path):
 def collectives(root, collectives_csv):
     """One CSV row per session (cRATE-dDELAY-LABEL, found at any depth: step-grid.sh writes one per round);
     the table gives per point the median real time, the median of tcp / real and the sessions' spread."""
-    rows = []
+    rows, calls_of = [], {}  # calls_of[(session, collective)]: [(started_s, seconds, collapse inside or "")]
     for d in sorted(glob.glob(os.path.join(root, "**", "c*-d*-*"), recursive=True)):
         m = re.search(r"c(\d+)-d([\d.]+)-(\w+)$", d)
         if not m or not os.path.exists(f"{d}/tcp.txt"):
@@ -146,30 +146,27 @@ def collectives(root, collectives_csv):
         ideal, tcp = bench_rows(f"{d}/ideal.txt", 3, 1e-3), bench_rows(f"{d}/tcp.txt", 3, 1e-3)
         calls, collapses = bench_calls(f"{d}/mpi.txt"), window_collapses(f"{d}/cwnd-collapses.txt")
         load = open(f"{d}/uptime.txt").read().split("load average:")[1].split(",")[0].strip()
+        session = os.path.relpath(d, root)
         for name in ("all_reduce", "all_gather", "reduce_scatter"):
             mine = calls.get(name, [])
-            hit = "" if collapses is None else sum(any(t0 <= t <= t0 + s for t in collapses) for t0, s in mine)
+            inside = [("" if collapses is None else int(any(t0 <= t <= t0 + s for t in collapses))) for t0, s in mine]
+            calls_of[(session, name)] = [(t0, s, hit) for (t0, s), hit in zip(mine, inside)]
+            hit = "" if collapses is None else sum(inside)
             rows.append({"rate_mbit": m.group(1), "link_delay_ms": m.group(2), "mpi": m.group(3),
                          "collective": name, "bytes": 13200000, "real_seconds": f"{mpi[name]:.4f}",
                          "real_call_median_seconds": f"{statistics.median(s for _, s in mine):.4f}" if mine else "",
                          "calls": len(mine) or "", "calls_in_window_collapse": hit,
                          "sim_ideal_seconds": f"{ideal[name]:.4f}", "sim_tcp_seconds": f"{tcp[name]:.4f}",
-                         "loadavg_1min": load, "session": os.path.relpath(d, root)})
+                         "loadavg_1min": load, "session": session})
     key = lambda r: (float(r["link_delay_ms"]), int(r["rate_mbit"]), r["mpi"] != "default", r["mpi"], r["collective"])
     rows.sort(key=key)
     with open(os.path.join(HERE, collectives_csv), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    call_rows = []
-    for r in rows:
-        d = os.path.join(root, r["session"])
-        collapses = window_collapses(f"{d}/cwnd-collapses.txt")
-        for i, (t0, s) in enumerate(bench_calls(f"{d}/mpi.txt").get(r["collective"], [])):
-            call_rows.append({"session": r["session"], "collective": r["collective"], "call": i,
-                              "started_monotonic_s": f"{t0:.6f}", "seconds": f"{s:.6f}",
-                              "window_collapse_inside": "" if collapses is None else
-                              int(any(t0 <= t <= t0 + s for t in collapses))})
+    call_rows = [{"session": r["session"], "collective": r["collective"], "call": i, "started_monotonic_s": f"{t0:.6f}",
+                  "seconds": f"{s:.6f}", "window_collapse_inside": hit}
+                 for r in rows for i, (t0, s, hit) in enumerate(calls_of[(r["session"], r["collective"])])]
     if call_rows:
         with open(os.path.join(HERE, collectives_csv.replace("-collectives.csv", "-calls.csv")), "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(call_rows[0]))
@@ -189,7 +186,7 @@ def collectives(root, collectives_csv):
         loads = sorted(float(u["loadavg_1min"]) for u in use)
         one_call = ""
         if per_call:  # the median over every session's calls
-            median = statistics.median(s for u in use for _, s in bench_calls(f"{root}/{u['session']}/mpi.txt")[u["collective"]])
+            median = statistics.median(s for u in use for _, s, _ in calls_of[(u["session"], u["collective"])])
             hits = [u["calls_in_window_collapse"] for u in use]
             one_call = (f" {median:.3f} | {float(r['sim_tcp_seconds']) / median:.2f} | "
                         + (f"{sum(hits)} of {sum(u['calls'] for u in use)} |" if "" not in hits else "— |"))
