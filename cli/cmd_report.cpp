@@ -1,5 +1,6 @@
-// `lowband report RUN_DIR|SWEEP_DIR... [--target-loss X] [--baseline RUN_DIR] [--out FILE.md]`:
-// a markdown table comparing the runs (runtime/report/report_table.h), on stdout or
+// `lowband report RUN_DIR|SWEEP_DIR... [--target-loss X,...] [--target-fraction F,...]
+// [--baseline RUN_DIR] [--out FILE.md]`: a markdown table comparing the arms (runs
+// grouped by seed, with intervals; runtime/report/report_table.h), on stdout or
 // written atomically to FILE.md.
 #include <cmath>
 #include <iostream>
@@ -10,13 +11,15 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "runtime/report/report_table.h"
+#include "runtime/report/run_metrics.h"
 
 namespace lowband::cli {
 
 namespace {
 struct ReportArgs {
   std::vector<std::string> inputs;
-  std::optional<double> target_loss;
+  std::vector<double> target_losses;
+  std::vector<double> target_fractions = report::kDefaultTargetFractions;
   std::string baseline;
   std::string out;
 };
@@ -25,20 +28,33 @@ struct ReportArgs {
 void add_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "markdown table of run or sweep directories: tokens/s, time to a target loss, final validation "
-                "loss and perplexity, bytes per step, measured K/V compression, time to target over a baseline's");
+      "report", "markdown table of run or sweep directories, runs that differ only by seed grouped into one arm "
+                "(mean ± 95 % Student-t interval): tokens/s, time to several target losses, final validation loss "
+                "and its difference from the baseline (Welch's t-test), bytes per step, measured K/V compression");
   cmd->add_option("dirs", args->inputs, "run directories (lowband run) or sweep directories (lowband sweep)")
       ->required();
-  cmd->add_option("--target-loss", args->target_loss, "target loss (default: the highest final loss among the runs)");
+  cmd->add_option("--target-loss", args->target_losses,
+                  "target losses, comma-separated or repeated (default: --target-fraction of the baseline's drop)")
+      ->delimiter(',');
+  cmd->add_option("--target-fraction", args->target_fractions,
+                  "targets as fractions of the baseline arm's drop in validation loss from its first evaluation to "
+                  "its last, comma-separated (default 0.5,0.75,0.9,1)")
+      ->delimiter(',');
   cmd->add_option("--baseline", args->baseline,
                   "run directory whose time to target the others are divided by (default: the uncompressed run "
                   "with the highest bandwidth)");
   cmd->add_option("--out", args->out, "markdown file to write (default: standard output)");
-  cmd->callback([args] {
-    check_target_loss(args->target_loss);
+  cmd->callback([args, cmd] {
+    for (double loss : args->target_losses) check_target_loss(loss);
+    if (cmd->count("--target-loss") && cmd->count("--target-fraction"))
+      throw InputError("--target-fraction", "give targets either as losses (--target-loss) or as fractions, not both");
+    for (double f : args->target_fractions)
+      if (!(f > 0 && f <= 2))
+        throw InputError("--target-fraction", "each must be in (0, 2] (1: the baseline's final loss), got " +
+                                                   report::format_number(f, 4));
     report::LoadedRuns loaded = report::load_runs(args->inputs, "dirs");
     for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
-    const report::Report r = report::build_report(std::move(loaded), {args->target_loss, args->baseline});
+    const report::Report r = report::build_report(std::move(loaded), {args->target_losses, args->target_fractions, args->baseline});
     const std::string markdown = report::report_markdown(r);
     if (flags_only()) return;  // checked: nothing printed or written
     if (args->out.empty()) {

@@ -1,5 +1,5 @@
 // `lowband sweep [SCENARIO] [--set k=v1,v2,...]... [--out SWEEP_DIR] [--jobs N]
-// [--threads N] [--steps N] [--dry-run]` and `lowband sweep --resume SWEEP_DIR`:
+// [--threads N] [--steps N] [--seeds N] [--dry-run]` and `lowband sweep --resume SWEEP_DIR`:
 // run a grid of scenarios (runtime/sweep/), training once per distinct numerics,
 // and write one run directory per point plus SWEEP_DIR/index.json. Exit status 3
 // when any point failed (the others still ran). The hidden `sweep-worker`
@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 struct SweepArgs {
   ScenarioSource source;
   std::string out, resume;
-  int jobs = 0, threads = 0, steps = 0;
+  int jobs = 0, threads = 0, steps = 0, seeds = 0;
   bool dry_run = false;
 };
 
@@ -64,8 +64,8 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
   std::vector<std::string> sets = a.source.sets;
   if (!a.resume.empty()) {
     if (!a.source.file.empty() || !a.source.builtin.empty() || !sets.empty() || cmd.count("--steps") ||
-        !a.out.empty())
-      throw InputError("--resume", "takes no SCENARIO, --builtin, --set, --steps or --out: the sweep is " + a.resume +
+        cmd.count("--seeds") || !a.out.empty())
+      throw InputError("--resume", "takes no SCENARIO, --builtin, --set, --steps, --seeds or --out: the sweep is " + a.resume +
                                        "/sweep.json (to change it, run lowband sweep FILE --out " + a.resume + ")");
     source = (fs::path(a.resume) / "sweep.json").string();
     if (!fs::is_regular_file(source)) throw InputError("--resume", a.resume + " is not a sweep directory (no sweep.json)");
@@ -76,7 +76,9 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
     text = base.text, source = base.source;
   }
   if (cmd.count("--steps")) sets.push_back("training.steps=" + std::to_string(a.steps));
-  const sweep::SweepPlan plan = sweep::plan_sweep(sweep::make_spec(text, source, sets));
+  sweep::SweepSpec spec = sweep::make_spec(text, source, sets);
+  if (cmd.count("--seeds")) sweep::add_seed_axis(spec, a.seeds);
+  const sweep::SweepPlan plan = sweep::plan_sweep(spec);
   if (a.dry_run) {
     print_plan(plan);
     return;
@@ -122,6 +124,9 @@ void add_sweep_command(CLI::App& app) {
                   "from its checkpoint keeps the count it was trained with unless this is given (its numbers may "
                   "then change in their last digits)");
   cmd->add_option("--steps", args->steps, "training steps of every point (sets training.steps)");
+  cmd->add_option("--seeds", args->seeds,
+                  "run every point with N seeds: training.seed s, s+1, ..., s+N-1 from the scenario's seed s "
+                  "(an innermost axis; lowband report gives each arm's mean and interval over them)");
   cmd->add_flag("--dry-run", args->dry_run, "validate every point and list the points and trainings; run nothing");
   cmd->callback([args, cmd] { run_sweep_command(*args, *cmd); });
 

@@ -39,6 +39,9 @@ echo
 echo "== Centralized 100 Gbps vs decentralized 300 Mbps: uncompressed, MoS K/V, MoS K/V + low-rank weight sync (trained here in ${trained}s) =="
 "$lowband" report "${dirs[@]}" --baseline "$runs/centralized-100gbps" --out "$runs/report.md" >/dev/null
 cat "$runs/report.md"
+echo
+echo "One seed per arm: no interval, so a difference here may be seed-to-seed noise."
+echo "scripts/experiments/headline-seeds.sh trains each arm at 5 seeds and gives intervals (analysis/headline-seeds.md)."
 if command -v gnuplot >/dev/null || [ -n "${LOWBAND_GNUPLOT:-}" ]; then
   "$lowband" plot "${dirs[@]}" --out "$runs/plots" --format png,svg >/dev/null
   echo "Loss vs simulated wall-clock time: $runs/plots/loss_vs_time.png (and $runs/plots/)"

@@ -6,6 +6,8 @@
 #include <optional>
 
 #include "runtime/report/run_metrics.h"
+#include "runtime/report/seed_groups.h"
+#include "runtime/report/stats.h"
 #include "runtime/scenario/load.h"
 #include "sim/dynamics.h"
 
@@ -247,6 +249,40 @@ Figure time_to_target_figure(const std::vector<RunData>& runs, double target_los
   return f;
 }
 
+// Per arm of two or more seeds, the mean validation curve over its seeds at the
+// evaluations every seed made, in a band of the 95 % t-interval.
+Figure seeds_figure(const std::vector<RunData>& runs) {
+  Figure f;
+  f.name = "val_loss_vs_time_seeds";
+  f.title = "Validation loss vs simulated wall-clock time: mean over seeds, 95 % Student-t band" + projection_title(runs);
+  f.y_label = "validation loss (nats/token)";
+  f.x_from_zero = true;
+  double largest_seconds = 0;
+  for (const RunData& run : runs)
+    for (const CurveRow& row : run.curve) largest_seconds = std::max(largest_seconds, row.sim_seconds);
+  const TimeUnit unit = time_unit_for(largest_seconds);
+  f.x_label = "simulated wall-clock time (" + unit.name + ")";
+  for (const SeedGroup& g : group_by_seed(runs)) {
+    if (g.runs.size() < 2) continue;
+    std::map<int, std::vector<std::pair<double, double>>> at_step;  // step -> each seed's (time, loss)
+    for (size_t i : g.runs)
+      for (const CurveRow& row : runs[i].curve)
+        if (row.val_loss && std::isfinite(*row.val_loss)) at_step[row.step].emplace_back(row.sim_seconds, *row.val_loss);
+    Series s{g.label + " (" + std::to_string(g.runs.size()) + " seeds)", {}, Series::Style::linespoints,
+             int(f.series.size())};
+    for (const auto& [step, values] : at_step) {
+      if (values.size() < g.runs.size()) continue;  // not every seed evaluated here
+      std::vector<double> times, losses;
+      for (const auto& [t, loss] : values) times.push_back(t), losses.push_back(loss);
+      const MeanInterval loss = mean_interval(losses);
+      s.points.emplace_back(mean_interval(times).mean / unit.seconds, loss.mean);
+      s.y_band.emplace_back(loss.mean - *loss.half_width, loss.mean + *loss.half_width);
+    }
+    if (!s.points.empty()) f.series.push_back(std::move(s));
+  }
+  return f;
+}
+
 }  // namespace
 
 std::vector<std::pair<double, double>> outage_intervals(const RunData& run) {
@@ -287,12 +323,15 @@ std::vector<std::pair<double, double>> outage_intervals(const RunData& run) {
 std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
                                   const std::string& target_origin, LossCurves curves) {
   const bool with_train = draws_training_curves(curves, runs.size());
-  return {loss_figure(runs, true, with_train),
-          loss_figure(runs, false, with_train),
-          val_loss_log_time_figure(runs),
-          loss_bytes_figure(runs, with_train),
-          tokens_figure(runs),
-          time_to_target_figure(runs, target_loss, target_origin)};
+  std::vector<Figure> figures = {loss_figure(runs, true, with_train),
+                                 loss_figure(runs, false, with_train),
+                                 val_loss_log_time_figure(runs),
+                                 loss_bytes_figure(runs, with_train),
+                                 tokens_figure(runs),
+                                 time_to_target_figure(runs, target_loss, target_origin)};
+  Figure seeds = seeds_figure(runs);  // only where some arm has several seeds
+  if (!seeds.series.empty()) figures.push_back(std::move(seeds));
+  return figures;
 }
 
 }  // namespace lowband::report

@@ -12,6 +12,10 @@
 //   tokens_per_s_vs_bandwidth    simulated tokens/s, one series per compression, log x
 //   time_to_target_vs_bandwidth  simulated time to the target loss, one series per
 //                                compression, log x (runs that never reach it left out)
+//   val_loss_vs_time_seeds       per arm (runs that differ only by seed, seed_groups.h)
+//                                of two or more seeds: the mean validation loss at
+//                                each evaluation against the mean simulated time,
+//                                in a band of the 95 % Student-t interval over seeds
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +30,8 @@ struct Series {
   std::vector<std::pair<double, double>> points;  // (x, y), finite
   Style style = Style::lines;
   int color = 0;  // palette index: a run's train and validation series share one
+  // Optional: a shaded y interval (low, high) at each point, drawn behind the line.
+  std::vector<std::pair<double, double>> y_band = {};
 };
 
 // A shaded x range behind the series (an outage of a run), in the figure's x units.

@@ -66,10 +66,17 @@ int key_margin_lines(const Figure& f) {
 
 std::string plot_command(const Figure& f) {
   std::string cmd = "plot ";
+  size_t items = 0;
+  for (size_t i = 0; i < f.series.size(); ++i) {  // bands first: behind every line
+    if (f.series[i].y_band.empty()) continue;
+    cmd += std::string(items++ ? ", \\\n     " : "") + quoted(f.name + ".dat") + " index " + std::to_string(i) +
+           " using 1:3:4 with filledcurves fillstyle transparent solid 0.2 noborder lc rgb " +
+           quoted(kPalette[f.series[i].color % kPaletteSize]) + " notitle";
+  }
   for (size_t i = 0; i < f.series.size(); ++i) {
     const Series& s = f.series[i];
     const bool points = s.style == Series::Style::linespoints;
-    cmd += std::string(i ? ", \\\n     " : "") + quoted(f.name + ".dat") + " index " + std::to_string(i) +
+    cmd += std::string(items++ ? ", \\\n     " : "") + quoted(f.name + ".dat") + " index " + std::to_string(i) +
            " using 1:2 with " + (points ? "linespoints pt 7 ps 1.1 lw 2" : "lines lw 1.5") + " lc rgb " +
            quoted(kPalette[s.color % kPaletteSize]) + " dt " + std::to_string(1 + s.color / kPaletteSize % 5) +
            " title " + quoted(s.title);
@@ -151,10 +158,17 @@ void require_gnuplot() {
 std::string gnuplot_data(const Figure& f) {
   std::string out = "# lowband plot: " + f.title + "\n# x: " + f.x_label + "\n# y: " + f.y_label + "\n";
   for (const std::string& note : f.notes) out += "# note: " + note + "\n";
+  if (std::any_of(f.series.begin(), f.series.end(), [](const Series& s) { return !s.y_band.empty(); }))
+    out += "# columns: x y, then the band's low and high y\n";
   for (size_t i = 0; i < f.series.size(); ++i) {
     // Two blank lines separate gnuplot data blocks ("index i").
     out += std::string(i ? "\n\n" : "") + "# series " + std::to_string(i) + ": " + f.series[i].title + "\n";
-    for (const auto& [x, y] : f.series[i].points) out += number(x) + " " + number(y) + "\n";
+    const Series& s = f.series[i];
+    for (size_t k = 0; k < s.points.size(); ++k) {
+      out += number(s.points[k].first) + " " + number(s.points[k].second);
+      if (k < s.y_band.size()) out += " " + number(s.y_band[k].first) + " " + number(s.y_band[k].second);
+      out += "\n";
+    }
   }
   // The bands are drawn by the script (set object rect); listed here for reading.
   for (const Band& b : f.bands)

@@ -1,29 +1,15 @@
 #include "runtime/report/report_table.h"
 
+#include <algorithm>
 #include <cmath>
-#include <map>
-#include <sstream>
+#include <cstdio>
 
 #include "common/error.h"
 #include "runtime/report/run_metrics.h"
-#include "runtime/scenario/units.h"
+#include "runtime/report/seed_groups.h"
 
 namespace lowband::report {
 namespace {
-
-const char* kNone = "—";
-
-std::string cell(const std::optional<double>& x, int digits) { return x ? format_number(*x, digits) : kNone; }
-
-std::string escape_cell(std::string text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
-  }
-  return out;
-}
 
 // What a rank sends per step, grouped by what it carries (the summary's kinds).
 std::vector<std::pair<std::string, double>> bytes_by_group(const RunData& run) {
@@ -48,17 +34,26 @@ std::vector<std::pair<std::string, double>> bytes_by_group(const RunData& run) {
   return out;
 }
 
-std::string bytes_cell(const ReportRow& row) {
-  if (!row.bytes_per_step) return kNone;
-  std::string text = units::format_bytes(*row.bytes_per_step);
-  if (row.bytes_per_step_by_group.size() < 2) return text;
-  std::string parts;
-  for (const auto& [group, bytes] : row.bytes_per_step_by_group)
-    parts += (parts.empty() ? "" : ", ") + group + " " + units::format_bytes(bytes);
-  return text + " (" + parts + ")";
+// "K rank 3 / V rank 6 of 128" from summary.json's codec_ranks, else from the codec's
+// description ("mos (K rank 3 before RoPE, V rank 6 of 128; ...)"); "" for other codecs.
+std::string kept_ranks(const RunData& run) {
+  const nlohmann::json& s = run.summary;
+  if (s.contains("codec_ranks") && s["codec_ranks"].is_object()) {
+    const nlohmann::json& r = s["codec_ranks"];
+    if (r.contains("k") && r.contains("v") && r.contains("head_dim"))
+      return "K rank " + r["k"].dump() + " / V rank " + r["v"].dump() + " of " + r["head_dim"].dump();
+  }
+  if (!s.contains("codec") || !s["codec"].is_string()) return "";
+  const std::string codec = s["codec"].get<std::string>();
+  int k = 0, v = 0, d = 0;
+  const size_t at_k = codec.find("K rank "), at_v = codec.find("V rank ");
+  if (codec.rfind("mos", 0) != 0 || at_k == std::string::npos || at_v == std::string::npos) return "";
+  if (std::sscanf(codec.c_str() + at_k, "K rank %d", &k) != 1 || std::sscanf(codec.c_str() + at_v, "V rank %d of %d", &v, &d) != 2)
+    return "";
+  return "K rank " + std::to_string(k) + " / V rank " + std::to_string(v) + " of " + std::to_string(d);
 }
 
-ReportRow make_row(const RunData& run, double target_loss) {
+ReportRow make_row(const RunData& run, const std::vector<Target>& targets) {
   ReportRow row;
   row.label = run.label;
   row.dir = run.dir;
@@ -67,9 +62,8 @@ ReportRow make_row(const RunData& run, double target_loss) {
   row.tokens_per_s = summary_number(run, "sim_tokens_per_s");
   const TargetCurve curve = target_curve(run);
   row.target_from_validation = curve.validation;
-  row.time_to_target_seconds = time_to_target_seconds(curve, target_loss);
+  for (const Target& target : targets) row.time_to_target_seconds.push_back(time_to_target_seconds(curve, target.loss));
   row.final_val_loss = summary_number(run, "final_val_loss");
-  if (row.final_val_loss) row.final_val_perplexity = std::exp(*row.final_val_loss);
   row.bytes_per_step = summary_number(run, "bytes_sent_per_rank_per_step.total");
   row.bytes_per_step_by_group = bytes_by_group(run);
   // Context-parallel runs measure their K/V messages, pipeline runs their boundaries.
@@ -78,6 +72,7 @@ ReportRow make_row(const RunData& run, double target_loss) {
                         : run.summary.contains("boundary_bytes_ratio") ? "boundary" : "kv";
   row.kv_bytes_saved_fraction = summary_number(run, std::string(traffic) + "_bytes_saved_fraction");
   row.kv_bytes_ratio = summary_number(run, std::string(traffic) + "_bytes_ratio");
+  row.kept_ranks = kept_ranks(run);
   row.projection = time_projection(run);
   row.diverged = run.summary.contains("diverged") && run.summary["diverged"].is_boolean() &&
                  run.summary["diverged"].get<bool>();
@@ -87,21 +82,42 @@ ReportRow make_row(const RunData& run, double target_loss) {
   return row;
 }
 
-std::string compression_cell(const ReportRow& row) {
-  if (!row.kv_bytes_saved_fraction) return kNone;
-  std::string text = format_number(100 * *row.kv_bytes_saved_fraction, 3) + " %";
-  if (row.kv_bytes_ratio && *row.kv_bytes_ratio > 0) text += " (" + format_number(1 / *row.kv_bytes_ratio, 3) + "×)";
-  return text;
+// The values of `rows` present, in order.
+template <typename Get>
+std::vector<double> values_of(const std::vector<ReportRow>& rows, const std::vector<size_t>& which, Get get) {
+  std::vector<double> out;
+  for (size_t i : which)
+    if (const std::optional<double> x = get(rows[i])) out.push_back(*x);
+  return out;
 }
 
-std::string run_cell(const ReportRow& row, const std::map<std::string, std::string>& projection_marks) {
-  std::string text = "`" + escape_cell(row.label) + "`";
-  if (row.projection) text += " " + projection_marks.at(row.projection->scenario);
-  if (!row.target_from_validation) text += " ¹";
-  if (row.diverged) text += " (diverged)";
-  if (row.steps_done && row.steps_planned && *row.steps_done < *row.steps_planned)
-    text += " (" + std::to_string(int64_t(*row.steps_done)) + "/" + std::to_string(int64_t(*row.steps_planned)) + " steps)";
-  return text;
+// Mean and interval when every run has the value; nullopt otherwise.
+template <typename Get>
+std::optional<MeanInterval> arm_value(const std::vector<ReportRow>& rows, const std::vector<size_t>& which, Get get) {
+  const std::vector<double> v = values_of(rows, which, get);
+  if (v.empty() || v.size() < which.size()) return std::nullopt;
+  return mean_interval(v);
+}
+
+std::vector<Target> targets_from_fractions(const std::vector<RunData>& runs, const SeedGroup& reference,
+                                           const std::vector<double>& fractions, std::vector<std::string>& notes) {
+  std::vector<double> first, last;
+  for (size_t i : reference.runs) {
+    const TargetCurve curve = target_curve(runs[i]);
+    if (curve.points.empty()) continue;
+    first.push_back(curve.points.front().loss);
+    last.push_back(curve.points.back().loss);
+  }
+  if (first.empty())
+    throw InputError("--target-fraction", "the reference arm " + reference.label +
+                                              " has no finite loss to take fractions of; give --target-loss");
+  const double from = mean_interval(first).mean, to = mean_interval(last).mean;
+  if (!(from > to))
+    notes.push_back("the reference arm's loss did not fall (" + format_number(from, 5) + " to " + format_number(to, 5) +
+                    "): every target is at or above its first loss");
+  std::vector<Target> targets;
+  for (double f : fractions) targets.push_back({from - f * (from - to), f});
+  return targets;
 }
 
 }  // namespace
@@ -109,98 +125,67 @@ std::string run_cell(const ReportRow& row, const std::map<std::string, std::stri
 Report build_report(LoadedRuns loaded, const ReportRequest& request) {
   Report report;
   report.notes = loaded.notes;
+  std::optional<size_t> baseline_run;
   if (!request.baseline_dir.empty()) {
     report.baseline_given = true;
-    report.baseline = find_run(loaded.runs, request.baseline_dir);
-    if (!report.baseline) {
+    baseline_run = find_run(loaded.runs, request.baseline_dir);
+    if (!baseline_run) {
       try {
         loaded.runs.push_back(load_run_dir(request.baseline_dir));
       } catch (const InputError& e) {
         throw InputError("--baseline", e.what());
       }
       assign_labels(loaded.runs);
-      report.baseline = loaded.runs.size() - 1;
+      baseline_run = loaded.runs.size() - 1;
     }
   } else {
-    report.baseline = default_baseline(loaded.runs);
+    baseline_run = default_baseline(loaded.runs);
   }
-  report.target_given = request.target_loss.has_value();
-  report.target_loss = request.target_loss ? *request.target_loss : default_target_loss(loaded.runs);
-  for (const RunData& run : loaded.runs) report.rows.push_back(make_row(run, report.target_loss));
+  const std::vector<SeedGroup> groups = group_by_seed(loaded.runs);
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (baseline_run && std::count(groups[g].runs.begin(), groups[g].runs.end(), *baseline_run)) report.baseline = g;
+
+  if (!request.target_losses.empty()) {
+    for (double loss : request.target_losses) report.targets.push_back({loss, std::nullopt});
+  } else {
+    const SeedGroup& reference = groups[report.baseline.value_or(0)];
+    report.target_reference = reference.label;
+    report.targets = targets_from_fractions(loaded.runs, reference, request.target_fractions, report.notes);
+  }
+  for (const RunData& run : loaded.runs) report.rows.push_back(make_row(run, report.targets));
+
+  for (const SeedGroup& g : groups) {
+    ArmRow arm;
+    arm.label = g.label;
+    arm.rows = g.runs;
+    arm.seeds = g.seeds;
+    arm.tokens_per_s = arm_value(report.rows, g.runs, [](const ReportRow& r) { return r.tokens_per_s; });
+    arm.final_val_loss = arm_value(report.rows, g.runs, [](const ReportRow& r) { return r.final_val_loss; });
+    for (size_t t = 0; t < report.targets.size(); ++t) {
+      TargetTime time;
+      const auto get = [t](const ReportRow& r) { return r.time_to_target_seconds[t]; };
+      time.reached = int(values_of(report.rows, g.runs, get).size());
+      time.seconds = arm_value(report.rows, g.runs, get);
+      arm.targets.push_back(time);
+    }
+    report.arms.push_back(std::move(arm));
+  }
   if (report.baseline) {
-    const auto& base = report.rows[*report.baseline].time_to_target_seconds;
-    for (ReportRow& row : report.rows)
-      if (base && *base > 0 && row.time_to_target_seconds) row.time_to_target_vs_baseline = *row.time_to_target_seconds / *base;
+    const ArmRow& base = report.arms[*report.baseline];
+    const auto final_loss = [](const ReportRow& r) { return r.final_val_loss; };
+    const std::vector<double> base_losses = values_of(report.rows, base.rows, final_loss);
+    for (ArmRow& arm : report.arms) {
+      for (size_t t = 0; t < report.targets.size(); ++t) {
+        const auto& mine = arm.targets[t].seconds;
+        const auto& theirs = base.targets[t].seconds;
+        if (mine && theirs && theirs->mean > 0) arm.targets[t].vs_baseline = mine->mean / theirs->mean;
+      }
+      if (&arm == &base || !arm.final_val_loss || !base.final_val_loss) continue;
+      arm.vs_baseline_difference = arm.final_val_loss->mean - base.final_val_loss->mean;
+      arm.vs_baseline_test = welch_t_test(values_of(report.rows, arm.rows, final_loss), base_losses);
+    }
   }
   return report;
-}
-
-std::string report_markdown(const Report& r) {
-  std::ostringstream out;
-  const std::string target = format_number(r.target_loss, 4);
-  out << "# lowband report: " << r.rows.size() << (r.rows.size() == 1 ? " run" : " runs") << "\n\n";
-  out << "- Target loss: **" << target << "**"
-      << (r.target_given ? " (`--target-loss`)."
-                         : ", the highest final loss among these runs, so that each reaches it (`--target-loss` sets another).")
-      << "\n";
-  out << "- Time to target: simulated time at which the validation loss first reaches the target, interpolated "
-         "linearly between evaluations.";
-  bool any_smoothed = false;
-  for (const ReportRow& row : r.rows) any_smoothed = any_smoothed || !row.target_from_validation;
-  if (any_smoothed)
-    out << " ¹ Fewer than two validation losses: the training loss, a trailing mean of " << kTrainLossSmoothingSteps
-        << " steps, is used instead.";
-  out << "\n";
-  if (r.baseline)
-    out << "- Baseline: `" << escape_cell(r.rows[*r.baseline].label) << "` (" << r.rows[*r.baseline].dir << "), "
-        << (r.baseline_given ? "given by `--baseline`." : "the uncompressed run with the highest bandwidth.") << "\n";
-  else
-    out << "- Baseline: none (no uncompressed run among these; `--baseline RUN_DIR` names one).\n";
-  out << "- Bandwidth: the scenario's `network.bandwidth`, or the slowest link of a clusters or explicit network. "
-         "Tokens/s and times are simulated (the modelled network), bytes are per rank (the busiest) per step, "
-         "by what they carry: K/V (and their gradients), pipeline boundaries, weights (gradient or pseudo-gradient "
-         "syncs), other (the loss, the codecs' own).\n"
-         "- K/V bytes saved: over the whole run, measured from the messages sent; uncompressed warm-up steps "
-         "(MoS) count, so it is below the codec's own ratio. For a pipeline run, the stage boundaries' messages "
-         "(both ways) instead.\n";
-  std::map<std::string, std::string> marks;  // projection scenario -> "†", "‡", ...
-  static const char* kMarks[] = {"†", "‡", "§", "¶"};
-  for (const ReportRow& row : r.rows) {
-    if (!row.projection || marks.count(row.projection->scenario)) continue;
-    const size_t n = marks.size();
-    const std::string& name = row.projection->scenario;
-    marks[name] = n < 4 ? kMarks[n] : "†" + std::to_string(n + 1);
-    out << "- " << marks[name] << " time per step projected to " << name
-        << ": the loss curve is the run's own, each step's simulated time is `estimate`'s for " << name
-        << (row.projection->description.empty() ? "" : " (" + escape_cell(row.projection->description) + ")")
-        << ". Bytes and K/V compression are the run's own"
-        << (row.projection->bytes_per_step ? "; at " + name + "'s scale a rank sends " +
-                                                 units::format_bytes(*row.projection->bytes_per_step) + " per step"
-                                           : "")
-        << ".\n";
-  }
-  bool any_lost = false;  // a column only where some run had a changing network
-  for (const ReportRow& row : r.rows) any_lost = any_lost || row.lost_seconds.has_value();
-  if (any_lost)
-    out << "- Time lost: over the whole run, simulated time beyond the same steps on the nominal network "
-           "(`network.dynamics`: links and nodes down, slower, or with less bandwidth; under `network.restart` "
-           "also the restarts from a checkpoint); — on a constant network.\n";
-  for (const std::string& note : r.notes) out << "- Note: " << note << "\n";
-  out << "\n| run | bandwidth | compression | tokens/s | time to loss " << target
-      << " | final val loss | val perplexity | bytes sent per step | K/V bytes saved (measured) | time to target ÷ baseline |"
-      << (any_lost ? " time lost |" : "") << "\n"
-      << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|" << (any_lost ? "---:|" : "") << "\n";
-  for (const ReportRow& row : r.rows) {
-    out << "| " << run_cell(row, marks) << " | " << units::format_bandwidth(row.bandwidth_bytes_per_s) << " | "
-        << escape_cell(row.compression) << " | " << cell(row.tokens_per_s, 4) << " | "
-        << (row.time_to_target_seconds ? format_time(*row.time_to_target_seconds) : "not reached") << " | "
-        << cell(row.final_val_loss, 5) << " | " << cell(row.final_val_perplexity, 4) << " | "
-        << bytes_cell(row) << " | " << compression_cell(row)
-        << " | " << cell(row.time_to_target_vs_baseline, 3) << " |";
-    if (any_lost) out << " " << (row.lost_seconds ? format_time(*row.lost_seconds) : kNone) << " |";
-    out << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace lowband::report

@@ -129,7 +129,7 @@ std::string settings_text(const json& settings, bool skip_bandwidth) {
   if (!settings.is_object()) return out;
   for (const auto& [key, value] : settings.items()) {
     const bool is_bandwidth = key == "bandwidth" || (key.size() > 10 && key.substr(key.size() - 10) == ".bandwidth");
-    if (skip_bandwidth && is_bandwidth) continue;
+    if (skip_bandwidth && (is_bandwidth || key == "training.seed")) continue;  // a series spans seeds too
     out += (out.empty() ? "" : ", ") + key + "=" + setting_text(value);
   }
   return out;

@@ -63,7 +63,7 @@ nlohmann::json timed_network(const RunData& run);
 double run_bandwidth_bytes_per_s(const RunData& run);
 
 // Which compression a run used, as a series name for "by compression" figures: the
-// sweep settings other than bandwidths (keys ending in "bandwidth"), e.g.
+// sweep settings other than bandwidths (keys ending in "bandwidth") and the seed, e.g.
 // "compression.ratio=0.9", or, outside a
 // sweep, from scenario.json ("uncompressed", "mos K 0.9 / V 0.9", "topk 0.1", "quantize 4-bit").
 std::string compression_label(const RunData& run);

@@ -236,6 +236,20 @@ SweepSpec make_spec(const std::string& text, const std::string& source, const st
   return spec;
 }
 
+void add_seed_axis(SweepSpec& spec, int seeds) {
+  if (seeds < 1 || seeds > kMaxSeeds)
+    throw InputError("--seeds", "must be 1.." + std::to_string(kMaxSeeds) + ", got " + std::to_string(seeds));
+  for (const Axis& axis : spec.axes)
+    if (axis.key == "training.seed")
+      throw InputError("--seeds", "training.seed is already an axis (" + axis.place + "): give one or the other");
+  json base = spec.base;
+  apply_overrides(base, spec.sets);
+  const uint64_t first = scenario_detail::parse_with_overrides(base, spec.source, spec.sets).training.seed;
+  Axis axis{"training.seed", {}, "--seeds " + std::to_string(seeds)};
+  for (int k = 0; k < seeds; ++k) axis.values.push_back(first + uint64_t(k));
+  spec.axes.push_back(std::move(axis));
+}
+
 SweepPlan plan_sweep(const SweepSpec& spec) {
   SweepPlan plan;
   plan.spec = spec;

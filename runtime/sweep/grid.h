@@ -56,6 +56,13 @@ nlohmann::json parse_set_value(const std::string& text, const std::string& place
 // InputError naming the flag, "SOURCE: sweep.KEY" or the JSON syntax error.
 SweepSpec make_spec(const std::string& text, const std::string& source, const std::vector<std::string>& sets);
 
+// `lowband sweep --seeds N`: an innermost axis training.seed = s, s+1, ..., s+N-1,
+// s the base scenario's seed (its plain --sets applied; the default where it has
+// none), so every point runs N seeds and `report` groups them. InputError naming
+// "--seeds" when N is not 1..kMaxSeeds or training.seed is already an axis.
+void add_seed_axis(SweepSpec& spec, int seeds);
+inline constexpr int kMaxSeeds = 1000;  // intervals stop narrowing long before
+
 // Resolves every point and groups them. InputError naming the axis's flag or sweep
 // path and the point, or the plain --set / source, when a point does not validate.
 SweepPlan plan_sweep(const SweepSpec& spec);

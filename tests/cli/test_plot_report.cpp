@@ -212,25 +212,74 @@ TEST_F(PlotReport, ReportTabulatesTheRunsAgainstTheFastestUncompressedOne) {
   const fs::path md = work_ / "report.md";
   ASSERT_EQ(lowband("report " + (root_ / "sweep").string() + " --out " + md.string()), 0) << err_;
   const std::string text = slurp(md);
-  for (const char* column : {"tokens/s", "time to loss", "final val loss", "val perplexity", "bytes sent per step",
-                             "K/V bytes saved (measured)", "time to target ÷ baseline"})
+  for (const char* column : {"seeds", "tokens/s", "(50 %)", "(75 %)", "(90 %)", "(100 %)", "final val loss",
+                             "Δ final val loss vs baseline", "val perplexity", "bytes sent per step",
+                             "K/V bytes saved (measured)"})
     EXPECT_NE(text.find(column), std::string::npos) << column;
   EXPECT_NE(text.find("Baseline: `tiny-fast`"), std::string::npos) << text;
+  EXPECT_NE(text.find("Targets: the validation loss of `tiny-fast` at 50 %, 75 %, 90 % and 100 %"), std::string::npos)
+      << text;
   const auto fast = table_row(text, "tiny-fast"), mos = table_row(text, "tiny-mos");
-  ASSERT_EQ(fast.size(), 10u) << text;
-  ASSERT_EQ(mos.size(), 10u) << text;
-  EXPECT_EQ(fast[1], "10 Gbps");
-  EXPECT_EQ(fast[9], "1.00");  // the baseline against itself
+  ASSERT_EQ(fast.size(), 14u) << text;
+  ASSERT_EQ(mos.size(), 14u) << text;
+  EXPECT_EQ(fast[1], "1 (seed 1): no interval");  // one seed each: no interval invented
+  EXPECT_EQ(fast[2], "10 Gbps");
+  for (int t = 5; t <= 8; ++t) EXPECT_NE(fast[t].find("(1.00×)"), std::string::npos) << fast[t];  // the baseline reaches its own targets
+  EXPECT_EQ(fast[10], "baseline");
   char expected[64];
   std::snprintf(expected, sizeof expected, "%.4f", summary("mos").at("final_val_loss").get<double>());
-  EXPECT_EQ(mos[5], expected);
+  EXPECT_EQ(mos[9], expected);
+  std::snprintf(expected, sizeof expected, "%+.4f",
+                summary("mos").at("final_val_loss").get<double>() - summary("fast").at("final_val_loss").get<double>());
+  EXPECT_EQ(mos[10], std::string(expected) + " (1 seed a side: untested)");
   std::snprintf(expected, sizeof expected, "%.1f", 100 * summary("mos").at("kv_bytes_saved_fraction").get<double>());
-  EXPECT_EQ(mos[8].substr(0, mos[8].find(' ')), expected);
-  EXPECT_EQ(mos[2], "compression.ratio=0.9");
-  // The default target is the highest final validation loss, which every run reaches.
-  EXPECT_EQ(text.find("not reached"), std::string::npos) << text;
+  EXPECT_EQ(mos[13].substr(0, mos[13].find(' ')), expected);
+  EXPECT_EQ(mos[3].rfind("compression.ratio=0.9 (K rank ", 0), 0u) << mos[3];  // the kept rank per head
   EXPECT_TRUE(table_row(text, "never-ran").empty());
   EXPECT_FALSE(fs::exists(md.string() + ".tmp"));
+
+  ASSERT_EQ(lowband("report " + (root_ / "sweep").string() + " --target-loss 9,8"), 0) << err_;
+  EXPECT_NE(out_.find("| time to loss 9.000 | time to loss 8.000 |"), std::string::npos) << out_;
+}
+
+// `sweep --seeds N` runs each point with seeds s..s+N-1; report and plot group them
+// into one arm with an interval and a band.
+TEST_F(PlotReport, SweepSeedsAreOneArmWithAnIntervalAndABand) {
+  const fs::path sweep = work_ / "seeds";
+  ASSERT_EQ(lowband("sweep" + std::string(kTiny) + " --set name=tiny-seeds --set training.seed=5 --seeds 3 --out " +
+                    sweep.string()),
+            0)
+      << err_;
+  ASSERT_EQ(lowband("report " + sweep.string()), 0) << err_;
+  const auto arm = table_row(out_, "tiny-seeds");
+  ASSERT_EQ(arm.size(), 14u) << out_;
+  EXPECT_EQ(arm[1], "3 (5,6,7)");
+  std::vector<double> losses;
+  for (int seed : {5, 6, 7})
+    losses.push_back(json::parse(slurp(sweep / ("tiny-seeds-seed" + std::to_string(seed)) / "summary.json"))
+                         .at("final_val_loss")
+                         .get<double>());
+  EXPECT_NE(losses[0], losses[1]);  // the seed changes the training
+  const double mean = (losses[0] + losses[1] + losses[2]) / 3;
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "%.4f ± ", mean);
+  EXPECT_EQ(arm[9].rfind(expected, 0), 0u) << arm[9];
+  size_t rows = 0;  // one row, not one per seed
+  for (size_t at = out_.find("\n| `tiny-seeds"); at != std::string::npos; at = out_.find("\n| `tiny-seeds", at + 1)) ++rows;
+  EXPECT_EQ(rows, 1u) << out_;
+
+  ASSERT_EQ(lowband("plot " + sweep.string() + " --format svg --out " + (work_ / "p").string()), 0) << err_;
+  const auto series = read_series(work_ / "p" / "val_loss_vs_time_seeds.dat");
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].first, "tiny-seeds (3 seeds)");
+  EXPECT_EQ(series[0].second.size(), 3u);  // evaluations at steps 4, 8, 12
+  EXPECT_NE(slurp(work_ / "p" / "val_loss_vs_time_seeds.gp").find("using 1:3:4 with filledcurves"), std::string::npos);
+
+  EXPECT_EQ(lowband("sweep" + std::string(kTiny) + " --seeds 0 --out " + (work_ / "bad").string()), 2);
+  EXPECT_NE(err_.find("--seeds"), std::string::npos) << err_;
+  EXPECT_EQ(lowband("sweep" + std::string(kTiny) + " --seeds 2 --set training.seed=1,2 --out " + (work_ / "bad").string()), 2);
+  EXPECT_NE(err_.find("--seeds: training.seed is already an axis"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(work_ / "bad"));
 }
 
 TEST_F(PlotReport, ReportSaysWhenTheTimeWasProjected) {
@@ -241,7 +290,7 @@ TEST_F(PlotReport, ReportSaysWhenTheTimeWasProjected) {
   std::ofstream(projected / "summary.json") << s.dump();
   ASSERT_EQ(lowband("report " + projected.string() + " --target-loss 99"), 0) << err_;
   EXPECT_NE(out_.find("time per step projected to mos-paper-decentralized-300mbps"), std::string::npos) << out_;
-  EXPECT_NE(out_.find("Target loss: **99.00** (`--target-loss`)"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("Targets: given by `--target-loss`"), std::string::npos) << out_;
   ASSERT_EQ(lowband("plot " + projected.string() + " --format png"), 0) << err_;
   EXPECT_NE(slurp(projected / "plots" / "loss_vs_time.gp").find("time per step projected to mos-paper-decentralized"),
             std::string::npos);
@@ -264,6 +313,12 @@ TEST_F(PlotReport, BadInputExits2AndWritesNothing) {
 
   EXPECT_EQ(lowband("report " + run("fast").string() + " --baseline " + work_.string()), 2);
   EXPECT_NE(err_.find("--baseline"), std::string::npos) << err_;
+  for (const char* flags : {"--target-fraction 0", "--target-fraction 0.5 --target-loss 3", "--target-loss=-1"}) {
+    EXPECT_EQ(lowband("report " + run("fast").string() + " " + flags + " --out " + (work_ / "r.md").string()), 2) << flags;
+    const std::string flag = std::string(flags).substr(0, std::string(flags).find_first_of(" ="));
+    EXPECT_NE(err_.find(flag + ":"), std::string::npos) << err_;
+    EXPECT_FALSE(fs::exists(work_ / "r.md"));
+  }
 }
 
 TEST_F(PlotReport, MissingGnuplotSaysWhichPackageToInstall) {

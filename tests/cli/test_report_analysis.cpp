@@ -12,6 +12,8 @@
 #include "runtime/report/report_table.h"
 #include "runtime/report/run_dir_reader.h"
 #include "runtime/report/run_metrics.h"
+#include "runtime/report/seed_groups.h"
+#include "runtime/report/stats.h"
 #include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -19,6 +21,8 @@ using nlohmann::json;
 using namespace lowband::report;
 
 namespace {
+
+std::string kv_method_of(const RunData& r) { return r.scenario["compression"]["method"].get<std::string>(); }
 
 RunData make_run(const std::string& name, const std::string& bandwidth, const std::string& method,
                  std::vector<CurveRow> curve) {
@@ -132,19 +136,108 @@ TEST(ReportSeries, SharedNamesGetTheirSettingsOrDirectory) {
   EXPECT_EQ(runs[2].label, "other");
 }
 
-TEST(ReportTable, RatioToBaselineAndPerplexityComeFromTheRuns) {
+TEST(ReportTable, RatioToBaselineComesFromTheRuns) {
   LoadedRuns loaded;
   loaded.runs = {make_run("base", "10Gbps", "none", {{1, 10, 5, 4.0}, {2, 20, 4, 2.0}}),
                  make_run("slow", "300Mbps", "none", {{1, 30, 5, 4.0}, {2, 60, 4, 2.0}})};
   loaded.runs[1].summary["final_val_loss"] = 2.0;
-  const Report r = build_report(loaded, {3.0, ""});
+  const Report r = build_report(loaded, {{3.0}, kDefaultTargetFractions, ""});
   ASSERT_EQ(r.baseline, std::optional<size_t>(0));
-  EXPECT_DOUBLE_EQ(*r.rows[0].time_to_target_seconds, 15.0);
-  EXPECT_DOUBLE_EQ(*r.rows[1].time_to_target_seconds, 45.0);
-  EXPECT_DOUBLE_EQ(*r.rows[1].time_to_target_vs_baseline, 3.0);
-  EXPECT_DOUBLE_EQ(*r.rows[1].final_val_perplexity, std::exp(2.0));
+  ASSERT_EQ(r.arms.size(), 2u);  // different networks: two arms of one seed each
+  EXPECT_DOUBLE_EQ(*r.rows[0].time_to_target_seconds[0], 15.0);
+  EXPECT_DOUBLE_EQ(*r.rows[1].time_to_target_seconds[0], 45.0);
+  EXPECT_DOUBLE_EQ(*r.arms[1].targets[0].vs_baseline, 3.0);
   EXPECT_FALSE(r.rows[0].final_val_loss.has_value());  // absent from its summary: shown as "—"
-  EXPECT_NE(report_markdown(r).find("| `slow` | 300 Mbps |"), std::string::npos) << report_markdown(r);
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("| `slow` | 1 (seed ?): no interval | 300 Mbps |"), std::string::npos) << md;
+  EXPECT_NE(md.find("45.0 s (3.00×)"), std::string::npos) << md;
+}
+
+// Default targets: fractions of the baseline's drop from its first evaluation
+// (4.0) to its last (2.0): 50 % is 3.0, 100 % is 2.0.
+TEST(ReportTable, DefaultTargetsAreFractionsOfTheBaselinesDrop) {
+  LoadedRuns loaded;
+  loaded.runs = {make_run("base", "10Gbps", "none", {{1, 10, 5, 4.0}, {2, 20, 4, 2.0}}),
+                 make_run("mos", "300Mbps", "mos", {{1, 30, 5, 4.0}, {2, 60, 4, 2.5}})};
+  const Report r = build_report(loaded, {{}, {0.5, 1.0}, ""});
+  ASSERT_EQ(r.targets.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.targets[0].loss, 3.0);
+  EXPECT_DOUBLE_EQ(r.targets[1].loss, 2.0);
+  EXPECT_EQ(r.target_reference, "base");
+  EXPECT_DOUBLE_EQ(r.arms[1].targets[0].seconds->mean, 30 + 30 * (1.0 / 1.5));  // 4.0 -> 2.5 over 30 s
+  EXPECT_EQ(r.arms[1].targets[1].reached, 0);                                   // never reaches 2.0
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("time to loss 3.000 (50 %)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| never |"), std::string::npos) << md;
+}
+
+// Runs that differ only by seed are one arm: the mean and the Student-t interval
+// of their final losses, and Welch's test against the baseline arm.
+TEST(ReportTable, SeedsOfOneArmGiveAnIntervalAndWelchsTest) {
+  LoadedRuns loaded;
+  const std::vector<double> base_losses = {2.0, 2.2, 2.4, 2.6}, mos_losses = {3.0, 3.1, 3.2};
+  for (size_t k = 0; k < base_losses.size(); ++k) {
+    RunData run = make_run("base", "10Gbps", "none", {{1, 10, 5, 4.0}, {2, 20, 4, base_losses[k]}});
+    run.scenario["training"] = {{"seed", int(k + 1)}};
+    run.summary["final_val_loss"] = base_losses[k];
+    loaded.runs.push_back(run);
+  }
+  for (size_t k = 0; k < mos_losses.size(); ++k) {
+    RunData run = make_run("mos", "10Gbps", "mos", {{1, 10, 5, 4.0}, {2, 20, 4, mos_losses[k]}});
+    run.scenario["training"] = {{"seed", int(k + 1)}};
+    run.summary["final_val_loss"] = mos_losses[k];
+    loaded.runs.push_back(run);
+  }
+  assign_labels(loaded.runs);
+  const Report r = build_report(loaded, {{3.5}, {}, ""});
+  ASSERT_EQ(r.arms.size(), 2u);
+  EXPECT_EQ(r.arms[0].label, "base");
+  EXPECT_EQ(r.arms[0].seeds, (std::vector<int64_t>{1, 2, 3, 4}));
+  ASSERT_TRUE(r.arms[0].final_val_loss && r.arms[0].final_val_loss->half_width);
+  EXPECT_NEAR(r.arms[0].final_val_loss->mean, 2.3, 1e-12);
+  EXPECT_NEAR(*r.arms[0].final_val_loss->half_width, 3.18244630528371 * std::sqrt(0.2 / 3) / 2, 1e-9);
+  ASSERT_TRUE(r.arms[1].vs_baseline_test.has_value());
+  const WelchTest expected = *welch_t_test(mos_losses, base_losses);
+  EXPECT_DOUBLE_EQ(r.arms[1].vs_baseline_test->p_value, expected.p_value);
+  EXPECT_LT(expected.p_value, kSignificance);  // 0.8 apart, spreads of 0.1 and 0.26
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("| `base` | 4 (1,2,3,4) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2.3000 ± 0.41 | baseline |"), std::string::npos) << md;
+  EXPECT_NE(md.find("+0.8000 ± "), std::string::npos) << md;
+  EXPECT_NE(md.find("beyond noise"), std::string::npos) << md;
+  EXPECT_NE(md.find("`mos`: 3.0000 (seed 1), 3.1000 (seed 2), 3.2000 (seed 3)"), std::string::npos) << md;
+
+  // One seed a side: the difference, untested, and no interval.
+  LoadedRuns single;
+  single.runs = {loaded.runs[0], loaded.runs[4]};
+  const std::string one = report_markdown(build_report(single, {{3.5}, {}, ""}));
+  EXPECT_NE(one.find("no interval"), std::string::npos) << one;
+  EXPECT_NE(one.find("+1.0000 (1 seed a side: untested)"), std::string::npos) << one;
+  EXPECT_EQ(one.find(" ± ", one.find("| run |")), std::string::npos) << one;  // none in the table
+}
+
+TEST(ReportSeeds, GroupsRunsThatDifferOnlyBySeed) {
+  std::vector<RunData> runs = {make_run("a", "1Gbps", "none", {}), make_run("a", "1Gbps", "none", {}),
+                               make_run("a", "1Gbps", "mos", {}), make_run("a", "1Gbps", "none", {})};
+  runs[0].scenario["training"] = {{"seed", 1}, {"steps", 10}};
+  runs[1].scenario["training"] = {{"seed", 2}, {"steps", 10}};
+  runs[2].scenario["training"] = {{"seed", 3}, {"steps", 10}};
+  runs[3].scenario["training"] = {{"seed", 1}, {"steps", 10}};  // seed 1 again: not one more seed of the first arm
+  runs[1].scenario["name"] = "a-seed2";
+  const std::vector<SeedGroup> groups = group_by_seed(runs);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].runs, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(groups[0].seeds, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(groups[1].runs, (std::vector<size_t>{2}));
+  EXPECT_EQ(groups[2].runs, (std::vector<size_t>{3}));
+  EXPECT_NE(groups[0].label, groups[2].label);
+  // In a sweep with a seed axis the arm is named by its other settings.
+  for (RunData& r : runs) {
+    r.sweep = "grid";
+    r.sweep_settings = {{"training.seed", run_seed(r).value()}, {"compression.method", kv_method_of(r)}};
+  }
+  EXPECT_EQ(group_by_seed(runs)[0].label, "grid (compression.method=none)");
+  EXPECT_EQ(compression_label(runs[0]), "compression.method=none");  // series span seeds
 }
 
 class ReportDirs : public ::testing::Test {

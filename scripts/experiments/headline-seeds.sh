@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The quickstart's comparison with intervals (analysis/headline-seeds.md): its arms
+# trained at SEEDS seeds each (default 5: training.seed 1..5), then one report with
+# each arm's mean ± 95 % Student-t interval and Welch's test against the centralized
+# arm, and the plots (a band per arm in val_loss_vs_time_seeds).
+#   scripts/experiments/headline-seeds.sh [byte|gpt2]...   (default: byte)
+# byte: the quickstart itself (data/tinyshakespeare.txt, byte-level).
+# gpt2: the same model and text with GPT-2 tokens (model.vocab 50257; the embedding
+#       and output layer then dominate the weight sync).
+# Per seed: the uncompressed training timed on four networks (100 Gbps / 300 Mbps
+# × 5 us / 2 ms access links: the centralized and decentralized arms, and the two
+# mixed ones), the MoS one and the MoS + low-rank one, all at 300 Mbps, 2 ms.
+# Runs: runs/headline-seeds/CORPUS/ (RUNS=DIR for another place); rerunning skips
+# what is done (lowband sweep --out DIR resumes). Two trainings at a time
+# (JOBS), one thread each.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scripts/build.sh --target lowband >/dev/null
+lowband=build/lowband
+seeds=${SEEDS:-5} jobs=${JOBS:-2}
+corpora=("$@")
+[ ${#corpora[@]} -gt 0 ] || corpora=(byte)
+s=scenarios/quickstart
+for corpus in "${corpora[@]}"; do
+  case $corpus in
+    byte) data=() ;;
+    gpt2) data=(--set model.vocab=50257 --set training.tokenizer=gpt2) ;;
+    *) echo "headline-seeds.sh: corpus must be byte or gpt2, got '$corpus'" >&2; exit 2 ;;
+  esac
+  runs=${RUNS:-runs/headline-seeds}/$corpus
+  out=analysis/headline-seeds/$corpus
+  mkdir -p "$runs" "$out"
+  sweep() {  # sweep NAME FILE [--set ...]: SEEDS seeds of FILE
+    local name=$1 file=$2; shift 2
+    OMP_NUM_THREADS=1 "$lowband" sweep "$file" --seeds "$seeds" --jobs "$jobs" --threads 1 "${data[@]}" "$@" \
+      --out "$runs/$name" > "$runs/$name.log"
+  }
+  start=$(date +%s)
+  sweep uncompressed "$s/quickstart-decentralized-300mbps.json" \
+    --set network.bandwidth=100Gbps,300Mbps --set network.latency=5us,2ms
+  sweep mos "$s/quickstart-mos-300mbps.json"
+  sweep mos-lowrank "$s/quickstart-mos-lowrank-300mbps.json"
+  echo "headline-seeds ($corpus): trained in $(( $(date +%s) - start )) s" >&2
+  # The baseline: the uncompressed arm at 100 Gbps, 5 us (seed 1's run directory).
+  central=$(ls -d "$runs"/uncompressed/*-bw100Gbps-lat5us-seed1)
+  "$lowband" report "$runs/uncompressed" "$runs/mos" "$runs/mos-lowrank" --baseline "$central" \
+    --out "$out/report.md" >/dev/null
+  "$lowband" plot "$runs/uncompressed" "$runs/mos" "$runs/mos-lowrank" --out "$out" --format png >/dev/null
+  echo "headline-seeds ($corpus): $out/report.md, $out/val_loss_vs_time_seeds.png" >&2
+done
