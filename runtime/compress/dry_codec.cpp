@@ -11,13 +11,15 @@ DryKvCodec::DryKvCodec(std::unique_ptr<KvCodec> real, const IdentityCodec& plain
 
 void DryKvCodec::encode(const KvBlockId& id, int64_t n, const float*, CodecMessage& out) {
   out = CodecMessage{};
-  out.wire_bytes = compressing_ ? real_->message_bytes(id.tensor, n) : plain_.message_bytes(id.tensor, n);
+  const bool compressed = compressing_ && real_->compresses_layer(id.layer);
+  out.wire_bytes = compressed ? real_->message_bytes(id.tensor, n) : plain_.message_bytes(id.tensor, n);
 }
 
 void DryKvCodec::encode_gradient(const KvBlockId& id, int64_t n, const float*, CodecGradient& out) {
   out = CodecGradient{};
+  const bool compressed = compressing_ && real_->compresses_layer(id.layer);
   out.wire_bytes =
-      compressing_ ? real_->gradient_message_bytes(id.tensor, n) : plain_.gradient_message_bytes(id.tensor, n);
+      compressed ? real_->gradient_message_bytes(id.tensor, n) : plain_.gradient_message_bytes(id.tensor, n);
 }
 
 void DryBoundaryCodec::encode(int64_t n, const float*, const int32_t*, CodecMessage& out) const {

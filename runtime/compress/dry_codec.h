@@ -4,8 +4,9 @@
 // not depend on values (its description, its message sizes and phase, its
 // parameter count, the size of its error sums) and skips the arithmetic:
 // encode and encode_gradient give messages of no values that carry the modelled
-// wire bytes the real codec would report this step (compressing_at: compressed,
-// or the uncompressed block in a warm-up); decode and decode_gradient do nothing.
+// wire bytes the real codec would report this step (compressing_at and
+// compresses_layer: compressed, or the uncompressed block in a warm-up and in a
+// layer it leaves uncompressed); decode and decode_gradient do nothing.
 // The pointers it is handed are never read.
 //
 // Left out: the MoS warm-up statistics (gram_sums: none), so a dry step has no
@@ -39,6 +40,7 @@ class DryKvCodec final : public KvCodec {
   double message_bytes(KvTensor t, int64_t n) const override { return real_->message_bytes(t, n); }
   double gradient_message_bytes(KvTensor t, int64_t n) const override { return real_->gradient_message_bytes(t, n); }
   bool compressing_at(int step) const override { return real_->compressing_at(step); }
+  bool compresses_layer(int layer) const override { return real_->compresses_layer(layer); }
   ErrorSums* error_sums() override { return real_->error_sums(); }
   int64_t param_count() const override { return real_->param_count(); }
   float* params() override { return real_->params(); }

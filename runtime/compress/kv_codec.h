@@ -97,6 +97,10 @@ class KvCodec {
   // uncompressed block and gradient (a MoS warm-up). A dry run sizes its
   // messages by it (dry_codec.h).
   virtual bool compressing_at(int /*step*/) const { return true; }
+  // Whether layer `layer`'s blocks get those compressed messages while
+  // compressing; false: the uncompressed block and gradient, the whole run (MoS's
+  // final layer, compression.compress_final_layer false).
+  virtual bool compresses_layer(int /*layer*/) const { return true; }
 
   // Per layer, ‖Z − Ẑ‖_F / ‖Z‖_F of `tensor` over the blocks encoded since
   // begin_step, for run reports; empty while the codec is not compressing, or when

@@ -28,6 +28,7 @@ MosOptions mos_options_from(const Scenario& s) {
   o.rotation = s.compression.rotation;
   o.warm_start = s.compression.warm_start;
   o.k_frame = s.compression.k_frame;
+  o.compress_final_layer = s.compression.compress_final_layer;
   o.rope_theta = kernels::kRopeThetaDefault;  // the scenario has no RoPE key; the model uses the default
   o.seed = s.training.seed;
   return o;
@@ -60,7 +61,14 @@ std::string MosCodec::describe() const {
          (opt_.k_frame == KFrame::pre_rope ? " before RoPE" : " after RoPE") + ", V rank " + std::to_string(opt_.v_rank) + " of " +
          std::to_string(opt_.head_dim) + "; rotation " + rot + "; " +
          (opt_.warm_start ? "U0 from " + std::to_string(opt_.warmup_steps) + " warm-up steps" : std::string("random U0")) +
-         ")";
+         (opt_.compress_final_layer ? "" : "; final layer uncompressed") + ")";
+}
+
+bool MosCodec::compresses_layer(int layer) const {
+  CompressionConfig c;
+  c.method = CompressionMethod::mos;
+  c.compress_final_layer = opt_.compress_final_layer;
+  return c.kv_layer_compressed(layer, opt_.layers);
 }
 
 void MosCodec::zero_grads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }

@@ -37,6 +37,11 @@
 // paper; RoPE is orthogonal, so bytes and relative errors are frame-independent.
 // post_rope compresses K as the attention sees it. V has no RoPE.
 //
+// The final layer (compression.compress_final_layer false, the default): its
+// blocks cross as in the warm-up, uncompressed, for the whole run (the paper
+// compresses every layer's K/V but the last block's); its keys' U₀ are never fitted
+// from data and its ψ never moves. compresses_layer() says which layers compress.
+//
 // Ablations: rotation fixed: θ = 0, no θ on the wire, no parameters; random: θ
 // uniform in [−kRandomThetaMax, kRandomThetaMax] per (step, block, head) from a
 // hash of the seed (sent, not learned); warm_start false: random U₀ from step 0.
@@ -66,6 +71,7 @@ struct MosOptions {
   MosRotation rotation = MosRotation::learned;
   bool warm_start = true;
   KFrame k_frame = KFrame::pre_rope;
+  bool compress_final_layer = false;  // false: layer layers − 1 crosses uncompressed
   float rope_theta = 10000.0f;  // the model's (model::ModelOptions::rope_theta)
   uint64_t seed = 1;
 };
@@ -107,10 +113,12 @@ class MosCodec final : public KvCodec {
   const std::vector<float>& a2u0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].a2u0; }
   // θ of `head` in the last encode of block `id` this step (throws if none).
   float theta(const KvBlockId& id, int head) const;
-  // Closed-form message sizes while compressing: forward (C, θ) and backward (dC, dθ).
+  // Closed-form message sizes while compressing a layer that compresses_layer():
+  // forward (C, θ) and backward (dC, dθ). message_layout and gradient_floats, too.
   double message_bytes(KvTensor t, int64_t n) const override;
   double gradient_message_bytes(KvTensor t, int64_t n) const override;
   bool compressing_at(int step) const override { return step >= opt_.warmup_steps; }
+  bool compresses_layer(int layer) const override;
   // ‖Z − Ẑ‖_F / ‖Z‖_F over every block of (layer, t) encoded since begin_step
   // (0 while uncompressed and before any block).
   double reconstruction_error(int layer, KvTensor t) const;
@@ -150,6 +158,8 @@ class MosCodec final : public KvCodec {
   void fit(const std::vector<float>& grams, const std::vector<int64_t>& rows);
   void check_positions(const KvBlockId& id, int64_t n, const char* where) const;
   int theta_count() const { return opt_.rotation == MosRotation::fixed ? 0 : opt_.kv_heads; }
+  // This block compressed: fitted and a compressed layer (else it crosses as z itself).
+  bool compresses(const KvBlockId& id) const { return fitted_ && compresses_layer(id.layer); }
   void accumulate_grams(const KvBlockId& id, int64_t n, const float* src);
   float theta_for(const KvBlockId& id, int head, const float* mean) const;
   double identity_bytes(int64_t n) const;

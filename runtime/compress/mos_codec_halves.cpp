@@ -53,16 +53,18 @@ void MosCodec::encode(const KvBlockId& id, int64_t n, const float* z, CodecMessa
   out.indices.clear();
   out.codes.clear();
   // K in its pre-RoPE frame: the rows un-rotated by their positions (RoPE is orthogonal).
+  // The warm-up's statistics only of the layers that will compress.
+  const bool observe = !grams_.empty() && compresses_layer(id.layer);
   std::vector<float> pre;
   const float* src = z;
-  if (unrotate && (fitted_ || !grams_.empty())) {
+  if (unrotate && (compresses(id) || observe)) {
     pre.resize(count);
     kernels::cpu::rope_backward(z, id.positions, n, H, d, pre.data(), opt_.rope_theta);
     src = pre.data();
   }
-  if (!fitted_) {
+  if (!compresses(id)) {
     out.values.assign(z, z + count);
-    if (!grams_.empty()) accumulate_grams(id, n, src);
+    if (observe) accumulate_grams(id, n, src);
     out.wire_bytes = identity_bytes(n);
     return;
   }
@@ -107,11 +109,12 @@ void MosCodec::encode(const KvBlockId& id, int64_t n, const float* z, CodecMessa
 void MosCodec::decode(const KvBlockId& id, int64_t n, const CodecMessage& in, float* z_hat) {
   check_id(id, n, "MosCodec::decode");
   check_positions(id, n, "MosCodec::decode");
-  check_layout(in.layout(), message_layout(id.tensor, n), "MosCodec::decode");
-  if (!fitted_) {
+  if (!compresses(id)) {
+    check_layout(in.layout(), {n * opt_.kv_heads * opt_.head_dim, 0, 0}, "MosCodec::decode");
     std::copy(in.values.begin(), in.values.end(), z_hat);
     return;
   }
+  check_layout(in.layout(), message_layout(id.tensor, n), "MosCodec::decode");
   const int H = opt_.kv_heads, d = opt_.head_dim;
   const int64_t count = n * H * d, r = rank(id.tensor);
   const bool unrotate = unrotates(id);
@@ -138,7 +141,7 @@ void MosCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_h
   check_id(id, n, "MosCodec::encode_gradient");
   const int H = opt_.kv_heads, d = opt_.head_dim;
   const int64_t count = n * H * d;
-  if (!fitted_) {
+  if (!compresses(id)) {
     out.values.assign(dz_hat, dz_hat + count);
     out.wire_bytes = identity_bytes(n);
     return;
@@ -170,10 +173,10 @@ void MosCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_h
 
 void MosCodec::decode_gradient(const KvBlockId& id, int64_t n, const CodecGradient& summed, float* dz) {
   check_id(id, n, "MosCodec::decode_gradient");
-  check_gradient(summed, gradient_floats(id.tensor, n), "MosCodec::decode_gradient");
   const int H = opt_.kv_heads, d = opt_.head_dim;
   const int64_t count = n * H * d;
-  if (!fitted_) {
+  check_gradient(summed, compresses(id) ? gradient_floats(id.tensor, n) : count, "MosCodec::decode_gradient");
+  if (!compresses(id)) {
     for (int64_t i = 0; i < count; ++i) dz[i] += summed.values[i];
     return;
   }

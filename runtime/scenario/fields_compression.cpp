@@ -174,6 +174,13 @@ Section compression_section() {
             "100 steps): the best rank-5 subspace leaves 23–57 % relative error pre-RoPE but 87–89 % post-RoPE",
             "\"post_rope\""}),
            kBothRatios),
+       mos(boolean("compress_final_layer", kAt, &CompressionConfig::compress_final_layer,
+           {"`false`",
+            "false: the final transformer block's K/V and dK/dV cross uncompressed (identity bytes), every earlier "
+            "layer's compressed, as the MoS paper sets it up; true compresses every layer (an ablation, and what "
+            "runs recorded without the key did). mos only: topk, quantize and drop compress every layer",
+            "true"}),
+           kBothRatios),
        owner_kv_field()}};
   for (Field& f : baseline_codec_fields()) c.fields.push_back(std::move(f));
   for (Field& f : weight_sync_fields()) c.fields.push_back(std::move(f));

@@ -121,7 +121,9 @@ Scenario load_recorded_scenario_file(const std::string& path, const std::vector<
 void upgrade_recorded_scenario(json& document) {
   if (!document.is_object() || !document.contains("compression")) return;
   json& c = document["compression"];
-  if (c.is_object() && c.value("method", "") == "mos" && !c.contains("owner_kv")) c["owner_kv"] = "exact";
+  if (!c.is_object() || c.value("method", "") != "mos") return;
+  if (!c.contains("owner_kv")) c["owner_kv"] = "exact";
+  if (!c.contains("compress_final_layer")) c["compress_final_layer"] = true;
 }
 
 }  // namespace lowband

@@ -17,9 +17,10 @@ Scenario load_scenario_file(const std::string& path, const std::vector<std::stri
 // load_scenario_file, but read as the lowband that resolved it meant it: keys whose
 // default changed since get the value the run had (upgrade_recorded_scenario).
 Scenario load_recorded_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
-// In place: compression.owner_kv "exact" for a mos scenario without the key (resolved
-// before 2026-11-27, when mos's default became "reconstructed"; since then it is
-// always written for mos).
+// In place, for a mos scenario: compression.owner_kv "exact" without the key (resolved
+// before 2026-11-27, when mos's default became "reconstructed"), and
+// compression.compress_final_layer true without it (resolved before the final
+// layer's K/V crossed uncompressed by default). Both are always written for mos now.
 void upgrade_recorded_scenario(nlohmann::json& document);
 
 // Validates a parsed JSON document; `source` names it in errors and in Scenario::source.

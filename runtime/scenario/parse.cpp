@@ -135,7 +135,8 @@ CompressionConfig parse_compression(const ObjectReader& root) {
              : method == "quantize" ? CompressionMethod::quantize
              : method == "drop"     ? CompressionMethod::drop
                                     : CompressionMethod::none;
-  for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame"})
+  for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame",
+                          "compress_final_layer"})
     only_with(r, key, method, {"mos"});
   only_with(r, "owner_kv", method, {"mos", "topk", "quantize"});
   only_with(r, "topk_fraction", method, {"topk"});
@@ -170,6 +171,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     c.warm_start = r.boolean_or("warm_start", true);
     c.k_frame = r.choice_or("k_frame", "pre_rope", {"pre_rope", "post_rope"}) == "post_rope" ? KFrame::post_rope
                                                                                             : KFrame::pre_rope;
+    c.compress_final_layer = r.boolean_or("compress_final_layer", false);
   }
   const char* owner_default = default_owner_kv(c.method) == OwnerKv::reconstructed ? "reconstructed" : "exact";
   const std::string owner = r.choice_or("owner_kv", owner_default, {"exact", "reconstructed"});

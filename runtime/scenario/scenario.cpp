@@ -45,6 +45,11 @@ const char* data_sync_method_name(DataSyncMethod m) {
 int CompressionConfig::k_rank(int head_dim) const { return kept_rank(method, k_rank_set, k_ratio, head_dim); }
 int CompressionConfig::v_rank(int head_dim) const { return kept_rank(method, v_rank_set, v_ratio, head_dim); }
 
+bool CompressionConfig::kv_layer_compressed(int layer, int layers) const {
+  if (method == CompressionMethod::none) return false;
+  return method != CompressionMethod::mos || compress_final_layer || layer + 1 < layers;
+}
+
 const sim::DeviceProfile& DeviceConfig::for_node(int node) const {
   for (const auto& [n, profile] : node_profiles)
     if (n == node) return profile;

@@ -173,6 +173,10 @@ struct CompressionConfig {
   MosRotation rotation = MosRotation::learned;
   bool warm_start = true;
   KFrame k_frame = KFrame::pre_rope;
+  // mos: the final transformer block's K/V cross uncompressed, as in the MoS
+  // paper; true compresses every layer (an ablation, and what runs recorded
+  // before the key existed did: upgrade_recorded_scenario).
+  bool compress_final_layer = false;
   OwnerKv owner_kv = OwnerKv::exact;  // mos, topk, quantize (parse: default_owner_kv)
   double topk_fraction = 0.1;  // topk: fraction of each K/V block's entries kept
   int quantize_bits = 4;       // quantize: 4 or 8 bits per value
@@ -182,6 +186,11 @@ struct CompressionConfig {
 
   int k_rank(int head_dim) const;
   int v_rank(int head_dim) const;
+  // Whether layer `layer` of `layers` has its K/V compressed by the codec: every
+  // layer for topk, quantize and drop, all but the final one for mos unless
+  // compress_final_layer; none for none. The one place this is decided (the
+  // codec, the compute costs and the summaries all ask here).
+  bool kv_layer_compressed(int layer, int layers) const;
 };
 
 // Where `lowband run` takes compute seconds from: a steady clock around the

@@ -52,7 +52,8 @@ class PlotReport : public ::testing::Test {
         {"fast", "--set name=tiny-fast --set network.bandwidth=10Gbps"},
         {"slow", "--set name=tiny-slow --set network.bandwidth=300Mbps"},
         {"mos", "--set name=tiny-mos --set network.bandwidth=300Mbps --set compression.method=mos"
-                " --set compression.k_ratio=0.9 --set compression.v_ratio=0.9 --set compression.warmup_steps=4"}};
+                " --set compression.k_ratio=0.9 --set compression.v_ratio=0.9 --set compression.warmup_steps=4"
+                " --set compression.compress_final_layer=true"}};  // its one layer is the final one
     for (const auto& [dir, sets] : runs) {
       std::string err;
       const int rc = run_lowband("run" + std::string(kTiny) + " " + sets + " --out " + (root_ / "sweep" / dir).string(),

@@ -78,8 +78,15 @@ TEST(CodecScenario, MethodPicksTheCodecWithItsKeys) {
   // A mos scenario a run recorded before the default changed (no key) ran exact.
   json old = to_json(def);
   old["compression"].erase("owner_kv");
+  old["compression"].erase("compress_final_layer");
   upgrade_recorded_scenario(old);
   EXPECT_EQ(parse_scenario(old, "old run").compression.owner_kv, OwnerKv::exact);
+  // The final layer crosses uncompressed under mos (the paper's setup); the key is
+  // always written for mos, and a run recorded without it compressed every layer.
+  EXPECT_FALSE(def.compression.compress_final_layer);
+  EXPECT_EQ(to_json(def)["compression"]["compress_final_layer"], false);
+  EXPECT_FALSE(to_json(with_compression({{"method", "topk"}}))["compression"].contains("compress_final_layer"));
+  EXPECT_TRUE(parse_scenario(old, "old run").compression.compress_final_layer);
   json now = to_json(def);
   upgrade_recorded_scenario(now);
   EXPECT_EQ(now, to_json(def));
@@ -96,6 +103,7 @@ TEST(CodecScenario, KeysRoundTripThroughToJson) {
                         json{{"method", "topk"}, {"topk_fraction", 0.05}},
                         json{{"method", "quantize"}, {"bits", 8}, {"block", 16}},
                         json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"owner_kv", "exact"}},
+                        json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"compress_final_layer", true}},
                         json{{"method", "drop"}}}) {
     const Scenario s = with_compression(c);
     const Scenario back = parse_scenario(to_json(s), "round-trip");
@@ -132,6 +140,8 @@ TEST(CodecScenario, BadKeysNameCompressionKey) {
   EXPECT_CONTAINS(error_of({{"method", "quantize"}, {"block", 0}}), "compression.block");
   EXPECT_CONTAINS(error_of({{"method", "none"}, {"bits", 8}}), "compression.bits: only used with method \"quantize\"");
   EXPECT_CONTAINS(error_of({{"method", "topk"}, {"k_rank", 3}}), "compression.k_rank: only used with method \"mos\"");
+  EXPECT_CONTAINS(error_of({{"method", "topk"}, {"compress_final_layer", true}}),
+                  "compression.compress_final_layer: only used with method \"mos\"");
 }
 
 }  // namespace

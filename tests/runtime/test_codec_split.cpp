@@ -34,6 +34,7 @@ MosOptions mos(MosRotation rotation, KFrame frame, int warmup) {
   o.rotation = rotation;
   o.k_frame = frame;
   o.seed = 17;
+  o.compress_final_layer = true;  // the codec on every layer (the final one has its own tests)
   return o;
 }
 

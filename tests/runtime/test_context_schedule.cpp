@@ -89,18 +89,24 @@ TEST(ContextSchedule, SingleRankHasNoTransfers) {
 TEST(ContextSchedule, MosShrinksKvBytesByTheRankRatio) {
   // K rank 2 and V rank 4 of head_dim 64, 4 kv heads, zigzag (2 chunks per rank):
   // a block of n = T/P tokens is n·(2+4)·4·2 bytes plus 2 chunks · 4 heads · 2 (K,V)
-  // · 4 bytes of θ, instead of n·2·256·2.
+  // · 4 bytes of θ, instead of n·2·256·2. Of the 2 layers the final one is sent
+  // uncompressed, unless compression.compress_final_layer.
   const int P = 4;
   Scenario s = testing::small_cp_scenario(P);
   s.compression.method = CompressionMethod::mos;
   s.compression.k_rank_set = 2;
   s.compression.v_rank_set = 4;
-  const parallel::ContextStep step = build_context_parallel(s);
   const double n = 4096.0 / P, layers = 2;
   const double block = n * 6 * 4 * 2 + 2 * 4 * 2 * 4;
-  for (int r = 0; r < P; ++r) EXPECT_DOUBLE_EQ(step.graph.bytes_sent(r, "kv"), layers * (P - 1) * block);
   const double plain = n * 2 * 256 * 2;
-  EXPECT_DOUBLE_EQ(step.uncompressed_kv_bytes, 2 * P * layers * (P - 1) * plain);  // kv and dkv
+  for (bool all : {false, true}) {
+    SCOPED_TRACE(all ? "every layer compressed" : "final layer uncompressed");
+    s.compression.compress_final_layer = all;
+    const parallel::ContextStep step = build_context_parallel(s);
+    const double per_rank = (P - 1) * (all ? layers * block : block + plain);
+    for (int r = 0; r < P; ++r) EXPECT_DOUBLE_EQ(step.graph.bytes_sent(r, "kv"), per_rank);
+    EXPECT_DOUBLE_EQ(step.uncompressed_kv_bytes, 2 * P * layers * (P - 1) * plain);  // kv and dkv
+  }
 }
 
 TEST(ContextSchedule, ModelFlopsMatchClosedForm) {

@@ -154,18 +154,25 @@ TEST(Estimate, ZigzagBeatsContiguousSplit) {
 }
 
 TEST(Estimate, MosCompressionRatioIsTheRankRatio) {
-  // K rank 2 + V rank 4 of 2·64 per kv head: bytes ratio (6·n·4·2 + θ) / (n·2·256·2)
-  // with θ = 2 chunks · 4 heads · 2 · 4 bytes per block of n = T/P tokens.
+  // K rank 2 + V rank 4 of 2·64 per kv head: a compressed layer's bytes over its
+  // uncompressed ones are (6·n·4·2 + θ) / (n·2·256·2) with θ = 2 chunks · 4 heads ·
+  // 2 · 4 bytes per block of n = T/P tokens. Of the 2 layers the final one crosses
+  // uncompressed (ratio 1) unless compression.compress_final_layer.
   Scenario s = testing::small_cp_scenario(4);
   s.compression.method = CompressionMethod::mos;
   s.compression.k_rank_set = 2;
   s.compression.v_rank_set = 4;
   const double n = 1024;
-  const double expected = (n * 6 * 4 * 2 + 2 * 4 * 2 * 4) / (n * 2 * 256 * 2);
-  const Estimate e = estimate(s);
-  ASSERT_TRUE(e.context);
-  EXPECT_NEAR(e.context->kv_bytes_ratio, expected, 1e-12);
-  EXPECT_NEAR(e.context->kv_bytes_saved_fraction, 1 - expected, 1e-12);
+  const double layer = (n * 6 * 4 * 2 + 2 * 4 * 2 * 4) / (n * 2 * 256 * 2);
+  for (bool all : {false, true}) {
+    SCOPED_TRACE(all ? "every layer compressed" : "final layer uncompressed");
+    s.compression.compress_final_layer = all;
+    const double expected = all ? layer : (layer + 1.0) / 2.0;
+    const Estimate e = estimate(s);
+    ASSERT_TRUE(e.context);
+    EXPECT_NEAR(e.context->kv_bytes_ratio, expected, 1e-12);
+    EXPECT_NEAR(e.context->kv_bytes_saved_fraction, 1 - expected, 1e-12);
+  }
   EXPECT_EQ(estimate(testing::small_cp_scenario(4)).context->kv_bytes_ratio, 1.0);
 }
 

@@ -23,6 +23,7 @@ MosOptions options(MosRotation rotation, bool warm_start) {
   o.warm_start = warm_start;
   o.warmup_steps = warm_start ? 1 : 0;
   o.seed = 5;
+  o.compress_final_layer = true;  // the codec on every layer (the final one has its own tests)
   o.k_frame = KFrame::post_rope;
   return o;
 }

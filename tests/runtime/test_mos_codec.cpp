@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "runtime/compress/dry_codec.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/compress/mos_codec.h"
 #include "runtime/scenario/load.h"
@@ -26,6 +27,7 @@ MosOptions small(int d, int rk, int rv, int warmup) {
   o.bytes_per_element = 2;
   o.warmup_steps = warmup;
   o.seed = 7;
+  o.compress_final_layer = true;  // the codec on every layer (the final one has its own tests)
   o.k_frame = KFrame::post_rope;  // K blocks as given (the pre-RoPE frame has its own tests)
   return o;
 }
@@ -210,10 +212,62 @@ TEST(MosCodec, LearnedThetaIsPsiDotChunkMeanPlusBias) {
   for (size_t i = 0; i < z.size(); ++i) EXPECT_NEAR(z_hat[i], ref[i], 1e-5);
 }
 
+// compress_final_layer false (the scenario's default): once compressing, layer 1
+// of 2 crosses as z itself both ways (identity bytes, exact), layer 0 compressed;
+// the dry codec `estimate` runs sizes its messages alike.
+TEST(MosCodec, FinalLayerCrossesUncompressed) {
+  const int d = 8, H = 2;
+  const int64_t n = 16;
+  MosOptions o = small(d, 2, 3, 0);
+  o.warm_start = false;
+  o.compress_final_layer = false;
+  MosCodec codec(o);
+  EXPECT_TRUE(codec.compresses_layer(0));
+  EXPECT_FALSE(codec.compresses_layer(1));
+  codec.begin_step(0);
+  ASSERT_TRUE(codec.compressing());
+  const auto z = gaussian(n * H * d, 9);
+  const double plain = double(n) * H * d * 2;
+  for (KvTensor t : {KvTensor::k, KvTensor::v}) {
+    std::vector<float> z_hat(z.size()), dz(z.size(), 0.0f);
+    EXPECT_EQ(codec.forward(block(1, t), n, z.data(), z_hat.data()), plain);
+    EXPECT_EQ(z_hat, z);
+    EXPECT_EQ(codec.backward(block(1, t), n, z.data(), dz.data()), plain);
+    EXPECT_EQ(dz, z);  // dz += dẑ, exactly
+    EXPECT_EQ(codec.forward(block(0, t), n, z.data(), z_hat.data()), codec.message_bytes(t, n));
+    EXPECT_LT(codec.message_bytes(t, n), plain);
+    EXPECT_GT(relative_frobenius(z, z_hat), 0.1);
+  }
+  EXPECT_EQ(codec.reconstruction_error(1, KvTensor::k), 0.0);
+  EXPECT_GT(codec.reconstruction_error(0, KvTensor::k), 0.1);
+  EXPECT_NE(codec.describe().find("final layer uncompressed"), std::string::npos) << codec.describe();
+
+  Scenario s = builtin_scenario("default", {"model.layers=2", "parallel.context=2", "network.nodes=2",
+                                            "compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",
+                                            "compression.warm_start=false", "compression.k_frame=post_rope"});
+  for (bool all : {false, true}) {
+    s.compression.compress_final_layer = all;
+    auto dry = make_kv_codec_on(s, kernels::Device::dry);
+    dry->begin_step(0);
+    const auto real = make_kv_codec(s);
+    const int Hs = s.model.kv_heads, ds = s.model.head_dim(), b = s.model.bytes_per_element;
+    CodecMessage m;
+    CodecGradient g;
+    dry->encode(block(1, KvTensor::v), n, nullptr, m);
+    dry->encode_gradient(block(1, KvTensor::v), n, nullptr, g);
+    const double want = all ? real->message_bytes(KvTensor::v, n) : double(n) * Hs * ds * b;
+    EXPECT_EQ(m.wire_bytes, want) << all;
+    EXPECT_EQ(g.wire_bytes, all ? real->gradient_message_bytes(KvTensor::v, n) : want) << all;
+    dry->encode(block(0, KvTensor::v), n, nullptr, m);
+    EXPECT_EQ(m.wire_bytes, real->message_bytes(KvTensor::v, n)) << all;
+  }
+}
+
 TEST(MosCodec, WireBytesAreTheClosedFormAndThePaperSettingSaves96Point5Percent) {
   // The paper's setting (builtin scenario): head_dim 256, K rank 5, V rank 13, bf16.
   Scenario s = builtin_scenario("mos-paper-mos-300mbps", {"model.layers=1"});  // bytes are per layer
   s.compression.warmup_steps = 0;
+  s.compression.compress_final_layer = true;  // the one layer is the final one
   auto made = make_kv_codec(s);
   auto* codec = dynamic_cast<MosCodec*>(made.get());
   ASSERT_NE(codec, nullptr);

@@ -11,6 +11,7 @@
 
 #include "runtime/compress/make_codec.h"
 #include "runtime/compress/mos_codec.h"
+#include "runtime/estimate/estimate.h"
 #include "runtime/parallel/context/attention.h"
 #include "runtime/parallel/context/kv_agreement.h"
 #include "runtime/parallel/context/rank.h"
@@ -73,8 +74,9 @@ TEST(MosContext, FullRankEqualsUncompressedOverSteps) {
 // block attends to the reconstruction its receivers decode, bit for bit; with
 // the default (exact) it attends to its own K/V, which differs from theirs.
 TEST(MosContext, OwnerAttendsWhatItsReceiversDecode) {
+  // Every layer compressed (the final layer's exact blocks: FinalLayerCrossesUncompressed).
   const std::vector<std::string> mos = {"compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",
-                                        "compression.warm_start=false"};
+                                        "compression.warm_start=false", "compression.compress_final_layer=true"};
   for (const char* owner_kv : {"reconstructed", "exact"}) {
     SCOPED_TRACE(owner_kv);
     std::vector<std::string> sets = mos;
@@ -259,6 +261,58 @@ TEST(MosContext, OwnerReconstructedGradientIsTheLossGradient) {
     }
   }
   EXPECT_EQ(checked, 12);
+}
+
+// The paper's setup (compression.compress_final_layer false, the default): the
+// final layer's K/V reach every receiver exactly while layer 0's are compressed,
+// and a step's K/V and dK/dV bytes are the closed form of one uncompressed layer
+// plus one compressed; with the key true both layers compress (the bytes before
+// the key existed), and estimate's dry step carries the same bytes.
+TEST(MosContext, FinalLayerCrossesUncompressed) {
+  for (bool all : {false, true}) {
+    SCOPED_TRACE(all ? "compress_final_layer true" : "default");
+    const Scenario s = tiny({"compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",
+                             "compression.warmup_steps=1",
+                             std::string("compression.compress_final_layer=") + (all ? "true" : "false")});
+    parallel::LayoutTrainer cp(s);
+    parallel::StepRecord rec;
+    for (int step = 0; step < 3; ++step) {  // a warm-up step, then compressing
+      const auto in = tokens(s, step);
+      rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size, true);
+    }
+    const int P = s.parallel.context, L = s.model.layers, H = s.model.kv_heads, d = s.model.head_dim();
+    ASSERT_EQ(L, 2);
+    for (int l = 0; l < L; ++l)
+      for (KvTensor t : {KvTensor::k, KvTensor::v})
+        for (int o = 0; o < P; ++o) {
+          const auto& a = cp.model(o).activations(l);
+          const float* z = t == KvTensor::k ? a.k : a.v;
+          const size_t count = size_t(cp.rank(o).context()->rows(o) * H * d);
+          const float* seen = cp.rank((o + 1) % P).context()->attended_kv(l, t, o);
+          double diff = 0, norm = 0;
+          for (size_t i = 0; i < count; ++i) diff += double(z[i] - seen[i]) * (z[i] - seen[i]), norm += double(z[i]) * z[i];
+          if (l == L - 1 && !all)
+            EXPECT_EQ(diff, 0.0) << "layer " << l << " owner " << o;
+          else
+            EXPECT_GT(std::sqrt(diff / norm), 0.05) << "layer " << l << " owner " << o;
+        }
+    // Each owner's blocks (2 sequences x 2 zigzag chunks of 8 rows, K and V) reach
+    // the P − 1 others once, and their gradients come back as much: per layer
+    // compressed, H·(rows·rank·b + 4) bytes per block (θ, dθ as float32);
+    // uncompressed, H·rows·d·b.
+    const double b = s.model.bytes_per_element, rows = 2 * 16, blocks = 2 * 2;
+    const double packed = H * (rows * (2 + 3) * b + 4 * 2 * blocks);
+    const double plain = H * rows * 2 * d * b;
+    const double per_step = (P - 1) * P * (all ? 2 * packed : packed + plain);
+    for (const char* kind : {"kv", "dkv"}) {
+      double sent = 0;
+      for (int r = 0; r < P; ++r) sent += rec.graph.bytes_sent(r, kind);
+      EXPECT_DOUBLE_EQ(sent, per_step) << kind;
+    }
+    const Estimate e = estimate(s);
+    ASSERT_TRUE(e.context);
+    EXPECT_NEAR(e.context->kv_bytes_ratio, (all ? 2 * packed : packed + plain) / (2 * plain), 1e-12);
+  }
 }
 
 TEST(MosContext, SequencesInFlightTrainAsOneSlot) {

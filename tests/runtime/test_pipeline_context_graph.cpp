@@ -68,25 +68,34 @@ TEST(PipelineContextGraph, KvBytesPerRankAreTheContextParallelFormula) {
 
 TEST(PipelineContextGraph, EachStageExchangesWhatContextParallelismAloneWould) {
   // Stage s's K/V traffic is the context-parallel step's of its layers on one
-  // microbatch, M times: compressed (MoS) and uncompressed, 4 context ranks.
-  for (CompressionMethod method : {CompressionMethod::none, CompressionMethod::mos}) {
-    const int P = 2, C = 4, M = 2;
-    Scenario s = pp_cp(P, C, M);
-    s.compression.method = method;
-    if (method == CompressionMethod::mos) s.compression.k_rank_set = 4, s.compression.v_rank_set = 8;
-    const sim::StepGraph g = build_pipeline_parallel(s).graph;
-    Scenario cp = s;  // one microbatch of one stage's 2 layers, context parallelism alone
-    cp.parallel.pipeline = 1;
-    cp.parallel.microbatches = 1;
-    cp.model.layers = 2;
-    cp.training.batch_size = 4 / M;
-    cp.network.nodes = C;
-    const sim::StepGraph alone = parallel::build_context_parallel_step(cp);
-    for (int st = 0; st < P; ++st)
-      for (int c = 0; c < C; ++c)
-        for (const char* kind : {"kv", "dkv"})
-          EXPECT_DOUBLE_EQ(g.bytes_sent(st * C + c, kind), M * alone.bytes_sent(c, kind)) << kind;
-  }
+  // microbatch, M times: compressed (MoS) and uncompressed, 4 context ranks. Under
+  // MoS only the last stage holds the final layer, sent uncompressed (as the last
+  // of the 2 layers alone is), unless compression.compress_final_layer.
+  for (CompressionMethod method : {CompressionMethod::none, CompressionMethod::mos})
+    for (bool all : {false, true}) {
+      const int P = 2, C = 4, M = 2;
+      Scenario s = pp_cp(P, C, M);
+      s.compression.method = method;
+      if (method == CompressionMethod::mos) s.compression.k_rank_set = 4, s.compression.v_rank_set = 8;
+      s.compression.compress_final_layer = all;
+      const sim::StepGraph g = build_pipeline_parallel(s).graph;
+      Scenario cp = s;  // one microbatch of one stage's 2 layers, context parallelism alone
+      cp.parallel.pipeline = 1;
+      cp.parallel.microbatches = 1;
+      cp.model.layers = 2;
+      cp.training.batch_size = 4 / M;
+      cp.network.nodes = C;
+      const sim::StepGraph alone = parallel::build_context_parallel_step(cp);
+      cp.compression.compress_final_layer = true;
+      const sim::StepGraph alone_all = parallel::build_context_parallel_step(cp);
+      for (int st = 0; st < P; ++st)
+        for (int c = 0; c < C; ++c)
+          for (const char* kind : {"kv", "dkv"})
+            EXPECT_DOUBLE_EQ(g.bytes_sent(st * C + c, kind), M * (st == P - 1 ? alone : alone_all).bytes_sent(c, kind))
+                << kind << " stage " << st << (all ? " every layer compressed" : "");
+      if (method == CompressionMethod::mos)
+        EXPECT_EQ(g.bytes_sent(C, "kv") > g.bytes_sent(0, "kv"), !all);
+    }
 }
 
 TEST(PipelineContextGraph, BoundaryMessagesGoToTheSameContextRank) {
@@ -293,10 +302,13 @@ TEST(PipelineContextEstimate, ReportsTheExchangeAndTheLayout) {
   const std::string table = format_estimate_table(s, e);
   EXPECT_NE(table.find("2 stages x 2 context ranks"), std::string::npos) << table;
   EXPECT_NE(table.find("exposed by kind"), std::string::npos) << table;
-  // MoS K 4, V 8 of 64: (4 + 8)/(2·64) of the K/V bytes plus θ per block.
+  // MoS K 4, V 8 of 64: (4 + 8)/(2·64) of the K/V bytes plus θ per block in 3
+  // of the 4 layers, the final one uncompressed; every layer with compress_final_layer.
   Scenario mos = s;
   mos.compression.method = CompressionMethod::mos;
   mos.compression.k_rank_set = 4, mos.compression.v_rank_set = 8;
+  EXPECT_NEAR(lowband::estimate(mos).context->kv_bytes_ratio, (3 * 12.0 / 128 + 1) / 4, 0.01);
+  mos.compression.compress_final_layer = true;
   EXPECT_NEAR(lowband::estimate(mos).context->kv_bytes_ratio, 12.0 / 128, 0.01);
 }
 

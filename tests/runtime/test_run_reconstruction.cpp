@@ -116,7 +116,12 @@ TEST_F(RunReconstruction, RankOneLosesInformationAndSummaryHasTheLastStep) {
   const auto steps = run(tiny(mos(1)));
   const auto errors = compressed_errors(steps);
   ASSERT_EQ(errors.size(), size_t((kSteps - kWarmupSteps) * 2 * kLayers));
-  for (double e : errors) EXPECT_GT(e, 0.05);  // one direction of eight cannot hold a head's K or V
+  // One direction of eight cannot hold a head's K or V; the final layer crosses
+  // uncompressed (compression.compress_final_layer false), so its error is 0.
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (i % kLayers == kLayers - 1) EXPECT_EQ(errors[i], 0.0) << "final layer, entry " << i;
+    else EXPECT_GT(errors[i], 0.05) << "entry " << i;
+  }
 
   // summary.json: the last step's values, and the mean over the last 10 % of
   // 5 steps, i.e. the last step alone.
@@ -127,6 +132,12 @@ TEST_F(RunReconstruction, RankOneLosesInformationAndSummaryHasTheLastStep) {
   for (const char* t : {"k", "v"})
     for (int l = 0; l < kLayers; ++l)
       EXPECT_DOUBLE_EQ(mean.at(t).at(l).get<double>(), steps.back()["kv_reconstruction_error"][t][l].get<double>());
+}
+
+TEST_F(RunReconstruction, EveryLayerLosesWhenTheFinalLayerIsCompressedToo) {
+  std::vector<std::string> sets = mos(1);
+  sets.push_back("compression.compress_final_layer=true");
+  for (double e : compressed_errors(run(tiny(sets)))) EXPECT_GT(e, 0.05);
 }
 
 TEST_F(RunReconstruction, BaselinesReportFromTheFirstStep) {

@@ -161,8 +161,8 @@ void ContextAttention::forward_layer_send(comm::Communicator& comm, int l) {
   const bool ring = scenario_.parallel.exchange == CpExchange::ring;
   std::vector<uint8_t> message;
   ComputeSpan qkv(spans_, "qkv",
-                  costs_.pre_attention(rank_) + costs_.mos_project(rank_) +
-                      (owner_reconstructs_ ? costs_.mos_reconstruct(rank_) : cost::Cost{}));
+                  costs_.pre_attention(rank_) + costs_.mos_project(l, rank_) +
+                      (owner_reconstructs_ ? costs_.mos_reconstruct(l, rank_) : cost::Cost{}));
   model_.layer_forward_qkv(l);
   if (context_ranks_ > 1) encode_blocks(l, message);
   if (owner_reconstructs_) decode_blocks(l, rank_, message);  // the owner attends to what its receivers do
@@ -198,7 +198,7 @@ void ContextAttention::forward_layer_finish(comm::Communicator& comm, int l) {
     const int o = owner_at(k);
     const bool masked = costs_.pairs(rank_, o) <= 0;
     ComputeSpan sp(spans_, "attention",
-                   (masked ? cost::Cost{} : costs_.attention(rank_, o, false)) + costs_.mos_reconstruct(o));
+                   (masked ? cost::Cost{} : costs_.attention(rank_, o, false)) + costs_.mos_reconstruct(l, o));
     decode_blocks(l, o, arrived[size_t(k)]);
     if (!masked) attend(l, o, false, nullptr, nullptr);
     sp.done();
@@ -225,7 +225,7 @@ void ContextAttention::backward_layer_send(comm::Communicator& comm, int l) {
   const int64_t rows = this->rows(rank_);
   ComputeSpan own(spans_, "attention_bwd",
                   costs_.attention(rank_, rank_, true) +
-                      (owner_reconstructs_ ? costs_.mos_project(rank_) : cost::Cost{}));
+                      (owner_reconstructs_ ? costs_.mos_project(l, rank_) : cost::Cost{}));
   k_.zero(model_.dq(), size_t(rows * q_row) * sizeof(float));
   k_.zero(model_.dk(), size_t(rows * kv_row_) * sizeof(float));
   k_.zero(model_.dv(), size_t(rows * kv_row_) * sizeof(float));
@@ -261,7 +261,7 @@ void ContextAttention::backward_layer_send(comm::Communicator& comm, int l) {
     const int o = owner_at(k);
     const bool masked = costs_.pairs(rank_, o) <= 0;
     ComputeSpan sp(spans_, "attention_bwd",
-                   (masked ? cost::Cost{} : costs_.attention(rank_, o, true)) + costs_.mos_project(o));
+                   (masked ? cost::Cost{} : costs_.attention(rank_, o, true)) + costs_.mos_project(l, o));
     const size_t count = size_t(this->rows(o) * kv_row_);
     ensure_size(k_, dk_part_, count), ensure_size(k_, dv_part_, count);
     k_.zero(dk_part_.data(), count * sizeof(float));
@@ -303,7 +303,7 @@ void ContextAttention::backward_layer_finish(comm::Communicator& comm, int l) {
   }
   if (owner_reconstructs_) add_gradients(summed, slot_->own_gradient);  // after the others': one order everywhere
   ComputeSpan qkv(spans_, "qkv_bwd",
-                  cost::dense_backward(costs_.pre_attention(rank_)) + costs_.mos_reconstruct(rank_));
+                  cost::dense_backward(costs_.pre_attention(rank_)) + costs_.mos_reconstruct(l, rank_));
   if (context_ranks_ > 1) decode_gradients(l, summed);
   model_.layer_backward_qkv(l);
   qkv.done();

@@ -50,13 +50,16 @@ cost::Cost ContextCosts::attention(int q, int k, bool backward) const {
                   : cost::attention_forward(s_.model, pairs(q, k), tokens(q), tokens(k), elem_);
 }
 
-cost::Cost ContextCosts::mos_project(int owner) const {
-  return k_rank_ + v_rank_ > 0 ? cost::mos_project(s_.model, k_rank_, v_rank_, tokens(owner), elem_) : cost::Cost{};
+bool ContextCosts::mos_layer(int layer) const {
+  return k_rank_ + v_rank_ > 0 && s_.compression.kv_layer_compressed(layer, s_.model.layers);
 }
 
-cost::Cost ContextCosts::mos_reconstruct(int owner) const {
-  return k_rank_ + v_rank_ > 0 ? cost::mos_reconstruct(s_.model, k_rank_, v_rank_, tokens(owner), elem_)
-                               : cost::Cost{};
+cost::Cost ContextCosts::mos_project(int layer, int owner) const {
+  return mos_layer(layer) ? cost::mos_project(s_.model, k_rank_, v_rank_, tokens(owner), elem_) : cost::Cost{};
+}
+
+cost::Cost ContextCosts::mos_reconstruct(int layer, int owner) const {
+  return mos_layer(layer) ? cost::mos_reconstruct(s_.model, k_rank_, v_rank_, tokens(owner), elem_) : cost::Cost{};
 }
 
 cost::Cost ContextCosts::optimizer() const { return cost::adamw_step(s_.model.parameters()); }

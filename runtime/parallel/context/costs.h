@@ -39,8 +39,10 @@ class ContextCosts {
   cost::Cost post_attention(int r) const;  // out proj + norm + MLP
   cost::Cost head(int r) const;            // final norm + LM head
   cost::Cost attention(int q, int k, bool backward) const;
-  cost::Cost mos_project(int owner) const;      // zero unless compression.method = mos
-  cost::Cost mos_reconstruct(int owner) const;
+  // Of layer `layer`: zero unless compression.method = mos and the layer compresses
+  // (CompressionConfig::kv_layer_compressed: not the final one by default).
+  cost::Cost mos_project(int layer, int owner) const;
+  cost::Cost mos_reconstruct(int layer, int owner) const;
   cost::Cost optimizer() const;
 
   // Forward + backward (3 x forward, no recompute) of one step, all ranks: the
@@ -60,6 +62,7 @@ class ContextCosts {
   int context_ranks_;
   double elem_;
   int k_rank_ = 0, v_rank_ = 0;
+  bool mos_layer(int layer) const;
   std::vector<std::vector<TokenRange>> ranges_;
   std::vector<double> tokens_;
 };
