@@ -44,6 +44,21 @@ Field owner_kv_field() {
   return hand_read(std::move(f));
 }
 
+// compression.fit_during_lr_warmup: an opt-in, written only where set (a run
+// recorded before it existed gets it where it needed it: upgrade_recorded_scenario).
+Field fit_during_lr_warmup_field() {
+  Field f = mos(boolean("fit_during_lr_warmup", kAt, &CompressionConfig::fit_during_lr_warmup,
+                        {"`false`",
+                         "U₀ is fitted at the end of `warmup_steps`, which must then be at least "
+                         "`training.lr_warmup_steps` (the paper fits it once the learning rate has warmed up; "
+                         "`warmup_steps` 0 fits nothing); true allows fitting it during the learning-rate warm-up (an "
+                         "ablation, and what runs recorded without the key may have done)",
+                         "true"}),
+                kBothRatios);
+  f.written = [](const Scenario& s) { return s.compression.fit_during_lr_warmup; };
+  return f;
+}
+
 // k_ratio and k_rank (v_*: the same): the resolved scenario holds the one given.
 Field written_if(Field f, bool rank, int CompressionConfig::*rank_set) {
   f.written = [rank, rank_set](const Scenario& s) { return (s.compression.*rank_set > 0) == rank; };
@@ -181,6 +196,7 @@ Section compression_section() {
             "runs recorded without the key did). mos only: topk, quantize and drop compress every layer",
             "true"}),
            kBothRatios),
+       fit_during_lr_warmup_field(),
        owner_kv_field()}};
   for (Field& f : baseline_codec_fields()) c.fields.push_back(std::move(f));
   for (Field& f : weight_sync_fields()) c.fields.push_back(std::move(f));

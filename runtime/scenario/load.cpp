@@ -124,6 +124,15 @@ void upgrade_recorded_scenario(json& document) {
   if (!c.is_object() || c.value("method", "") != "mos") return;
   if (!c.contains("owner_kv")) c["owner_kv"] = "exact";
   if (!c.contains("compress_final_layer")) c["compress_final_layer"] = true;
+  // No check kept U₀'s fit after the learning-rate warm-up: allow it where it ran so.
+  // (Values of the wrong type are left for parse_scenario to name.)
+  const auto integer_or = [](const json& o, const char* key, int64_t fallback) {
+    return o.is_object() && o.contains(key) && o[key].is_number_integer() ? o[key].get<int64_t>() : fallback;
+  };
+  const bool warm_start = !(c.contains("warm_start") && c["warm_start"] == false);
+  const int64_t warmup = warm_start ? integer_or(c, "warmup_steps", 500) : 0;
+  const int64_t lr_warmup = document.contains("training") ? integer_or(document["training"], "lr_warmup_steps", 0) : 0;
+  if (!c.contains("fit_during_lr_warmup") && warmup > 0 && warmup < lr_warmup) c["fit_during_lr_warmup"] = true;
 }
 
 }  // namespace lowband

@@ -20,7 +20,9 @@ Scenario load_recorded_scenario_file(const std::string& path, const std::vector<
 // In place, for a mos scenario: compression.owner_kv "exact" without the key (resolved
 // before 2026-11-27, when mos's default became "reconstructed"), and
 // compression.compress_final_layer true without it (resolved before the final
-// layer's K/V crossed uncompressed by default). Both are always written for mos now.
+// layer's K/V crossed uncompressed by default; both are always written for mos now),
+// and compression.fit_during_lr_warmup true where warmup_steps (> 0) is below
+// training.lr_warmup_steps and the key is absent (resolved before validation refused it).
 void upgrade_recorded_scenario(nlohmann::json& document);
 
 // Validates a parsed JSON document; `source` names it in errors and in Scenario::source.

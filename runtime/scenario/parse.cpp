@@ -136,7 +136,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
              : method == "drop"     ? CompressionMethod::drop
                                     : CompressionMethod::none;
   for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame",
-                          "compress_final_layer"})
+                          "compress_final_layer", "fit_during_lr_warmup"})
     only_with(r, key, method, {"mos"});
   only_with(r, "owner_kv", method, {"mos", "topk", "quantize"});
   only_with(r, "topk_fraction", method, {"topk"});
@@ -172,6 +172,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     c.k_frame = r.choice_or("k_frame", "pre_rope", {"pre_rope", "post_rope"}) == "post_rope" ? KFrame::post_rope
                                                                                             : KFrame::pre_rope;
     c.compress_final_layer = r.boolean_or("compress_final_layer", false);
+    c.fit_during_lr_warmup = r.boolean_or("fit_during_lr_warmup", false);
   }
   const char* owner_default = default_owner_kv(c.method) == OwnerKv::reconstructed ? "reconstructed" : "exact";
   const std::string owner = r.choice_or("owner_kv", owner_default, {"exact", "reconstructed"});
@@ -252,6 +253,22 @@ void check_recall(const Scenario& s) {
   }
 }
 
+// MoS fits U₀ at the end of its warm-up: no earlier than the learning rate's, as
+// the paper sets it up, unless the scenario says it means to (an ablation).
+// warmup_steps 0 fits nothing (a random U₀).
+void check_mos_fit(const Scenario& s) {
+  const CompressionConfig& c = s.compression;
+  const int lr_warmup = s.training.lr_warmup_steps;
+  if (c.method != CompressionMethod::mos || c.fit_during_lr_warmup || c.warmup_steps == 0 ||
+      c.warmup_steps >= lr_warmup)
+    return;
+  fail("compression.warmup_steps",
+       std::to_string(c.warmup_steps) + " fits U0 while the learning rate still warms up (training.lr_warmup_steps " +
+           std::to_string(lr_warmup) + "): expected at least " + std::to_string(lr_warmup) +
+           ", or compression.fit_during_lr_warmup true (an ablation)",
+       {"training.lr_warmup_steps", "compression.fit_during_lr_warmup"});
+}
+
 void check_across(const Scenario& s) {
   const auto& p = s.parallel;
   const auto& m = s.model;
@@ -301,6 +318,7 @@ void check_across(const Scenario& s) {
     fail("compression.v_rank", "rank " + std::to_string(c.v_rank_set) + " exceeds head_dim " +
                                    std::to_string(m.head_dim()) + " (expected 1.." + std::to_string(m.head_dim()) + ")",
          {"model.d_model", "model.heads"});
+  check_mos_fit(s);
   check_pipeline(s);
   check_layout_schema(s);
   check_recall(s);

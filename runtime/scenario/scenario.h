@@ -177,6 +177,9 @@ struct CompressionConfig {
   // paper; true compresses every layer (an ablation, and what runs recorded
   // before the key existed did: upgrade_recorded_scenario).
   bool compress_final_layer = false;
+  // mos: validation refuses U₀ fitted before the learning-rate warm-up ends
+  // (0 < warmup_steps < training.lr_warmup_steps) unless this opt-in is set.
+  bool fit_during_lr_warmup = false;
   OwnerKv owner_kv = OwnerKv::exact;  // mos, topk, quantize (parse: default_owner_kv)
   double topk_fraction = 0.1;  // topk: fraction of each K/V block's entries kept
   int quantize_bits = 4;       // quantize: 4 or 8 bits per value

@@ -43,7 +43,7 @@ for seed in $seeds; do
   ( train mos "$seed"
     train quantize-4 "$seed" --set compression='{"method":"quantize","bits":4}'
     train mos-random "$seed" --set compression.rotation=random
-    train mos-warmup-25 "$seed" --set compression.warmup_steps=25
+    train mos-warmup-25 "$seed" --set compression.warmup_steps=25 --set compression.fit_during_lr_warmup=true
     train mos-warmup-300 "$seed" --set compression.warmup_steps=300
     train quantize-8 "$seed" --set compression='{"method":"quantize","bits":8}'
     if [ "$seed" = 1 ]; then train mos-repeat 1; fi ) &

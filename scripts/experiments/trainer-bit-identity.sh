@@ -33,7 +33,7 @@ cases=(
   "pp-small|scenarios/pp-small.json"
   "dp-small|scenarios/dp-small.json"
   "hetero-sparseloco-small|scenarios/hetero-sparseloco-small.json"
-  "mos-context|scenarios/quickstart.json --set compression.method=mos --set compression.k_ratio=0.98 --set compression.v_ratio=0.95 --set compression.warmup_steps=2"
+  "mos-context|scenarios/quickstart.json --set compression.method=mos --set compression.k_ratio=0.98 --set compression.v_ratio=0.95 --set compression.warmup_steps=2 --set compression.fit_during_lr_warmup=true"
   "pipeline-x-context|scenarios/pp-small.json ${tiny_pp[*]}"
   "sparse-weight-sync|scenarios/quickstart.json --set compression.weight_sync=sparse --set compression.sync_every=2"
   "sparse-grad-sync|scenarios/quickstart.json --set compression.weight_sync=sparse_grad"

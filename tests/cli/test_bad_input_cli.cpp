@@ -132,6 +132,15 @@ TEST_F(BadInputCli, KeysWithoutEffectAreRefusedEverywhere) {
   expect_every_command_refuses("compression.sync_value_bits=4", "compression.sync_value_bits");
 }
 
+// MoS's U₀ fitted before the learning rate's warm-up ends (mos-paper: 500 steps)
+// is refused naming compression.warmup_steps, unless the scenario opts in.
+TEST_F(BadInputCli, MosFitDuringTheLearningRateWarmUpNeedsTheOptIn) {
+  expect_every_command_refuses("compression.warmup_steps=10", "compression.warmup_steps", "mos-paper-mos-300mbps");
+  const CommandResult ok = run("estimate --builtin mos-paper-mos-300mbps --set compression.warmup_steps=10"
+                               " --set compression.fit_during_lr_warmup=true");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 // Class 5: errors that named the wrong place, or said something untrue.
 TEST_F(BadInputCli, ErrorsNameTheRightPlace) {
   const std::string hetero = std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-selective.json";

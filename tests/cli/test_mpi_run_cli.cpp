@@ -143,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(
                       MpiCase{4, " --set parallel.split=contiguous --set parallel.exchange=all_gather"},
                       MpiCase{4, " --set parallel.split=zigzag --set parallel.exchange=ring"
                                  " --set compression.method=mos --set compression.k_ratio=0.5 --set compression.v_ratio=0.5"
-                                 " --set compression.warmup_steps=2"},
+                                 " --set compression.warmup_steps=2 --set compression.fit_during_lr_warmup=true"},
                       // Two sequences in flight per context rank: each slot's messages on tags of their own.
                       MpiCase{4, " --set parallel.split=zigzag --set parallel.exchange=ring"
                                  " --set parallel.microbatches=2 --set training.batch_size=4"},
@@ -159,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
                                  " --set model.tie_embeddings=false --set compression.boundary.method=subspace"
                                  " --set compression.boundary.rank=8 --set compression.method=mos"
                                  " --set compression.k_ratio=0.5 --set compression.v_ratio=0.5"
-                                 " --set compression.warmup_steps=2"},
+                                 " --set compression.warmup_steps=2 --set compression.fit_during_lr_warmup=true"},
                       // 2 data-parallel replicas of 2 context ranks, SparseLoCo every 2 steps.
                       MpiCase{4, " --set parallel.context=2 --set parallel.data=2"
                                  " --set parallel.data_sync={\\\"method\\\":\\\"sparseloco\\\",\\\"inner_steps\\\":2}"},

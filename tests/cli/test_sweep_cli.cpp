@@ -39,6 +39,7 @@ const std::string kTiny =
     " --set model.layers=2 --set model.d_model=32 --set model.heads=4 --set model.kv_heads=2"
     " --set model.ffn_hidden=64 --set model.seq_len=64 --set parallel.context=2 --set network.nodes=2"
     " --set devices.timing=profile --set compression.method=mos --set compression.warmup_steps=1"
+    " --set compression.fit_during_lr_warmup=true"
     " --set training.checkpoint_every=0 --threads 1";
 const std::string kGrid = " --set network.bandwidth=80Mbps,10Gbps --set compression.ratio=0,0.9 --steps 3";
 

@@ -116,6 +116,38 @@ TEST(CodecScenario, KeysRoundTripThroughToJson) {
   EXPECT_CONTAINS(scenario_difference(a, b), "compression.topk_fraction");
 }
 
+// U₀ is fitted at the end of compression.warmup_steps: not before the learning
+// rate's warm-up ends (the built-in default's training.lr_warmup_steps is 20) unless
+// compression.fit_during_lr_warmup says so.
+TEST(CodecScenario, MosFitsU0NoEarlierThanTheEndOfTheLearningRateWarmUp) {
+  const json early = {{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"warmup_steps", 10}};
+  EXPECT_CONTAINS(error_of(early), "compression.warmup_steps: 10 fits U0 while the learning rate still warms up "
+                                   "(training.lr_warmup_steps 20): expected at least 20, or "
+                                   "compression.fit_during_lr_warmup true");
+  json opted = early;
+  opted["fit_during_lr_warmup"] = true;
+  const Scenario ablation = with_compression(opted);
+  EXPECT_TRUE(ablation.compression.fit_during_lr_warmup);
+  EXPECT_EQ(to_json(ablation)["compression"]["fit_during_lr_warmup"], true);
+  EXPECT_EQ(scenario_difference(ablation, parse_scenario(to_json(ablation), "round-trip")), "");
+  // At the end of the learning-rate warm-up, or with nothing fitted (random U₀): no key needed, none written.
+  for (const json& c : {json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"warmup_steps", 20}},
+                        json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"warmup_steps", 0}},
+                        json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"warm_start", false}}})
+    EXPECT_FALSE(to_json(with_compression(c))["compression"].contains("fit_during_lr_warmup")) << c.dump();
+  EXPECT_CONTAINS(error_of({{"method", "topk"}, {"fit_during_lr_warmup", true}}),
+                  "compression.fit_during_lr_warmup: only used with method \"mos\"");
+  // A run recorded before the check ran as it was set: its scenario reads back with the opt-in.
+  json recorded = to_json(ablation);
+  recorded["compression"].erase("fit_during_lr_warmup");
+  upgrade_recorded_scenario(recorded);
+  EXPECT_TRUE(parse_scenario(recorded, "old run").compression.fit_during_lr_warmup);
+  json fine = to_json(with_compression({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"warmup_steps", 30}}));
+  const json before = fine;
+  upgrade_recorded_scenario(fine);
+  EXPECT_EQ(fine, before);
+}
+
 TEST(CodecScenario, BadKeysNameCompressionKey) {
   EXPECT_CONTAINS(error_of({{"method", "lz4"}}), "compression.method");
   EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"rotation", "spin"}}),

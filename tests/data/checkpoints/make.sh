@@ -19,11 +19,13 @@ tiny=(model.layers=2 model.d_model=4 model.heads=1 model.kv_heads=1 model.ffn_hi
       training.eval_batches=1 devices.timing=profile)
 declare -A fixtures=(
   [context-mos-sparse]="model.tie_embeddings=true parallel.context=2 network.nodes=2 compression.method=mos compression.k_rank=2
-                        compression.v_rank=2 compression.warmup_steps=2 compression.weight_sync=sparse
+                        compression.v_rank=2 compression.warmup_steps=2 compression.fit_during_lr_warmup=true
+                        compression.weight_sync=sparse
                         compression.sync_every=2 compression.sync_fraction=0.5"
   [context-sparse-grad]="model.tie_embeddings=true parallel.context=2 network.nodes=2 compression.weight_sync=sparse_grad"
   [pipeline-context-mos]="parallel.pipeline=2 parallel.context=2 parallel.microbatches=2 network.nodes=4
-                          compression.method=mos compression.k_rank=2 compression.v_rank=2 compression.warmup_steps=2"
+                          compression.method=mos compression.k_rank=2 compression.v_rank=2 compression.warmup_steps=2
+                          compression.fit_during_lr_warmup=true"
   [data-diloco-pipelines]="parallel.data=2 parallel.pipeline=2 parallel.context=1 network.nodes=4
                            parallel.data_sync.method=diloco parallel.data_sync.inner_steps=2"
 )
