@@ -235,6 +235,7 @@ Estimate estimate(const Scenario& scenario) {
                          data_sync_method_name(s.parallel.data_sync.method)};
   if (context_ranks > 1) {
     e.context = context_section(context_ranks, steps, plain);
+    e.context->kv_ranks = compress::mos_ranks(s);
     e.context->sequences_in_flight = stages > 1 ? 1 : parallel::sequences_in_flight(s.parallel);
   }
   if (stages > 1) e.pipeline = pipeline_section(s, stages, steps, replayed, plain);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/compress/mos_ranks.h"
 #include "runtime/scenario/scenario.h"
 #include "sim/bound.h"
 #include "sim/step_graph.h"
@@ -27,6 +28,7 @@ namespace lowband {
 struct ContextSection {
   int context_ranks = 0;
   std::string kv_codec;
+  std::optional<compress::MosRanks> kv_ranks;  // MoS: the kept ranks and compressed layers
   int sequences_in_flight = 1;  // per context rank without pipeline stages (parallel.microbatches)
   // "kv" + "dkv" bytes sent over what they carry uncompressed (all ranks): 1 without compression.
   double kv_bytes_ratio = 1, kv_bytes_saved_fraction = 0;

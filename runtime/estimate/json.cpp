@@ -13,6 +13,7 @@ void add_sections(const Estimate& e, nlohmann::json& out) {
   if (e.context) {
     out["context_ranks"] = e.context->context_ranks;
     out["kv_codec"] = e.context->kv_codec;
+    if (e.context->kv_ranks) out["kv_codec_ranks"] = compress::to_json(*e.context->kv_ranks);
     out["sequences_in_flight"] = e.context->sequences_in_flight;
     out["kv_bytes_ratio"] = e.context->kv_bytes_ratio;
     out["kv_bytes_saved_fraction"] = e.context->kv_bytes_saved_fraction;

@@ -91,6 +91,7 @@ void scenario_block(const Scenario& s, const Estimate& e, std::string& out) {
                                   ? ", " + std::to_string(e.context->sequences_in_flight) + " in flight per rank"
                                   : "") +
                              "; K/V " + e.context->kv_codec);
+  if (e.context && e.context->kv_ranks) row("K/V ranks", compress::describe(*e.context->kv_ranks));
   if (e.pipeline) {
     const int replicas = e.data ? std::max(1, e.data->replicas) : 1;
     std::string layers;  // the layout's own stages (a data layout's replicas say theirs above)

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "runtime/compress/mos_ranks.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/scenario/load.h"
 
@@ -63,6 +64,8 @@ void RunTargets::start_totals(const RunFacts& facts, const Checkpoint* resumed) 
     }
     // What this run derives from its scenario and facts, resumed or not.
     totals.traffic = facts.traffic;
+    // (A run resumed from a checkpoint written before the field existed gets it too.)
+    if (const auto ranks = compress::mos_ranks(t.scenario)) totals.header["codec_ranks"] = compress::to_json(*ranks);
     totals.relay_node = parallel::Layout(t.scenario.parallel).relay_node();
     totals.changing_network = !t.projection && !t.scenario.network.dynamics.empty();
     totals.restarting = !t.projection && t.scenario.network.restart.has_value();

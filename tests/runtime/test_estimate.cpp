@@ -176,6 +176,35 @@ TEST(Estimate, MosCompressionRatioIsTheRankRatio) {
   EXPECT_EQ(estimate(testing::small_cp_scenario(4)).context->kv_bytes_ratio, 1.0);
 }
 
+// What MoS keeps, in the table and the JSON (kv_codec_ranks): K/V rank per head
+// of head_dim and the layers compressed (all but the final one by default).
+TEST(Estimate, ShowsTheKeptRanksAndTheCompressedLayers) {
+  Scenario s = testing::small_cp_scenario(4);
+  s.model.layers = 4;
+  EXPECT_FALSE(estimate(s).context->kv_ranks);  // uncompressed: nothing kept to say
+  EXPECT_FALSE(to_json(estimate(s)).contains("kv_codec_ranks"));
+  s.compression.method = CompressionMethod::mos;
+  s.compression.k_rank_set = 2;
+  s.compression.v_rank_set = 4;
+  const Estimate e = estimate(s);
+  ASSERT_TRUE(e.context && e.context->kv_ranks);
+  EXPECT_EQ(to_json(e).at("kv_codec_ranks"),
+            (nlohmann::json{{"k", 2}, {"v", 4}, {"head_dim", 64}, {"compressed_layers", 3}, {"layers", 4}}));
+  const std::string table = format_estimate_table(s, e);
+  EXPECT_NE(table.find("K rank 2 / V rank 4 of 64 per head; layers 0–2 of 4 compressed, final layer uncompressed"),
+            std::string::npos)
+      << table;
+  s.compression.compress_final_layer = true;
+  EXPECT_EQ(compress::describe(*compress::mos_ranks(s)), "K rank 2 / V rank 4 of 64 per head; layers 0–3 of 4 compressed");
+  s.compression.compress_final_layer = false;
+  s.model.layers = 2;
+  EXPECT_EQ(compress::describe(*compress::mos_ranks(s)),
+            "K rank 2 / V rank 4 of 64 per head; layer 0 of 2 compressed, final layer uncompressed");
+  s.model.layers = 1;
+  EXPECT_EQ(compress::describe(*compress::mos_ranks(s)),
+            "K rank 2 / V rank 4 of 64 per head; no layer compressed (the one layer is the final one, uncompressed)");
+}
+
 TEST(Estimate, SparseSyncAveragesOverItsPeriod) {
   // sync_every = 4: one step with the sync and three without, averaged.
   Scenario s = testing::small_cp_scenario(4);

@@ -104,6 +104,7 @@ TEST_F(RunReconstruction, AbsentWithoutCompression) {
     EXPECT_FALSE(line.contains("kv_reconstruction_error")) << line.dump();
   EXPECT_FALSE(summary_.contains("kv_reconstruction_error"));
   EXPECT_FALSE(summary_.contains("kv_reconstruction_error_mean_last_10pct"));
+  EXPECT_FALSE(summary_.contains("codec_ranks"));
 }
 
 TEST_F(RunReconstruction, FullRankIsExact) {
@@ -123,6 +124,10 @@ TEST_F(RunReconstruction, RankOneLosesInformationAndSummaryHasTheLastStep) {
     else EXPECT_GT(errors[i], 0.05) << "entry " << i;
   }
 
+  // summary.json: what the codec keeps (rank 1 of head_dim 8; layer 0 of 2 compressed).
+  EXPECT_EQ(summary_.at("codec_ranks"),
+            (nlohmann::json{{"k", 1}, {"v", 1}, {"head_dim", 8}, {"compressed_layers", 1}, {"layers", 2}}));
+  EXPECT_NE(summary_.at("codec").get<std::string>().find("final layer uncompressed"), std::string::npos);
   // summary.json: the last step's values, and the mean over the last 10 % of
   // 5 steps, i.e. the last step alone.
   ASSERT_TRUE(summary_.contains("kv_reconstruction_error"));
@@ -138,6 +143,7 @@ TEST_F(RunReconstruction, EveryLayerLosesWhenTheFinalLayerIsCompressedToo) {
   std::vector<std::string> sets = mos(1);
   sets.push_back("compression.compress_final_layer=true");
   for (double e : compressed_errors(run(tiny(sets)))) EXPECT_GT(e, 0.05);
+  EXPECT_EQ(summary_.at("codec_ranks").at("compressed_layers"), 2);
 }
 
 TEST_F(RunReconstruction, BaselinesReportFromTheFirstStep) {
