@@ -9,7 +9,9 @@
 #       and output layer then dominate the weight sync).
 # Per seed: the uncompressed training timed on four networks (100 Gbps / 300 Mbps
 # × 5 us / 2 ms access links: the centralized and decentralized arms, and the two
-# mixed ones), the MoS one and the MoS + low-rank one, all at 300 Mbps, 2 ms.
+# mixed ones), the MoS one and the MoS + low-rank one, all at 300 Mbps, 2 ms, and a
+# broken arm that the comparison must tell apart: K/V dropped (compression.method
+# drop: nothing crosses, receivers attend to zeros).
 # Runs: runs/headline-seeds/CORPUS/ (RUNS=DIR for another place); rerunning skips
 # what is done (lowband sweep --out DIR resumes). Two trainings at a time
 # (JOBS), one thread each.
@@ -40,11 +42,12 @@ for corpus in "${corpora[@]}"; do
     --set network.bandwidth=100Gbps,300Mbps --set network.latency=5us,2ms
   sweep mos "$s/quickstart-mos-300mbps.json"
   sweep mos-lowrank "$s/quickstart-mos-lowrank-300mbps.json"
+  sweep drop "$s/quickstart-mos-300mbps.json" --set 'compression={"method":"drop"}'
   echo "headline-seeds ($corpus): trained in $(( $(date +%s) - start )) s" >&2
   # The baseline: the uncompressed arm at 100 Gbps, 5 us (seed 1's run directory).
   central=$(ls -d "$runs"/uncompressed/*-bw100Gbps-lat5us-seed1)
-  "$lowband" report "$runs/uncompressed" "$runs/mos" "$runs/mos-lowrank" --baseline "$central" \
+  "$lowband" report "$runs/uncompressed" "$runs/mos" "$runs/mos-lowrank" "$runs/drop" --baseline "$central" \
     --out "$out/report.md" >/dev/null
-  "$lowband" plot "$runs/uncompressed" "$runs/mos" "$runs/mos-lowrank" --out "$out" --format png >/dev/null
+  "$lowband" plot "$runs/uncompressed" "$runs/mos" "$runs/mos-lowrank" "$runs/drop" --out "$out" --format png >/dev/null
   echo "headline-seeds ($corpus): $out/report.md, $out/val_loss_vs_time_seeds.png" >&2
 done
