@@ -23,11 +23,16 @@ std::string escape_cell(std::string text) {
   return out;
 }
 
+// A half-width that is rounding, not spread (seeds timed alike on a profile), prints as 0.
+double shown_half_width(const MeanInterval& m) {
+  return *m.half_width <= 1e-9 * std::fabs(m.mean) ? 0.0 : *m.half_width;
+}
+
 // "2.3825 ± 0.020"; one seed: the value alone.
 std::string interval_cell(const std::optional<MeanInterval>& m, int digits) {
   if (!m) return kNone;
   std::string text = format_number(m->mean, digits);
-  if (m->half_width) text += " ± " + format_number(*m->half_width, 2);
+  if (m->half_width) text += " ± " + format_number(shown_half_width(*m), 2);
   return text;
 }
 
@@ -35,7 +40,7 @@ std::string time_cell(const TargetTime& t, size_t seeds) {
   if (t.reached == 0) return "never";
   if (!t.seconds) return std::to_string(t.reached) + " of " + std::to_string(seeds) + " seeds";
   std::string text = format_time(t.seconds->mean);
-  if (t.seconds->half_width) text += " ± " + format_time(*t.seconds->half_width);
+  if (t.seconds->half_width) text += " ± " + format_time(shown_half_width(*t.seconds));
   if (t.vs_baseline) text += " (" + format_number(*t.vs_baseline, 3) + "×)";
   return text;
 }

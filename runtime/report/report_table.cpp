@@ -34,14 +34,18 @@ std::vector<std::pair<std::string, double>> bytes_by_group(const RunData& run) {
   return out;
 }
 
-// "K rank 3 / V rank 6 of 128" from summary.json's codec_ranks, else from the codec's
-// description ("mos (K rank 3 before RoPE, V rank 6 of 128; ...)"); "" for other codecs.
+// "K rank 3 / V rank 6 of 128; 3 of 4 layers" from summary.json's codec_ranks, else
+// "K rank 3 / V rank 6 of 128" from the codec's description ("mos (K rank 3 before RoPE, V rank 6 of 128; ...)"); "" for other codecs.
 std::string kept_ranks(const RunData& run) {
   const nlohmann::json& s = run.summary;
   if (s.contains("codec_ranks") && s["codec_ranks"].is_object()) {
     const nlohmann::json& r = s["codec_ranks"];
-    if (r.contains("k") && r.contains("v") && r.contains("head_dim"))
-      return "K rank " + r["k"].dump() + " / V rank " + r["v"].dump() + " of " + r["head_dim"].dump();
+    if (r.contains("k") && r.contains("v") && r.contains("head_dim")) {
+      std::string text = "K rank " + r["k"].dump() + " / V rank " + r["v"].dump() + " of " + r["head_dim"].dump();
+      if (r.contains("compressed_layers") && r.contains("layers"))
+        text += "; " + r["compressed_layers"].dump() + " of " + r["layers"].dump() + " layers";
+      return text;
+    }
   }
   if (!s.contains("codec") || !s["codec"].is_string()) return "";
   const std::string codec = s["codec"].get<std::string>();

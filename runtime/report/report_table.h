@@ -45,7 +45,7 @@ struct ReportRow {
   // "weights" (grad_sync, pseudo_grad), "other" (loss, the codecs' own); only those sent.
   std::vector<std::pair<std::string, double>> bytes_per_step_by_group;
   std::optional<double> kv_bytes_saved_fraction, kv_bytes_ratio;  // measured
-  std::string kept_ranks;                      // MoS: "K rank 3 / V rank 6 of 128", else ""
+  std::string kept_ranks;                      // MoS: "K rank 3 / V rank 6 of 128; 3 of 4 layers", else ""
   std::optional<TimeProjection> projection;    // summary time_projection
   bool diverged = false;
   std::optional<double> steps_done, steps_planned;

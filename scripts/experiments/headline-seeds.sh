@@ -42,7 +42,8 @@ for corpus in "${corpora[@]}"; do
     --set network.bandwidth=100Gbps,300Mbps --set network.latency=5us,2ms
   sweep mos "$s/quickstart-mos-300mbps.json"
   sweep mos-lowrank "$s/quickstart-mos-lowrank-300mbps.json"
-  sweep drop "$s/quickstart-mos-300mbps.json" --set 'compression={"method":"drop"}'
+  sweep drop "$s/quickstart-mos-300mbps.json" --set 'compression={"method":"drop"}' \
+    --set name=quickstart-drop-300mbps
   echo "headline-seeds ($corpus): trained in $(( $(date +%s) - start )) s" >&2
   # The baseline: the uncompressed arm at 100 Gbps, 5 us (seed 1's run directory).
   central=$(ls -d "$runs"/uncompressed/*-bw100Gbps-lat5us-seed1)

@@ -236,6 +236,7 @@ TEST_F(PlotReport, ReportTabulatesTheRunsAgainstTheFastestUncompressedOne) {
   std::snprintf(expected, sizeof expected, "%.1f", 100 * summary("mos").at("kv_bytes_saved_fraction").get<double>());
   EXPECT_EQ(mos[13].substr(0, mos[13].find(' ')), expected);
   EXPECT_EQ(mos[3].rfind("compression.ratio=0.9 (K rank ", 0), 0u) << mos[3];  // the kept rank per head
+  EXPECT_NE(mos[3].find(" of 16; 1 of 1 layers)"), std::string::npos) << mos[3];  // and the layers compressed
   EXPECT_TRUE(table_row(text, "never-ran").empty());
   EXPECT_FALSE(fs::exists(md.string() + ".tmp"));
 
