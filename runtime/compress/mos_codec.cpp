@@ -8,11 +8,14 @@
 #include "kernels/rope.h"
 #include "kernels/subspace.h"
 #include "runtime/compress/mos_random.h"
+#include "runtime/compress/mos_rotation.h"
 
 namespace lowband::compress {
 namespace {
 
-enum Stream : int64_t { kGenerator = 1, kRandomU0 = 2, kRandomTheta = 3 };
+// kMoreGenerators: the generators A_j, j >= 1, of compression.rotation_params > 1
+// (A_0 keeps kGenerator's stream, as with one generator).
+enum Stream : int64_t { kGenerator = 1, kRandomU0 = 2, kRandomTheta = 3, kMoreGenerators = 4 };
 
 }  // namespace
 
@@ -26,6 +29,7 @@ MosOptions mos_options_from(const Scenario& s) {
   o.bytes_per_element = s.model.bytes_per_element;
   o.warmup_steps = s.compression.warmup_steps;
   o.rotation = s.compression.rotation;
+  o.rotation_params = s.compression.rotation_params;
   o.warm_start = s.compression.warm_start;
   o.k_frame = s.compression.k_frame;
   o.compress_final_layer = s.compression.compress_final_layer;
@@ -46,17 +50,22 @@ MosCodec::MosCodec(const MosOptions& o) : opt_(o), errors_(std::max(o.layers, 1)
   if (o.warmup_steps < 0) throw InputError("compression.warmup_steps", "must be >= 0");
   if (!o.warm_start && o.warmup_steps != 0)
     throw InputError("compression.warmup_steps", "warm_start is false: expected 0");
+  if (o.rotation_params < 1 || (o.rotation == MosRotation::fixed && o.rotation_params != 1))
+    throw InputError("compression.rotation_params",
+                     "expected 1" + std::string(o.rotation == MosRotation::fixed ? " with rotation fixed" : " or more") +
+                         ", got " + std::to_string(o.rotation_params));
   const int keys = o.layers * 2 * o.kv_heads;
   bases_.resize(keys);
   if (o.rotation == MosRotation::learned) {
-    params_.assign(static_cast<size_t>(keys) * (o.head_dim + 1), 0.0f);  // ψ = 0, b = 0: θ = 0, U = U₀
+    params_.assign(static_cast<size_t>(keys) * o.rotation_params * (o.head_dim + 1), 0.0f);  // ψ = 0, b = 0: θ = 0, U = U₀
     grads_.assign(params_.size(), 0.0f);
   }
   if (!o.warm_start) fit({}, std::vector<int64_t>(keys, 0));
 }
 
 std::string MosCodec::describe() const {
-  const char* rot = opt_.rotation == MosRotation::learned ? "learned" : opt_.rotation == MosRotation::fixed ? "fixed" : "random";
+  std::string rot = opt_.rotation == MosRotation::learned ? "learned" : opt_.rotation == MosRotation::fixed ? "fixed" : "random";
+  if (m() > 1) rot += " (" + std::to_string(m()) + " generators)";
   return "mos (K rank " + std::to_string(opt_.k_rank) +
          (opt_.k_frame == KFrame::pre_rope ? " before RoPE" : " after RoPE") + ", V rank " + std::to_string(opt_.v_rank) + " of " +
          std::to_string(opt_.head_dim) + "; rotation " + rot + "; " +
@@ -109,10 +118,19 @@ void MosCodec::fit(const std::vector<float>& grams, const std::vector<int64_t>& 
           kernels::detail::top_eigenvectors(d, r, grams.data() + size_t(k) * d * d, b.u0.data(), nullptr);
         else
           b.u0 = mos::random_orthonormal(d, r, mos::stream_key(opt_.seed, {kRandomU0, layer, int(t), h}));
-        const auto a = mos::random_skew_generator(d, mos::stream_key(opt_.seed, {kGenerator, layer, int(t), h}));
-        b.au0.resize(d * r);
-        b.a2u0.resize(d * r);
-        kernels::cpu::subspace_generator_products(d, r, a.data(), b.u0.data(), b.au0.data(), b.a2u0.data());
+        auto a = mos::random_skew_generator(d, mos::stream_key(opt_.seed, {kGenerator, layer, int(t), h}));
+        b.au0.resize(size_t(m()) * d * r);
+        b.a2u0.resize(size_t(m()) * m() * d * r);
+        if (m() == 1) {
+          kernels::cpu::subspace_generator_products(d, r, a.data(), b.u0.data(), b.au0.data(), b.a2u0.data());
+          continue;
+        }
+        for (int j = 1; j < m(); ++j) {
+          const uint64_t stream = mos::stream_key(opt_.seed, {kMoreGenerators, layer, int(t), h, j});
+          const auto aj = mos::random_skew_generator(d, stream);
+          a.insert(a.end(), aj.begin(), aj.end());
+        }
+        mos::rotation_products(d, r, m(), a.data(), b.u0.data(), b.au0.data(), b.a2u0.data());
       }
   fitted_ = true;
 }
@@ -131,6 +149,20 @@ void MosCodec::check_positions(const KvBlockId& id, int64_t n, const char* where
                            "(or set k_frame \"post_rope\")");
 }
 
+std::vector<float> MosCodec::rotated(int layer, KvTensor t, int head, const float* theta) const {
+  const Basis& b = bases_[key(layer, t, head)];
+  std::vector<float> u(size_t(opt_.head_dim) * rank(t));
+  mos::rotated_basis({opt_.head_dim, rank(t), m(), b.u0.data(), b.au0.data(), b.a2u0.data()}, theta, u.data());
+  return u;
+}
+
+void MosCodec::theta_gradient(int layer, KvTensor t, int head, const float* theta, const float* g,
+                              float* dtheta) const {
+  const Basis& b = bases_[key(layer, t, head)];
+  mos::rotation_theta_gradient({opt_.head_dim, rank(t), m(), b.u0.data(), b.au0.data(), b.a2u0.data()}, theta, g,
+                               dtheta);
+}
+
 MessageLayout MosCodec::message_layout(KvTensor t, int64_t n) const {
   if (!fitted_) return {n * opt_.kv_heads * opt_.head_dim, 0, 0};
   return {opt_.kv_heads * n * rank(t) + theta_count(), 0, 0};
@@ -138,7 +170,7 @@ MessageLayout MosCodec::message_layout(KvTensor t, int64_t n) const {
 
 int64_t MosCodec::gradient_floats(KvTensor t, int64_t n) const {
   if (!fitted_) return n * opt_.kv_heads * opt_.head_dim;
-  return opt_.kv_heads * n * rank(t) + (opt_.rotation == MosRotation::learned ? opt_.kv_heads : 0);
+  return opt_.kv_heads * n * rank(t) + (opt_.rotation == MosRotation::learned ? opt_.kv_heads * m() : 0);
 }
 
 double MosCodec::identity_bytes(int64_t n) const {
@@ -146,39 +178,44 @@ double MosCodec::identity_bytes(int64_t n) const {
 }
 
 double MosCodec::message_bytes(KvTensor t, int64_t n) const {
-  const double theta_bytes = opt_.rotation == MosRotation::fixed ? 0.0 : 4.0;
+  const double theta_bytes = opt_.rotation == MosRotation::fixed ? 0.0 : 4.0 * m();
   return opt_.kv_heads * (static_cast<double>(n) * rank(t) * opt_.bytes_per_element + theta_bytes);
 }
 
 double MosCodec::gradient_message_bytes(KvTensor t, int64_t n) const {
   // dθ travels back only where θ is learned.
-  const double theta_bytes = opt_.rotation == MosRotation::learned ? 4.0 : 0.0;
+  const double theta_bytes = opt_.rotation == MosRotation::learned ? 4.0 * m() : 0.0;
   return opt_.kv_heads * (static_cast<double>(n) * rank(t) * opt_.bytes_per_element + theta_bytes);
 }
 
-float MosCodec::theta_for(const KvBlockId& id, int head, const float* mean) const {
+void MosCodec::theta_for(const KvBlockId& id, int head, const float* mean, float* theta) const {
   switch (opt_.rotation) {
     case MosRotation::fixed:
-      return 0.0f;
+      std::fill(theta, theta + m(), 0.0f);
+      return;
     case MosRotation::random: {
+      // One stream per (step, block, head); θⱼ its j-th draw (θ₀ as with one generator).
       mos::Rng rng(mos::stream_key(opt_.seed, {kRandomTheta, step_, id.layer, int(id.tensor), id.owner, id.chunk,
                                                id.sequence, head}));
-      return static_cast<float>((2.0 * rng.uniform() - 1.0) * kRandomThetaMax);
+      for (int j = 0; j < m(); ++j) theta[j] = static_cast<float>((2.0 * rng.uniform() - 1.0) * kRandomThetaMax);
+      return;
     }
     case MosRotation::learned:
       break;
   }
-  const float* psi = params_.data() + param_offset(id.layer, id.tensor, head);
-  double theta = psi[opt_.head_dim];  // b
-  for (int e = 0; e < opt_.head_dim; ++e) theta += double(psi[e]) * mean[e];
-  return static_cast<float>(theta);
+  for (int j = 0; j < m(); ++j) {
+    const float* psi = params_.data() + param_offset(id.layer, id.tensor, head) + int64_t(j) * (opt_.head_dim + 1);
+    double x = psi[opt_.head_dim];  // b
+    for (int e = 0; e < opt_.head_dim; ++e) x += double(psi[e]) * mean[e];
+    theta[j] = static_cast<float>(x);
+  }
 }
 
-float MosCodec::theta(const KvBlockId& id, int head) const {
+float MosCodec::theta(const KvBlockId& id, int head, int j) const {
   const auto it = sent_.find(BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence});
-  if (it == sent_.end() || head < 0 || head >= opt_.kv_heads)
+  if (it == sent_.end() || head < 0 || head >= opt_.kv_heads || j < 0 || j >= m())
     throw std::out_of_range("MosCodec::theta: no compressed encode of this block this step");
-  return it->second.theta[head];
+  return it->second.theta[size_t(head) * m() + j];
 }
 
 double MosCodec::reconstruction_error(int layer, KvTensor t) const {

@@ -42,6 +42,10 @@
 // compresses every layer's K/V but the last block's); its keys' U₀ are never fitted
 // from data and its ψ never moves. compresses_layer() says which layers compress.
 //
+// m generators (compression.rotation_params > 1): θ ∈ ℝᵐ per block and head, m
+// values of θ on the wire (and of dθ back), ψ (m, d) and b (m) per key, U(θ) from
+// mos_rotation.h; m = 1 is the single-generator codec above, bit for bit.
+//
 // Ablations: rotation fixed: θ = 0, no θ on the wire, no parameters; random: θ
 // uniform in [−kRandomThetaMax, kRandomThetaMax] per (step, block, head) from a
 // hash of the seed (sent, not learned); warm_start false: random U₀ from step 0.
@@ -69,6 +73,7 @@ struct MosOptions {
   int bytes_per_element = 2;
   int warmup_steps = 0;
   MosRotation rotation = MosRotation::learned;
+  int rotation_params = 1;  // m generators per key (mos_rotation.h); 1: the kernels of kernels/subspace.h
   bool warm_start = true;
   KFrame k_frame = KFrame::pre_rope;
   bool compress_final_layer = false;  // false: layer layers − 1 crosses uncompressed
@@ -95,24 +100,29 @@ class MosCodec final : public KvCodec {
   GramSums gram_sums() override;
   ErrorSums* error_sums() override { return &errors_; }
 
-  // ψ (head_dim floats) then b, per (layer, tensor, head), in that nesting order;
-  // empty unless rotation is learned.
+  // ψⱼ (head_dim floats) then bⱼ for j < m, per (layer, tensor, head), in that
+  // nesting order; empty unless rotation is learned.
   int64_t param_count() const override { return static_cast<int64_t>(params_.size()); }
   float* params() override { return params_.data(); }
   float* grads() override { return grads_.data(); }
   void zero_grads() override;
-  int64_t param_offset(int layer, KvTensor t, int head) const { return key(layer, t, head) * (opt_.head_dim + 1); }
+  int64_t param_offset(int layer, KvTensor t, int head) const {
+    return int64_t(key(layer, t, head)) * m() * (opt_.head_dim + 1);
+  }
+  int m() const { return opt_.rotation_params; }
 
   // Introspection for tests and run reports.
   const MosOptions& options() const { return opt_; }
   bool compressing() const { return fitted_; }  // U₀ is set and blocks are compressed
   int rank(KvTensor t) const { return t == KvTensor::k ? opt_.k_rank : opt_.v_rank; }
-  // U₀, A·U₀ and A²·U₀ (d, r) of one key; empty until compressing().
+  // U₀, A·U₀ and A²·U₀ (d, r) of one key; empty until compressing(). With m
+  // generators, Aⱼ·U₀ (m × (d, r)) and Aⱼ·Aₖ·U₀ (m·m × (d, r), at j·m + k).
   const std::vector<float>& u0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].u0; }
   const std::vector<float>& au0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].au0; }
   const std::vector<float>& a2u0(int layer, KvTensor t, int head) const { return bases_[key(layer, t, head)].a2u0; }
-  // θ of `head` in the last encode of block `id` this step (throws if none).
-  float theta(const KvBlockId& id, int head) const;
+  // θ (θ₀ with m generators; θⱼ: j) of `head` in the last encode of block `id`
+  // this step (throws if none).
+  float theta(const KvBlockId& id, int head, int j = 0) const;
   // Closed-form message sizes while compressing a layer that compresses_layer():
   // forward (C, θ) and backward (dC, dθ). message_layout and gradient_floats, too.
   double message_bytes(KvTensor t, int64_t n) const override;
@@ -139,14 +149,14 @@ class MosCodec final : public KvCodec {
   struct Sent {  // one block the owner encoded, for its decode_gradient
     int64_t n = 0;
     std::vector<float> z;      // (n, kv_heads, d), in the frame compressed
-    std::vector<float> theta;  // per head
+    std::vector<float> theta;  // per head, m each
     std::vector<float> mean;   // per head (d)
     std::vector<int64_t> positions;  // (n) when un-rotated (K, pre_rope)
   };
   struct Received {  // one block a receiver decoded, for its encode_gradient
     int64_t n = 0;
     std::vector<float> c;      // per head (n, r), heads one after another
-    std::vector<float> theta;  // per head
+    std::vector<float> theta;  // per head, m each
     std::vector<int64_t> positions;  // (n) when un-rotated (K, pre_rope)
   };
   using BlockKey = std::tuple<int, int, int, int, int>;
@@ -157,11 +167,16 @@ class MosCodec final : public KvCodec {
   void check_id(const KvBlockId& id, int64_t n, const char* where) const;
   void fit(const std::vector<float>& grams, const std::vector<int64_t>& rows);
   void check_positions(const KvBlockId& id, int64_t n, const char* where) const;
-  int theta_count() const { return opt_.rotation == MosRotation::fixed ? 0 : opt_.kv_heads; }
+  int theta_count() const { return opt_.rotation == MosRotation::fixed ? 0 : opt_.kv_heads * m(); }
   // This block compressed: fitted and a compressed layer (else it crosses as z itself).
   bool compresses(const KvBlockId& id) const { return fitted_ && compresses_layer(id.layer); }
   void accumulate_grams(const KvBlockId& id, int64_t n, const float* src);
-  float theta_for(const KvBlockId& id, int head, const float* mean) const;
+  // θ (m values) of `head` of block `id` into theta.
+  void theta_for(const KvBlockId& id, int head, const float* mean, float* theta) const;
+  // U(θ) (d, r) of key (layer, t, head) with m > 1 generators.
+  std::vector<float> rotated(int layer, KvTensor t, int head, const float* theta) const;
+  // dθ (m) through U(θ) of key (layer, t, head) for g = dL/dU (d, r), m > 1.
+  void theta_gradient(int layer, KvTensor t, int head, const float* theta, const float* g, float* dtheta) const;
   double identity_bytes(int64_t n) const;
   bool unrotates(const KvBlockId& id) const { return id.tensor == KvTensor::k && opt_.k_frame == KFrame::pre_rope; }
 

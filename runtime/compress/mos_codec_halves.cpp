@@ -8,6 +8,7 @@
 #include "kernels/rope.h"
 #include "kernels/subspace.h"
 #include "runtime/compress/mos_codec.h"
+#include "runtime/compress/mos_rotation.h"
 
 namespace lowband::compress {
 namespace {
@@ -72,7 +73,7 @@ void MosCodec::encode(const KvBlockId& id, int64_t n, const float* z, CodecMessa
   Sent& s = sent_[BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence}];
   s.n = n;
   s.z.assign(src, src + count);
-  s.theta.assign(H, 0.0f);
+  s.theta.assign(size_t(H) * m(), 0.0f);
   s.mean.assign(H * d, 0.0f);
   s.positions.clear();
   if (unrotate) s.positions.assign(id.positions, id.positions + n);
@@ -87,13 +88,18 @@ void MosCodec::encode(const KvBlockId& id, int64_t n, const float* z, CodecMessa
       for (int64_t i = 0; i < n; ++i) sum += zh[i * d + e];
       mean[e] = n > 0 ? static_cast<float>(sum / n) : 0.0f;
     }
-    s.theta[h] = theta_for(id, h, mean);
+    float* theta = s.theta.data() + size_t(h) * m();
+    theta_for(id, h, mean, theta);
     const Basis& b = bases_[key(id.layer, id.tensor, h)];
     const kernels::Subspace sub{d, r, b.u0.data(), b.au0.data(), b.a2u0.data()};
     float* c = out.values.data() + h * n * r;
-    if (n > 0) {
-      kernels::cpu::subspace_project(sub, s.theta[h], n, zh.data(), c);
-      kernels::cpu::subspace_reconstruct(sub, s.theta[h], n, c, zh_hat.data());
+    if (n > 0 && m() == 1) {
+      kernels::cpu::subspace_project(sub, theta[0], n, zh.data(), c);
+      kernels::cpu::subspace_reconstruct(sub, theta[0], n, c, zh_hat.data());
+    } else if (n > 0) {
+      const auto u = rotated(id.layer, id.tensor, h, theta);
+      mos::project(n, d, r, zh.data(), u.data(), c);
+      mos::reconstruct(n, d, r, c, u.data(), zh_hat.data());
     }
     for (int64_t i = 0; i < n * d; ++i) {
       const float x = zh[i], y = zh_hat[i];
@@ -101,7 +107,7 @@ void MosCodec::encode(const KvBlockId& id, int64_t n, const float* z, CodecMessa
       norm_sq += double(x) * double(x);
     }
   }
-  if (theta_count()) std::copy(s.theta.begin(), s.theta.end(), out.values.end() - H);
+  if (theta_count()) std::copy(s.theta.begin(), s.theta.end(), out.values.end() - theta_count());
   errors_.add(id.layer, id.tensor, err_sq, norm_sq);
   out.wire_bytes = message_bytes(id.tensor, n);
 }
@@ -121,8 +127,8 @@ void MosCodec::decode(const KvBlockId& id, int64_t n, const CodecMessage& in, fl
   Received& rcv = received_[BlockKey{id.layer, int(id.tensor), id.owner, id.chunk, id.sequence}];
   rcv.n = n;
   rcv.c.assign(in.values.begin(), in.values.begin() + H * n * r);
-  rcv.theta.assign(H, 0.0f);  // fixed rotation: θ = 0, not sent
-  if (theta_count()) std::copy(in.values.end() - H, in.values.end(), rcv.theta.begin());
+  rcv.theta.assign(size_t(H) * m(), 0.0f);  // fixed rotation: θ = 0, not sent
+  if (theta_count()) std::copy(in.values.end() - theta_count(), in.values.end(), rcv.theta.begin());
   rcv.positions.clear();
   if (unrotate) rcv.positions.assign(id.positions, id.positions + n);
   std::vector<float> out_pre(unrotate ? count : 0);
@@ -131,7 +137,10 @@ void MosCodec::decode(const KvBlockId& id, int64_t n, const CodecMessage& in, fl
   for (int h = 0; h < H; ++h) {
     const Basis& b = bases_[key(id.layer, id.tensor, h)];
     const kernels::Subspace sub{d, r, b.u0.data(), b.au0.data(), b.a2u0.data()};
-    if (n > 0) kernels::cpu::subspace_reconstruct(sub, rcv.theta[h], n, rcv.c.data() + h * n * r, zh_hat.data());
+    const float* theta = rcv.theta.data() + size_t(h) * m();
+    const float* c = rcv.c.data() + h * n * r;
+    if (n > 0 && m() == 1) kernels::cpu::subspace_reconstruct(sub, theta[0], n, c, zh_hat.data());
+    else if (n > 0) mos::reconstruct(n, d, r, c, rotated(id.layer, id.tensor, h, theta).data(), zh_hat.data());
     for (int64_t i = 0; i < n; ++i) std::copy_n(zh_hat.data() + i * d, d, out + (i * H + h) * d);
   }
   if (unrotate) kernels::cpu::rope_forward(out, id.positions, n, H, d, z_hat, opt_.rope_theta);
@@ -158,15 +167,24 @@ void MosCodec::encode_gradient(const KvBlockId& id, int64_t n, const float* dz_h
   const int64_t r = rank(id.tensor);
   const bool learned = opt_.rotation == MosRotation::learned;
   out.values.assign(gradient_floats(id.tensor, n), 0.0f);
-  std::vector<float> dzh_hat(n * d);
+  std::vector<float> dzh_hat(n * d), g(m() > 1 ? size_t(d) * r : 0);
   for (int h = 0; h < H && n > 0; ++h) {
     gather_head(n, H, d, h, grad_in, dzh_hat.data());
     const Basis& b = bases_[key(id.layer, id.tensor, h)];
     const kernels::Subspace sub{d, r, b.u0.data(), b.au0.data(), b.a2u0.data()};
     // dC and the part of dθ through the reconstruction Ẑ = C·U(θ)ᵀ.
-    const float dtheta = kernels::cpu::subspace_reconstruct_backward(
-        sub, rcv.theta[h], n, rcv.c.data() + h * n * r, dzh_hat.data(), out.values.data() + h * n * r);
-    if (learned) out.values[H * n * r + h] = dtheta;
+    const float* theta = rcv.theta.data() + size_t(h) * m();
+    const float* c = rcv.c.data() + h * n * r;
+    float* dc = out.values.data() + h * n * r;
+    if (m() == 1) {
+      const float dtheta = kernels::cpu::subspace_reconstruct_backward(sub, theta[0], n, c, dzh_hat.data(), dc);
+      if (learned) out.values[H * n * r + h] = dtheta;
+      continue;
+    }
+    mos::project(n, d, r, dzh_hat.data(), rotated(id.layer, id.tensor, h, theta).data(), dc);  // dC = dẐ·U
+    if (!learned) continue;
+    mos::outer_sum(n, d, r, dzh_hat.data(), c, g.data());  // dL/dU = dẐᵀ·C
+    theta_gradient(id.layer, id.tensor, h, theta, g.data(), out.values.data() + H * n * r + size_t(h) * m());
   }
   out.wire_bytes = gradient_message_bytes(id.tensor, n);
 }
@@ -191,27 +209,39 @@ void MosCodec::decode_gradient(const KvBlockId& id, int64_t n, const CodecGradie
   }
   const int64_t r = rank(id.tensor);
   const bool learned = opt_.rotation == MosRotation::learned;
-  std::vector<float> zh(n * d), dzh(n * d);
+  std::vector<float> zh(n * d), dzh(n * d), g(m() > 1 ? size_t(d) * r : 0), dtheta(static_cast<size_t>(m()));
   for (int h = 0; h < H && n > 0; ++h) {
     gather_head(n, H, d, h, s.z.data(), zh.data());
     const Basis& b = bases_[key(id.layer, id.tensor, h)];
     const kernels::Subspace sub{d, r, b.u0.data(), b.au0.data(), b.a2u0.data()};
-    const float theta = s.theta[h];
+    const float* theta = s.theta.data() + size_t(h) * m();
+    const float* dc = summed.values.data() + h * n * r;
     // The receivers' summed part of dθ, plus the part through the projection C = Z·U(θ).
-    const float dtheta_received = learned ? summed.values[H * n * r + h] : 0.0f;
-    const float dtheta = dtheta_received + kernels::cpu::subspace_project_backward(
-                                               sub, theta, n, zh.data(), summed.values.data() + h * n * r, dzh.data());
+    for (int j = 0; j < m(); ++j) dtheta[j] = learned ? summed.values[H * n * r + size_t(h) * m() + j] : 0.0f;
+    if (m() == 1) {
+      dtheta[0] += kernels::cpu::subspace_project_backward(sub, theta[0], n, zh.data(), dc, dzh.data());
+    } else {
+      mos::reconstruct(n, d, r, dc, rotated(id.layer, id.tensor, h, theta).data(), dzh.data());  // dZ = dC·Uᵀ
+      std::vector<float> through(size_t(m()), 0.0f);
+      if (learned) {
+        mos::outer_sum(n, d, r, zh.data(), dc, g.data());  // dL/dU = Zᵀ·dC
+        theta_gradient(id.layer, id.tensor, h, theta, g.data(), through.data());
+      }
+      for (int j = 0; j < m(); ++j) dtheta[j] += through[j];
+    }
     if (learned) {
-      // θ = ψ·mean + b: dψ += dθ·mean, db += dθ, and each row of Z gets dθ·ψ/n.
-      const int64_t off = param_offset(id.layer, id.tensor, h);
-      const float* psi = params_.data() + off;
-      float* dpsi = grads_.data() + off;
-      const float* mean = s.mean.data() + h * d;
-      for (int e = 0; e < d; ++e) dpsi[e] += dtheta * mean[e];
-      dpsi[d] += dtheta;
-      const float per_row = dtheta / static_cast<float>(n);
-      for (int64_t i = 0; i < n; ++i)
-        for (int e = 0; e < d; ++e) dzh[i * d + e] += per_row * psi[e];
+      // θⱼ = ψⱼ·mean + bⱼ: dψⱼ += dθⱼ·mean, dbⱼ += dθⱼ, and each row of Z gets Σⱼ dθⱼ·ψⱼ/n.
+      for (int j = 0; j < m(); ++j) {
+        const int64_t off = param_offset(id.layer, id.tensor, h) + int64_t(j) * (d + 1);
+        const float* psi = params_.data() + off;
+        float* dpsi = grads_.data() + off;
+        const float* mean = s.mean.data() + h * d;
+        for (int e = 0; e < d; ++e) dpsi[e] += dtheta[j] * mean[e];
+        dpsi[d] += dtheta[j];
+        const float per_row = dtheta[j] / static_cast<float>(n);
+        for (int64_t i = 0; i < n; ++i)
+          for (int e = 0; e < d; ++e) dzh[i * d + e] += per_row * psi[e];
+      }
     }
     for (int64_t i = 0; i < n; ++i)
       for (int e = 0; e < d; ++e) grad_out[(i * H + h) * d + e] += dzh[i * d + e];

@@ -59,8 +59,8 @@ void MosCodec::load_state(std::istream& in) {
         b.au0 = binary::read_vector<float>(in, "a MoS A·U0");
         b.a2u0 = binary::read_vector<float>(in, "a MoS A²·U0");
         check_size(b.u0.size(), want, "U0");
-        check_size(b.au0.size(), want, "A·U0");
-        check_size(b.a2u0.size(), want, "A²·U0");
+        check_size(b.au0.size(), want * m(), "A·U0");  // m generators: m, and m·m, of them
+        check_size(b.a2u0.size(), want * m() * m(), "A²·U0");
       }
   const size_t gram_keys = size_t(binary::read_length(in, "the MoS Gram sums"));
   if (gram_keys != 0) check_size(gram_keys, bases_.size(), "Gram sums");

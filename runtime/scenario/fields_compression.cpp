@@ -59,6 +59,22 @@ Field fit_during_lr_warmup_field() {
   return f;
 }
 
+// compression.rotation_params: written only where not 1, so the scenarios runs
+// recorded before it existed resolve to the same text (a checkpoint compares it).
+Field rotation_params_field() {
+  Field f = mos(integer("rotation_params", kAt, &CompressionConfig::rotation_params, 1,
+                        scenario_detail::kMaxRotationParams,
+                        {"`1`",
+                         "m, the rotation generators per key: θ ∈ ℝᵐ = Ψ·mean(chunk) + b (Ψ (m, head_dim)) and U(θ) = "
+                         "U₀ + B·U₀ + ½B²·U₀ with B = Σⱼ θⱼAⱼ, m skew Aⱼ drawn from the seed; m θ values per head and "
+                         "block on the wire (4·m bytes, and 4·m back where learned). 1 is the paper's single generator; "
+                         "with rotation `fixed` only 1",
+                         "2"}),
+                kBothRatios);
+  f.written = [](const Scenario& s) { return s.compression.rotation_params != 1; };
+  return f;
+}
+
 // k_ratio and k_rank (v_*: the same): the resolved scenario holds the one given.
 Field written_if(Field f, bool rank, int CompressionConfig::*rank_set) {
   f.written = [rank, rank_set](const Scenario& s) { return (s.compression.*rank_set > 0) == rank; };
@@ -176,6 +192,7 @@ Section compression_section() {
             "θ = ψ·mean(chunk) + b learned; θ = 0 (fixed U₀); or θ drawn per chunk, uniform in [−0.5, 0.5] (ablations)",
             "\"fixed\""}),
            kBothRatios),
+       rotation_params_field(),
        mos(boolean("warm_start", kAt, &CompressionConfig::warm_start,
            {"`true`",
             "U₀ from the principal directions of the last warm-up step's K/V; false: random orthonormal U₀ and no "

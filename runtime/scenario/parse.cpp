@@ -136,7 +136,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
              : method == "drop"     ? CompressionMethod::drop
                                     : CompressionMethod::none;
   for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame",
-                          "compress_final_layer", "fit_during_lr_warmup"})
+                          "compress_final_layer", "fit_during_lr_warmup", "rotation_params"})
     only_with(r, key, method, {"mos"});
   only_with(r, "owner_kv", method, {"mos", "topk", "quantize"});
   only_with(r, "topk_fraction", method, {"topk"});
@@ -171,6 +171,10 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     c.warm_start = r.boolean_or("warm_start", true);
     c.k_frame = r.choice_or("k_frame", "pre_rope", {"pre_rope", "post_rope"}) == "post_rope" ? KFrame::post_rope
                                                                                             : KFrame::pre_rope;
+    c.rotation_params = static_cast<int>(r.integer_or("rotation_params", 1, 1, kMaxRotationParams));
+    if (c.rotation == MosRotation::fixed && c.rotation_params != 1)
+      fail(r.path_of("rotation_params"), "rotation \"fixed\" has no θ to give generators: expected 1 or no key",
+           {r.path_of("rotation")});
     c.compress_final_layer = r.boolean_or("compress_final_layer", false);
     c.fit_during_lr_warmup = r.boolean_or("fit_during_lr_warmup", false);
   }

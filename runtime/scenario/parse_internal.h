@@ -82,5 +82,8 @@ Scenario parse_with_overrides(const json& document, const std::string& source,
 constexpr int kMaxNodes = 1 << 16;
 // Largest count (layers, steps, ranks of a basis) a scenario may give.
 constexpr int64_t kMaxInt = 1 << 30;
+// Most MoS rotation generators per key (compression.rotation_params): the codec
+// keeps m² products of (head_dim, rank) per key.
+constexpr int64_t kMaxRotationParams = 16;
 
 }  // namespace lowband::scenario_detail

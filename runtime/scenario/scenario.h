@@ -171,6 +171,7 @@ struct CompressionConfig {
   // mos ablations: how U0 rotates, and whether U0 comes from the warm-up's
   // activations (false: random orthonormal U0, compressed from step 0).
   MosRotation rotation = MosRotation::learned;
+  int rotation_params = 1;     // mos: m, rotation generators per key (θ ∈ ℝᵐ per block and head)
   bool warm_start = true;
   KFrame k_frame = KFrame::pre_rope;
   // mos: the final transformer block's K/V cross uncompressed, as in the MoS

@@ -47,6 +47,9 @@ TEST(CodecScenario, MethodPicksTheCodecWithItsKeys) {
   EXPECT_EQ(m->options().rotation, MosRotation::random);
   EXPECT_EQ(m->rank(KvTensor::v), 8);
   EXPECT_TRUE(m->compressing());
+  EXPECT_EQ(m->m(), 1);
+  const auto two = make_kv_codec(with_compression({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"rotation_params", 2}}));
+  EXPECT_EQ(dynamic_cast<MosCodec*>(two.get())->m(), 2);
   const Scenario topk = with_compression({{"method", "topk"}, {"topk_fraction", 0.25}});
   const auto topk_codec = make_kv_codec(topk);
   auto* t = dynamic_cast<TopkCodec*>(topk_codec.get());
@@ -104,6 +107,7 @@ TEST(CodecScenario, KeysRoundTripThroughToJson) {
                         json{{"method", "quantize"}, {"bits", 8}, {"block", 16}},
                         json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"owner_kv", "exact"}},
                         json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"compress_final_layer", true}},
+                        json{{"method", "mos"}, {"k_rank", 4}, {"v_rank", 8}, {"rotation_params", 3}},
                         json{{"method", "drop"}}}) {
     const Scenario s = with_compression(c);
     const Scenario back = parse_scenario(to_json(s), "round-trip");
@@ -172,6 +176,14 @@ TEST(CodecScenario, BadKeysNameCompressionKey) {
   EXPECT_CONTAINS(error_of({{"method", "quantize"}, {"block", 0}}), "compression.block");
   EXPECT_CONTAINS(error_of({{"method", "none"}, {"bits", 8}}), "compression.bits: only used with method \"quantize\"");
   EXPECT_CONTAINS(error_of({{"method", "topk"}, {"k_rank", 3}}), "compression.k_rank: only used with method \"mos\"");
+  EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"rotation_params", 0}}),
+                  "compression.rotation_params");
+  EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"rotation_params", 17}}),
+                  "compression.rotation_params");
+  EXPECT_CONTAINS(error_of({{"method", "mos"}, {"k_rank", 4}, {"v_rank", 4}, {"rotation", "fixed"}, {"rotation_params", 2}}),
+                  "compression.rotation_params: rotation \"fixed\" has no θ");
+  EXPECT_CONTAINS(error_of({{"method", "topk"}, {"rotation_params", 2}}),
+                  "compression.rotation_params: only used with method \"mos\"");
   EXPECT_CONTAINS(error_of({{"method", "topk"}, {"compress_final_layer", true}}),
                   "compression.compress_final_layer: only used with method \"mos\"");
 }

@@ -263,6 +263,52 @@ TEST(MosCodec, FinalLayerCrossesUncompressed) {
   }
 }
 
+// compression.rotation_params m = 2: A₀ is the one generator of m = 1 (its
+// products bit for bit), A₁ another skew generator; m θ per head cross (4·m
+// bytes each way where learned), and ψ, b are m per key.
+TEST(MosCodec, TwoRotationGeneratorsSendTwoThetasPerHead) {
+  const int d = 8, H = 2;
+  const int64_t n = 16;
+  MosOptions one = small(d, 2, 3, 0);
+  one.warm_start = false;
+  MosOptions two = one;
+  two.rotation_params = 2;
+  MosCodec a(one), b(two);
+  a.begin_step(0);
+  b.begin_step(0);
+  EXPECT_EQ(b.param_count(), 2 * a.param_count());
+  const auto& au0 = b.au0(0, KvTensor::k, 1);
+  const size_t dr = size_t(d) * 2;
+  ASSERT_EQ(au0.size(), 2 * dr);
+  ASSERT_EQ(b.a2u0(0, KvTensor::k, 1).size(), 4 * dr);
+  EXPECT_EQ(std::vector<float>(au0.begin(), au0.begin() + dr), a.au0(0, KvTensor::k, 1));
+  EXPECT_EQ(std::vector<float>(b.a2u0(0, KvTensor::k, 1).begin(), b.a2u0(0, KvTensor::k, 1).begin() + dr),
+            a.a2u0(0, KvTensor::k, 1));
+  // U₀ᵀ·A₁·U₀ is skew-symmetric (A₁ is) and A₁·U₀ is not A₀·U₀.
+  const auto& u0 = b.u0(0, KvTensor::k, 1);
+  double diff = 0;
+  for (size_t e = 0; e < dr; ++e) diff += std::abs(au0[dr + e] - au0[e]);
+  EXPECT_GT(diff, 0.1);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      double ij = 0, ji = 0;
+      for (int e = 0; e < d; ++e) ij += double(u0[e * 2 + i]) * au0[dr + e * 2 + j], ji += double(u0[e * 2 + j]) * au0[dr + e * 2 + i];
+      EXPECT_NEAR(ij, -ji, 1e-5);
+    }
+  const auto z = gaussian(n * H * d, 12);
+  std::vector<float> z_hat(z.size()), dz(z.size(), 0.0f);
+  CodecMessage m;
+  b.encode(block(0, KvTensor::k), n, z.data(), m);
+  EXPECT_EQ(m.values.size(), size_t(H * n * 2 + H * 2));  // C, then θ (2 per head)
+  EXPECT_EQ(m.wire_bytes, H * (n * 2.0 * 2 + 8));
+  EXPECT_EQ(b.message_bytes(KvTensor::k, n), H * (n * 2.0 * 2 + 8));
+  EXPECT_EQ(b.gradient_message_bytes(KvTensor::k, n), H * (n * 2.0 * 2 + 8));
+  EXPECT_EQ(b.gradient_floats(KvTensor::k, n), H * n * 2 + H * 2);
+  EXPECT_EQ(b.forward(block(0, KvTensor::k), n, z.data(), z_hat.data()), H * (n * 2.0 * 2 + 8));
+  EXPECT_EQ(b.backward(block(0, KvTensor::k), n, z.data(), dz.data()), H * (n * 2.0 * 2 + 8));
+  EXPECT_NE(b.describe().find("2 generators"), std::string::npos) << b.describe();
+}
+
 TEST(MosCodec, WireBytesAreTheClosedFormAndThePaperSettingSaves96Point5Percent) {
   // The paper's setting (builtin scenario): head_dim 256, K rank 5, V rank 13, bf16.
   Scenario s = builtin_scenario("mos-paper-mos-300mbps", {"model.layers=1"});  // bytes are per layer

@@ -315,6 +315,35 @@ TEST(MosContext, FinalLayerCrossesUncompressed) {
   }
 }
 
+// compression.rotation_params 2 in a run: 2 θ per head and block cross each
+// way (4·2 bytes), and training moves both generators' ψ.
+TEST(MosContext, TwoRotationGeneratorsCrossAndTrain) {
+  const Scenario s = tiny({"compression.method=mos", "compression.k_rank=2", "compression.v_rank=3",
+                           "compression.warm_start=false", "compression.compress_final_layer=true",
+                           "compression.rotation_params=2"});
+  parallel::LayoutTrainer cp(s);
+  parallel::StepRecord rec;
+  for (int step = 0; step < 2; ++step) {
+    const auto in = tokens(s, step);
+    rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size, true);
+  }
+  const int P = s.parallel.context, H = s.model.kv_heads;
+  const double b = s.model.bytes_per_element, rows = 2 * 16, blocks = 2 * 2;
+  const double per_owner_layer = H * (rows * (2 + 3) * b + 2 * 4 * 2 * blocks);  // K and V, θ 2 x float32
+  for (const char* kind : {"kv", "dkv"}) {
+    double sent = 0;
+    for (int r = 0; r < P; ++r) sent += rec.graph.bytes_sent(r, kind);
+    EXPECT_DOUBLE_EQ(sent, (P - 1) * P * 2 * per_owner_layer) << kind;
+  }
+  auto& codec = const_cast<MosCodec&>(dynamic_cast<const MosCodec&>(cp.rank(0).context()->codec()));
+  ASSERT_EQ(codec.m(), 2);
+  const int d = s.model.head_dim();
+  const int64_t second = codec.param_offset(0, KvTensor::v, 0) + (d + 1);  // ψ₁, b₁ of layer 0's V, head 0
+  double moved = 0;  // from 0
+  for (int e = 0; e <= d; ++e) moved += std::abs(codec.params()[second + e]);
+  EXPECT_GT(moved, 0.0);
+}
+
 TEST(MosContext, SequencesInFlightTrainAsOneSlot) {
   // Two sequences in flight (parallel.microbatches = 2: each layer's halves
   // interleaved over two slots of one sequence) through a compressing codec with

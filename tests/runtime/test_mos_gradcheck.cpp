@@ -1,5 +1,6 @@
 // The MoS codec's backward (dz, dψ, db) against central finite differences of
-// a float64 reimplementation of its forward, L = Σ w ⊙ Ẑ: through one codec's
+// a float64 reimplementation of its forward, L = Σ w ⊙ Ẑ, with one rotation
+// generator and with m of them (compression.rotation_params): through one codec's
 // forward/backward, and split as across ranks (an owner's codec and two
 // receivers' codecs, each receiver sending the gradient of its own part of w).
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@ struct Case {
   int64_t n;
   KFrame frame;  // pre_rope: Ẑ = RoPE(map(RoPE⁻¹(Z))) for K
   bool split;    // owner + receivers (encode/decode...) rather than forward/backward
+  int m = 1;     // compression.rotation_params: rotation generators per key
 };
 
 class MosGradcheck : public ::testing::TestWithParam<Case> {};
@@ -37,6 +39,8 @@ TEST_P(MosGradcheck, BackwardMatchesFiniteDifferencesOfFloat64Reference) {
   o.seed = 3;
   o.compress_final_layer = true;  // the codec on every layer (the final one has its own tests)
   o.k_frame = c.frame;
+  o.rotation_params = c.m;
+  const int per_head = c.m * (d + 1);  // ψⱼ, bⱼ
   MosCodec codec(o);
   codec.begin_step(0);
   // ψ, b of order 0.3 so θ is far from 0 and every term of dθ matters.
@@ -86,14 +90,16 @@ TEST_P(MosGradcheck, BackwardMatchesFiniteDifferencesOfFloat64Reference) {
   for (int h = 0; h < H; ++h) {
     bases.push_back(test::head_basis(codec, layer, c.tensor, h));
     const float* q = codec.params() + codec.param_offset(layer, c.tensor, h);
-    psi_b.insert(psi_b.end(), q, q + d + 1);
+    psi_b.insert(psi_b.end(), q, q + per_head);
   }
   std::vector<double> zd(z.begin(), z.end());
+  const auto map = [&](const std::vector<double>& zz, const std::vector<double>& pp) {
+    return c.m == 1 ? test::mos_reference(bases, n, H, d, c.rank, zz, pp)
+                    : test::mos_reference_m(bases, n, H, d, c.rank, c.m, zz, pp);
+  };
   const auto reference = [&](const std::vector<double>& zz, const std::vector<double>& pp) {
-    return rotated ? test::rope(test::mos_reference(bases, n, H, d, c.rank,
-                                                              test::rope(zz, positions.data(), n, H, d, -1), pp),
-                                          positions.data(), n, H, d, +1)
-                   : test::mos_reference(bases, n, H, d, c.rank, zz, pp);
+    return rotated ? test::rope(map(test::rope(zz, positions.data(), n, H, d, -1), pp), positions.data(), n, H, d, +1)
+                   : map(zz, pp);
   };
   const auto loss = [&](const std::vector<double>& zz, const std::vector<double>& pp) {
     const auto out = reference(zz, pp);
@@ -115,13 +121,14 @@ TEST_P(MosGradcheck, BackwardMatchesFiniteDifferencesOfFloat64Reference) {
     EXPECT_NEAR(dz[i] - 0.5, numeric, 1e-4 * (1 + std::abs(numeric))) << "dz[" << i << "]";
   }
   for (int h = 0; h < H; ++h)
-    for (int e = 0; e <= d; ++e) {
+    for (int e = 0; e < per_head; ++e) {
       auto up = psi_b, down = psi_b;
-      up[h * (d + 1) + e] += eps;
-      down[h * (d + 1) + e] -= eps;
+      up[h * per_head + e] += eps;
+      down[h * per_head + e] -= eps;
       const double numeric = (loss(zd, up) - loss(zd, down)) / (2 * eps);
       const float analytic = codec.grads()[codec.param_offset(layer, c.tensor, h) + e];
-      EXPECT_NEAR(analytic, numeric, 1e-4 * (1 + std::abs(numeric))) << (e == d ? "db" : "dpsi") << " head " << h;
+      EXPECT_NEAR(analytic, numeric, 1e-4 * (1 + std::abs(numeric)))
+          << (e % (d + 1) == d ? "db" : "dpsi") << " " << e / (d + 1) << " head " << h;
       // With r < d every parameter moves the loss (a zero gradient would prove nothing); at
       // r = d, U(θ)U(θ)ᵀ = I + ¼θ⁴A⁴ and dL/dθ is O(θ³): tiny, but it still must match.
       if (c.rank < d) {
@@ -131,7 +138,7 @@ TEST_P(MosGradcheck, BackwardMatchesFiniteDifferencesOfFloat64Reference) {
   // Parameters of other keys get no gradient.
   double other = 0;
   for (int h = 0; h < H; ++h)
-    for (int e = 0; e <= d; ++e) other += std::abs(codec.grads()[codec.param_offset(0, c.tensor, h) + e]);
+    for (int e = 0; e < per_head; ++e) other += std::abs(codec.grads()[codec.param_offset(0, c.tensor, h) + e]);
   EXPECT_EQ(other, 0.0);
 }
 
@@ -142,7 +149,12 @@ INSTANTIATE_TEST_SUITE_P(KAndV, MosGradcheck,
                                            Case{KvTensor::k, 8, 3, KFrame::pre_rope, false},
                                            Case{KvTensor::k, 3, 5, KFrame::post_rope, true},
                                            Case{KvTensor::k, 3, 5, KFrame::pre_rope, true},
-                                           Case{KvTensor::v, 5, 4, KFrame::pre_rope, true}));
+                                           Case{KvTensor::v, 5, 4, KFrame::pre_rope, true},
+                                           // Two rotation generators (compression.rotation_params 2).
+                                           Case{KvTensor::k, 3, 5, KFrame::post_rope, false, 2},
+                                           Case{KvTensor::k, 3, 5, KFrame::pre_rope, true, 2},
+                                           Case{KvTensor::v, 5, 4, KFrame::pre_rope, true, 2},
+                                           Case{KvTensor::v, 2, 6, KFrame::post_rope, false, 3}));
 
 }  // namespace
 }  // namespace lowband::compress

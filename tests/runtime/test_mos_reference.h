@@ -53,6 +53,42 @@ inline std::vector<double> mos_reference(const std::vector<HeadBasis>& bases, in
   return out;
 }
 
+// The same with m generators (compression.rotation_params): per head m·(d + 1)
+// values of psi_b (ψⱼ then bⱼ), bases' au0 holding Aⱼ·U₀ (m × (d, r)) and a2u0
+// Aⱼ·Aₖ·U₀ (m·m × (d, r), at j·m + k):  U = U₀ + Σⱼ θⱼAⱼU₀ + ½ Σⱼₖ θⱼθₖ AⱼAₖU₀.
+inline std::vector<double> mos_reference_m(const std::vector<HeadBasis>& bases, int64_t n, int H, int d, int r, int m,
+                                           const std::vector<double>& z, const std::vector<double>& psi_b) {
+  std::vector<double> out(z.size(), 0.0);
+  const size_t dr = size_t(d) * r;
+  for (int h = 0; h < H; ++h) {
+    std::vector<double> theta(m);
+    for (int j = 0; j < m; ++j) {
+      const double* q = psi_b.data() + (size_t(h) * m + j) * (d + 1);
+      theta[j] = q[d];
+      for (int e = 0; e < d; ++e) {
+        double mean = 0;
+        for (int64_t i = 0; i < n; ++i) mean += z[(i * H + h) * d + e];
+        theta[j] += q[e] * mean / double(n);
+      }
+    }
+    const HeadBasis& b = bases[h];
+    std::vector<double> u(b.u0);
+    for (size_t e = 0; e < dr; ++e)
+      for (int j = 0; j < m; ++j) {
+        u[e] += theta[j] * b.au0[j * dr + e];
+        for (int k = 0; k < m; ++k) u[e] += 0.5 * theta[j] * theta[k] * b.a2u0[(size_t(j) * m + k) * dr + e];
+      }
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<double> c(r, 0.0);
+      for (int k = 0; k < r; ++k)
+        for (int e = 0; e < d; ++e) c[k] += z[(i * H + h) * d + e] * u[e * r + k];
+      for (int e = 0; e < d; ++e)
+        for (int k = 0; k < r; ++k) out[(i * H + h) * d + e] += c[k] * u[e * r + k];
+    }
+  }
+  return out;
+}
+
 // Llama rotate-half RoPE of a (n, H, d) block in float64 (kernels/rope.h);
 // sign = -1 applies the inverse rotation.
 inline std::vector<double> rope(const std::vector<double>& x, const int64_t* positions, int64_t n, int H, int d,
