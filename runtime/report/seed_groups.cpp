@@ -56,9 +56,8 @@ std::vector<SeedGroup> group_by_seed(const std::vector<RunData>& runs) {
     groups[g].runs.push_back(i);
     groups[g].seeds.push_back(seed);
   }
-  // A group of several seeds outside a sweep keeps its first run's label only
-  // when that is the shared scenario name (labels of repeated names carry the
-  // directory); else the name itself.
+  // Outside a sweep, several seeds of one arm are named by their scenario name
+  // (each run's own label carries its directory, assign_labels).
   for (SeedGroup& g : groups)
     if (g.runs.size() > 1 && !runs[g.runs.front()].sweep_settings.contains(kSeedKey)) g.label = runs[g.runs.front()].name;
   std::set<std::string> taken;
