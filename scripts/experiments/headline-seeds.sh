@@ -14,7 +14,11 @@
 # drop: nothing crosses, receivers attend to zeros).
 # Runs: runs/headline-seeds/CORPUS/ (RUNS=DIR for another place); rerunning skips
 # what is done (lowband sweep --out DIR resumes). Two trainings at a time
-# (JOBS), one thread each.
+# (JOBS), one thread each. ARMS picks arms (default "uncompressed mos mos-lowrank
+# drop"; uncompressed is the baseline, so always among them). On a 2-core CPU a
+# byte training takes about 50 s, a gpt2 one about 5 min, and a gpt2 mos-lowrank
+# one about 45 min (PowerSGD on the 50257-row embedding and output matrices, every
+# step, on one thread).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/build.sh --target lowband >/dev/null
@@ -38,17 +42,23 @@ for corpus in "${corpora[@]}"; do
       --out "$runs/$name" > "$runs/$name.log"
   }
   start=$(date +%s)
-  sweep uncompressed "$s/quickstart-decentralized-300mbps.json" \
-    --set network.bandwidth=100Gbps,300Mbps --set network.latency=5us,2ms
-  sweep mos "$s/quickstart-mos-300mbps.json"
-  sweep mos-lowrank "$s/quickstart-mos-lowrank-300mbps.json"
-  sweep drop "$s/quickstart-mos-300mbps.json" --set 'compression={"method":"drop"}' \
-    --set name=quickstart-drop-300mbps
+  dirs=()
+  for arm in ${ARMS:-uncompressed mos mos-lowrank drop}; do
+    case $arm in
+      uncompressed) sweep uncompressed "$s/quickstart-decentralized-300mbps.json" \
+                      --set network.bandwidth=100Gbps,300Mbps --set network.latency=5us,2ms ;;
+      mos) sweep mos "$s/quickstart-mos-300mbps.json" ;;
+      mos-lowrank) sweep mos-lowrank "$s/quickstart-mos-lowrank-300mbps.json" ;;
+      drop) sweep drop "$s/quickstart-mos-300mbps.json" --set 'compression={"method":"drop"}' \
+              --set name=quickstart-drop-300mbps ;;
+      *) echo "headline-seeds.sh: unknown arm '$arm'" >&2; exit 2 ;;
+    esac
+    dirs+=("$runs/$arm")
+  done
   echo "headline-seeds ($corpus): trained in $(( $(date +%s) - start )) s" >&2
   # The baseline: the uncompressed arm at 100 Gbps, 5 us (seed 1's run directory).
   central=$(ls -d "$runs"/uncompressed/*-bw100Gbps-lat5us-seed1)
-  "$lowband" report "$runs/uncompressed" "$runs/mos" "$runs/mos-lowrank" "$runs/drop" --baseline "$central" \
-    --out "$out/report.md" >/dev/null
-  "$lowband" plot "$runs/uncompressed" "$runs/mos" "$runs/mos-lowrank" "$runs/drop" --out "$out" --format png >/dev/null
+  "$lowband" report "${dirs[@]}" --baseline "$central" --out "$out/report.md" >/dev/null
+  "$lowband" plot "${dirs[@]}" --out "$out" --format png >/dev/null
   echo "headline-seeds ($corpus): $out/report.md, $out/val_loss_vs_time_seeds.png" >&2
 done
