@@ -23,6 +23,18 @@ inline HeadBasis head_basis(const MosCodec& codec, int layer, KvTensor t, int h)
           std::vector<double>(c.begin(), c.end())};
 }
 
+// Head h of every row of a (n, H, d) block projected on U (d, r) and back: Ẑ = Z·U·Uᵀ.
+inline void project_reconstruct(const std::vector<double>& u, int64_t n, int H, int d, int r, int h,
+                                const std::vector<double>& z, std::vector<double>& out) {
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<double> c(r, 0.0);
+    for (int k = 0; k < r; ++k)
+      for (int e = 0; e < d; ++e) c[k] += z[(i * H + h) * d + e] * u[e * r + k];
+    for (int e = 0; e < d; ++e)
+      for (int k = 0; k < r; ++k) out[(i * H + h) * d + e] += c[k] * u[e * r + k];
+  }
+}
+
 // Ẑ of a whole (n, H, d) block in float64. psi_b: per head d + 1 values (ψ then b),
 // or empty for θ = theta_fixed on every head.
 inline std::vector<double> mos_reference(const std::vector<HeadBasis>& bases, int64_t n, int H, int d, int r,
@@ -42,13 +54,7 @@ inline std::vector<double> mos_reference(const std::vector<HeadBasis>& bases, in
     const HeadBasis& b = bases[h];
     std::vector<double> u(d * r);
     for (int e = 0; e < d * r; ++e) u[e] = b.u0[e] + theta * b.au0[e] + 0.5 * theta * theta * b.a2u0[e];
-    for (int64_t i = 0; i < n; ++i) {
-      std::vector<double> c(r, 0.0);
-      for (int k = 0; k < r; ++k)
-        for (int e = 0; e < d; ++e) c[k] += z[(i * H + h) * d + e] * u[e * r + k];
-      for (int e = 0; e < d; ++e)
-        for (int k = 0; k < r; ++k) out[(i * H + h) * d + e] += c[k] * u[e * r + k];
-    }
+    project_reconstruct(u, n, H, d, r, h, z, out);
   }
   return out;
 }
@@ -78,13 +84,7 @@ inline std::vector<double> mos_reference_m(const std::vector<HeadBasis>& bases, 
         u[e] += theta[j] * b.au0[j * dr + e];
         for (int k = 0; k < m; ++k) u[e] += 0.5 * theta[j] * theta[k] * b.a2u0[(size_t(j) * m + k) * dr + e];
       }
-    for (int64_t i = 0; i < n; ++i) {
-      std::vector<double> c(r, 0.0);
-      for (int k = 0; k < r; ++k)
-        for (int e = 0; e < d; ++e) c[k] += z[(i * H + h) * d + e] * u[e * r + k];
-      for (int e = 0; e < d; ++e)
-        for (int k = 0; k < r; ++k) out[(i * H + h) * d + e] += c[k] * u[e * r + k];
-    }
+    project_reconstruct(u, n, H, d, r, h, z, out);
   }
   return out;
 }
