@@ -5,10 +5,13 @@
 #include "runtime/compress/drop_codec.h"
 #include "runtime/compress/identity_codec.h"
 #include "runtime/compress/mos_codec.h"
+#include "runtime/compress/uncompressed_parts.h"
 
 namespace lowband::compress {
 
-std::unique_ptr<KvCodec> make_kv_codec(const Scenario& scenario) {
+namespace {
+
+std::unique_ptr<KvCodec> make_compressing_codec(const Scenario& scenario) {
   const ModelConfig& m = scenario.model;
   const CompressionConfig& c = scenario.compression;
   switch (c.method) {
@@ -25,6 +28,20 @@ std::unique_ptr<KvCodec> make_kv_codec(const Scenario& scenario) {
       return std::make_unique<DropCodec>(m.kv_heads, m.head_dim());
   }
   throw InputError("compression.method", "unknown method");
+}
+
+}  // namespace
+
+std::unique_ptr<KvCodec> make_kv_codec(const Scenario& scenario) {
+  const CompressionConfig& c = scenario.compression;
+  std::unique_ptr<KvCodec> codec = make_compressing_codec(scenario);
+  // MoS keeps its own warm-up (it fits U0 at its end) and final layer; the baselines get them here.
+  const bool own = c.method == CompressionMethod::mos || c.method == CompressionMethod::none;
+  if (own || (c.warmup_steps == 0 && c.compress_final_layer)) return codec;
+  const ModelConfig& m = scenario.model;
+  return std::make_unique<UncompressedPartsCodec>(std::move(codec),
+                                                  IdentityCodec(m.kv_heads, m.head_dim(), m.bytes_per_element),
+                                                  c.warmup_steps, m.layers, c.compress_final_layer);
 }
 
 }  // namespace lowband::compress

@@ -1,6 +1,7 @@
 #pragma once
 // The K/V codec a scenario asks for (compression.method): "none" gives the
-// identity, "mos" mixtures of subspaces, "topk" and "quantize" the baselines.
+// identity, "mos" mixtures of subspaces, "topk", "quantize" and "drop" the
+// baselines (with their uncompressed warm-up and final layer: uncompressed_parts.h).
 #include <memory>
 
 #include "runtime/compress/kv_codec.h"

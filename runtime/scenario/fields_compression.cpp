@@ -44,6 +44,20 @@ Field owner_kv_field() {
   return hand_read(std::move(f));
 }
 
+// compression.compress_final_layer: for every codec that compresses, always written
+// there (a baseline's run recorded without it compressed every step and layer:
+// upgrade_recorded_scenario).
+Field compress_final_layer_field() {
+  Field f = boolean("compress_final_layer", kAt, &CompressionConfig::compress_final_layer,
+                    {"`false` for mos, `true` for topk, quantize and drop",
+                     "false: the final transformer block's K/V and dK/dV cross uncompressed (identity bytes), every "
+                     "earlier layer's compressed, as the MoS paper sets it up; true compresses every layer (mos: an "
+                     "ablation, and what runs recorded without the key did)",
+                     "true"});
+  f.applies = {"method", {"mos", "topk", "quantize", "drop"}};
+  return tested_from(hand_read(std::move(f)), "", kBothRatios);
+}
+
 // compression.fit_during_lr_warmup: an opt-in, written only where set (a run
 // recorded before it existed gets it where it needed it: upgrade_recorded_scenario).
 Field fit_during_lr_warmup_field() {
@@ -184,8 +198,11 @@ Section compression_section() {
                  "integer 1..head_dim"),
            {"compression.k_ratio=0.5"}, "4"),
        hand_read(integer("warmup_steps", kAt, &CompressionConfig::warmup_steps, 0, kMaxInt,
-                         {"`500`", "uncompressed steps before U₀ is taken (0 when `warm_start` is false)", "10", {},
-                          "steps"})),
+                         {"`500` for mos, `0` for the others",
+                          "uncompressed steps at the start of the run, the exact K/V and gradients crossing: mos then "
+                          "fits U₀ from the last one's K/V (0 when `warm_start` is false); topk, quantize and drop "
+                          "start compressing at this step (the same warm-up as MoS for a fair comparison)",
+                          "10", {}, "steps"})),
        mos(choice("rotation", kAt, &CompressionConfig::rotation,
                   {{"learned", MosRotation::learned}, {"fixed", MosRotation::fixed}, {"random", MosRotation::random}},
            {"`\"learned\"`",
@@ -206,13 +223,7 @@ Section compression_section() {
             "100 steps): the best rank-5 subspace leaves 23–57 % relative error pre-RoPE but 87–89 % post-RoPE",
             "\"post_rope\""}),
            kBothRatios),
-       mos(boolean("compress_final_layer", kAt, &CompressionConfig::compress_final_layer,
-           {"`false`",
-            "false: the final transformer block's K/V and dK/dV cross uncompressed (identity bytes), every earlier "
-            "layer's compressed, as the MoS paper sets it up; true compresses every layer (an ablation, and what "
-            "runs recorded without the key did). mos only: topk, quantize and drop compress every layer",
-            "true"}),
-           kBothRatios),
+       compress_final_layer_field(),
        fit_during_lr_warmup_field(),
        owner_kv_field()}};
   for (Field& f : baseline_codec_fields()) c.fields.push_back(std::move(f));

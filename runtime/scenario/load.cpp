@@ -121,7 +121,15 @@ Scenario load_recorded_scenario_file(const std::string& path, const std::vector<
 void upgrade_recorded_scenario(json& document) {
   if (!document.is_object() || !document.contains("compression")) return;
   json& c = document["compression"];
-  if (!c.is_object() || c.value("method", "") != "mos") return;
+  if (!c.is_object()) return;
+  const std::string method = c.contains("method") && c["method"].is_string() ? c["method"].get<std::string>() : "";
+  if (method == "topk" || method == "quantize" || method == "drop") {
+    // Recorded before the baselines had an uncompressed warm-up and final layer
+    // (both keys always written since): every step and layer compressed.
+    if (!c.contains("compress_final_layer")) c["warmup_steps"] = 0, c["compress_final_layer"] = true;
+    return;
+  }
+  if (method != "mos") return;
   if (!c.contains("owner_kv")) c["owner_kv"] = "exact";
   if (!c.contains("compress_final_layer")) c["compress_final_layer"] = true;
   // No check kept U₀'s fit after the learning-rate warm-up: allow it where it ran so.

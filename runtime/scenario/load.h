@@ -23,6 +23,9 @@ Scenario load_recorded_scenario_file(const std::string& path, const std::vector<
 // layer's K/V crossed uncompressed by default; both are always written for mos now),
 // and compression.fit_during_lr_warmup true where warmup_steps (> 0) is below
 // training.lr_warmup_steps and the key is absent (resolved before validation refused it).
+// For topk, quantize and drop without compress_final_layer (resolved before the
+// baselines had an uncompressed warm-up and final layer, when warmup_steps was
+// written but did nothing): warmup_steps 0 and compress_final_layer true.
 void upgrade_recorded_scenario(nlohmann::json& document);
 
 // Validates a parsed JSON document; `source` names it in errors and in Scenario::source.

@@ -136,8 +136,9 @@ CompressionConfig parse_compression(const ObjectReader& root) {
              : method == "drop"     ? CompressionMethod::drop
                                     : CompressionMethod::none;
   for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame",
-                          "compress_final_layer", "fit_during_lr_warmup", "rotation_params"})
+                          "fit_during_lr_warmup", "rotation_params"})
     only_with(r, key, method, {"mos"});
+  only_with(r, "compress_final_layer", method, {"mos", "topk", "quantize", "drop"});
   only_with(r, "owner_kv", method, {"mos", "topk", "quantize"});
   only_with(r, "topk_fraction", method, {"topk"});
   only_with(r, "bits", method, {"quantize"});
@@ -175,13 +176,16 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     if (c.rotation == MosRotation::fixed && c.rotation_params != 1)
       fail(r.path_of("rotation_params"), "rotation \"fixed\" has no θ to give generators: expected 1 or no key",
            {r.path_of("rotation")});
-    c.compress_final_layer = r.boolean_or("compress_final_layer", false);
     c.fit_during_lr_warmup = r.boolean_or("fit_during_lr_warmup", false);
   }
   const char* owner_default = default_owner_kv(c.method) == OwnerKv::reconstructed ? "reconstructed" : "exact";
   const std::string owner = r.choice_or("owner_kv", owner_default, {"exact", "reconstructed"});
   c.owner_kv = owner == "reconstructed" ? OwnerKv::reconstructed : OwnerKv::exact;
-  c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", c.warm_start ? 500 : 0, 0, kMaxInt));
+  // MoS fits U0 after a warm-up (500 steps unless told); the other codecs compress from step 0 unless told.
+  const bool mos_warm = c.method == CompressionMethod::mos && c.warm_start;
+  c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", mos_warm ? 500 : 0, 0, kMaxInt));
+  // MoS leaves the final layer uncompressed (the paper's setup); the baselines compress every layer unless told.
+  c.compress_final_layer = r.boolean_or("compress_final_layer", c.method != CompressionMethod::mos);
   if (!c.warm_start && c.warmup_steps != 0)
     fail(r.path_of("warmup_steps"), "warm_start is false (random U0, compressed from step 0): expected 0 or no key");
   c.topk_fraction = has_ratio && method == "topk" ? 1 - ratio : r.number_or("topk_fraction", 0.1, Bounds{0, 1, true, false});

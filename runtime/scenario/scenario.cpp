@@ -47,7 +47,7 @@ int CompressionConfig::v_rank(int head_dim) const { return kept_rank(method, v_r
 
 bool CompressionConfig::kv_layer_compressed(int layer, int layers) const {
   if (method == CompressionMethod::none) return false;
-  return method != CompressionMethod::mos || compress_final_layer || layer + 1 < layers;
+  return compress_final_layer || layer + 1 < layers;
 }
 
 const sim::DeviceProfile& DeviceConfig::for_node(int node) const {

@@ -163,7 +163,7 @@ struct CompressionConfig {
   double v_ratio = 0;
   int k_rank_set = 0;          // an explicit rank instead of a ratio (0: use the ratio)
   int v_rank_set = 0;
-  int warmup_steps = 500;      // uncompressed steps before U0 is taken
+  int warmup_steps = 500;      // uncompressed steps first (mos: then U0 is fitted); parse: 0 for the baselines
   WeightSync weight_sync = WeightSync::all_reduce;
   double sync_fraction = 0.05; // sparse*: fraction of each tensor sent per sync; topk_grad: k / 4096 per chunk
   int sync_every = 1;          // sparse: steps between syncs (the others sync every step)
@@ -174,9 +174,10 @@ struct CompressionConfig {
   int rotation_params = 1;     // mos: m, rotation generators per key (θ ∈ ℝᵐ per block and head)
   bool warm_start = true;
   KFrame k_frame = KFrame::pre_rope;
-  // mos: the final transformer block's K/V cross uncompressed, as in the MoS
-  // paper; true compresses every layer (an ablation, and what runs recorded
-  // before the key existed did: upgrade_recorded_scenario).
+  // false: the final transformer block's K/V cross uncompressed, as in the MoS
+  // paper (mos's default; parse resolves true for topk, quantize and drop); true
+  // compresses every layer (what runs recorded before the key existed did:
+  // upgrade_recorded_scenario).
   bool compress_final_layer = false;
   // mos: validation refuses U₀ fitted before the learning-rate warm-up ends
   // (0 < warmup_steps < training.lr_warmup_steps) unless this opt-in is set.
@@ -190,9 +191,8 @@ struct CompressionConfig {
 
   int k_rank(int head_dim) const;
   int v_rank(int head_dim) const;
-  // Whether layer `layer` of `layers` has its K/V compressed by the codec: every
-  // layer for topk, quantize and drop, all but the final one for mos unless
-  // compress_final_layer; none for none. The one place this is decided (the
+  // Whether layer `layer` of `layers` has its K/V compressed by the codec: all but
+  // the final one unless compress_final_layer; none for none. The one place this is decided (the
   // codec, the compute costs and the summaries all ask here).
   bool kv_layer_compressed(int layer, int layers) const;
 };

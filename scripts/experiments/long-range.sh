@@ -10,26 +10,32 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 lowband=${LOWBAND:-build/lowband} runs=${RUNS:-runs/long-range}
 seeds=${SEEDS:-1 2}
-arms=${ARMS:-uncompressed drop topk-1entry mos mos-wire topk-matched quantize-4 mos-fixed mos-random mos-no-warm-start}
+arms=${ARMS:-uncompressed drop topk-1entry mos mos-paper mos-wire topk-matched topk-matched-cold quantize-4 mos-fixed mos-random mos-no-warm-start}
 mkdir -p "$runs"
 
 # MoS as kv-baselines (K 98 %, V 95 % removed: rank 3 / 6 of 128, WARMUP (default 100) warm-up
-# steps, learned rotation), the paper's constraint (every rank attends to the reconstruction:
-# owner_kv's default) or wire-only (mos-wire); top-k at MoS's bytes per compressed step
-# (analysis/kv-baselines.md: f = 0.01764); drop: nothing sent (the floor).
-mos="\"method\":\"mos\",\"k_ratio\":0.98,\"v_ratio\":0.95,\"warmup_steps\":${WARMUP:-100},\"rotation\":\"learned\",\"weight_sync\":\"all_reduce\""
+# steps, learned rotation), every layer compressed (compress_final_layer, so that top-k at the
+# same bytes compresses the same layers), the paper's constraint (every rank attends to the
+# reconstruction: owner_kv's default) or wire-only (mos-wire); mos-paper: the paper's setup, the
+# final layer's K/V uncompressed. Top-k at MoS's bytes per compressed step (analysis/kv-baselines.md:
+# f = 0.01764) after the same uncompressed warm-up (topk-matched) or from step 0 (topk-matched-cold);
+# drop: nothing sent (the floor).
+warmup=${WARMUP:-100}
+mos="\"method\":\"mos\",\"k_ratio\":0.98,\"v_ratio\":0.95,\"warmup_steps\":$warmup,\"rotation\":\"learned\",\"weight_sync\":\"all_reduce\""
 codec() {
   case $1 in
     uncompressed) echo '{"method":"none"}' ;;
     drop) echo '{"method":"drop","weight_sync":"all_reduce"}' ;;
     topk-1entry) echo '{"method":"topk","topk_fraction":1e-6,"weight_sync":"all_reduce"}' ;;  # 1 of 32768 per block
-    mos) echo "{$mos}" ;;
-    mos-wire) echo "{$mos,\"owner_kv\":\"exact\"}" ;;
-    topk-matched) echo '{"method":"topk","topk_fraction":0.01764,"weight_sync":"all_reduce"}' ;;
+    mos) echo "{$mos,\"compress_final_layer\":true}" ;;
+    mos-paper) echo "{$mos}" ;;
+    mos-wire) echo "{$mos,\"compress_final_layer\":true,\"owner_kv\":\"exact\"}" ;;
+    topk-matched) echo "{\"method\":\"topk\",\"topk_fraction\":0.01764,\"warmup_steps\":$warmup,\"weight_sync\":\"all_reduce\"}" ;;
+    topk-matched-cold) echo '{"method":"topk","topk_fraction":0.01764,"weight_sync":"all_reduce"}' ;;
     quantize-4) echo '{"method":"quantize","bits":4,"weight_sync":"all_reduce"}' ;;
-    mos-fixed) echo "{$mos}" | sed 's/"learned"/"fixed"/' ;;
-    mos-random) echo "{$mos}" | sed 's/"learned"/"random"/' ;;
-    mos-no-warm-start) echo "{$mos,\"warm_start\":false}" | sed 's/"warmup_steps":[0-9]*/"warmup_steps":0/' ;;
+    mos-fixed) echo "{$mos,\"compress_final_layer\":true}" | sed 's/"learned"/"fixed"/' ;;
+    mos-random) echo "{$mos,\"compress_final_layer\":true}" | sed 's/"learned"/"random"/' ;;
+    mos-no-warm-start) echo "{$mos,\"compress_final_layer\":true,\"warm_start\":false}" | sed 's/"warmup_steps":[0-9]*/"warmup_steps":0/' ;;
     *) echo "unknown arm $1" >&2; exit 2 ;;
   esac
 }

@@ -88,7 +88,7 @@ TEST(CodecScenario, MethodPicksTheCodecWithItsKeys) {
   // always written for mos, and a run recorded without it compressed every layer.
   EXPECT_FALSE(def.compression.compress_final_layer);
   EXPECT_EQ(to_json(def)["compression"]["compress_final_layer"], false);
-  EXPECT_FALSE(to_json(with_compression({{"method", "topk"}}))["compression"].contains("compress_final_layer"));
+  EXPECT_EQ(to_json(with_compression({{"method", "topk"}}))["compression"]["compress_final_layer"], true);
   EXPECT_TRUE(parse_scenario(old, "old run").compression.compress_final_layer);
   json now = to_json(def);
   upgrade_recorded_scenario(now);
@@ -184,8 +184,8 @@ TEST(CodecScenario, BadKeysNameCompressionKey) {
                   "compression.rotation_params: rotation \"fixed\" has no θ");
   EXPECT_CONTAINS(error_of({{"method", "topk"}, {"rotation_params", 2}}),
                   "compression.rotation_params: only used with method \"mos\"");
-  EXPECT_CONTAINS(error_of({{"method", "topk"}, {"compress_final_layer", true}}),
-                  "compression.compress_final_layer: only used with method \"mos\"");
+  EXPECT_CONTAINS(error_of({{"method", "none"}, {"compress_final_layer", true}}),
+                  "compression.compress_final_layer: only used with method \"mos\" or \"topk\" or \"quantize\" or \"drop\"");
 }
 
 }  // namespace

@@ -17,40 +17,14 @@
 #include "runtime/parallel/context/rank.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
+#include "tests/runtime/test_tiny_context.h"
 
 namespace lowband::compress {
 namespace {
 
-Scenario tiny(std::vector<std::string> compression) {
-  std::vector<std::string> sets = {"model.layers=2", "model.d_model=32", "model.heads=4", "model.kv_heads=2",
-                                   "model.ffn_hidden=64", "model.seq_len=64", "network.nodes=4",
-                                   "training.batch_size=2", "training.lr=0.01", "training.lr_warmup_steps=0",
-                                   "parallel.context=4", "parallel.split=zigzag"};
-  sets.insert(sets.end(), compression.begin(), compression.end());
-  return builtin_scenario("default", sets);
-}
-
-std::vector<int32_t> tokens(const Scenario& s, int step) {
-  std::vector<int32_t> t(size_t(s.training.batch_size * s.model.seq_len));
-  uint64_t x = 99 + 31 * uint64_t(step);
-  for (auto& v : t) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    v = int32_t((x >> 33) % uint64_t(s.model.vocab));
-  }
-  return t;
-}
-
-std::vector<float> losses(const Scenario& s, int steps) {
-  parallel::LayoutTrainer cp(s);
-  std::vector<float> out;
-  for (int step = 0; step < steps; ++step) {
-    const auto in = tokens(s, step);
-    std::vector<int32_t> target(in.begin() + 1, in.end());
-    target.push_back(-1);
-    out.push_back(cp.train_step(step, in.data(), target.data(), s.training.batch_size, false).loss);
-  }
-  return out;
-}
+Scenario tiny(std::vector<std::string> compression) { return test_support::tiny_context(std::move(compression)); }
+std::vector<int32_t> tokens(const Scenario& s, int step) { return test_support::step_tokens(s, step); }
+std::vector<float> losses(const Scenario& s, int steps) { return test_support::step_losses(s, steps); }
 
 TEST(MosContext, FullRankEqualsUncompressedOverSteps) {
   // head_dim 8, r = 8: U₀ square orthonormal; θ starts at 0 and after the first compressed
