@@ -1,7 +1,8 @@
 // `lowband report RUN_DIR|SWEEP_DIR... [--target-loss X,...] [--target-fraction F,...]
-// [--baseline RUN_DIR] [--out FILE.md]`: a markdown table comparing the arms (runs
+// [--baseline RUN_DIR] [--answer-threshold A] [--out FILE.md]`: a markdown table comparing the arms (runs
 // grouped by seed, with intervals; runtime/report/report_table.h), on stdout or
-// written atomically to FILE.md.
+// written atomically to FILE.md. Runs of the keyed-recall task get a second table
+// (runtime/report/report_answers.h).
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -21,6 +22,7 @@ struct ReportArgs {
   std::vector<double> target_losses;
   std::vector<double> target_fractions = report::kDefaultTargetFractions;
   std::string baseline;
+  double answer_threshold = report::kDefaultAnswerThreshold;
   std::string out;
 };
 }  // namespace
@@ -43,6 +45,9 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--baseline", args->baseline,
                   "run directory whose time to target the others are divided by (default: the uncompressed run "
                   "with the highest bandwidth)");
+  cmd->add_option("--answer-threshold", args->answer_threshold,
+                  "keyed-recall runs: the remote-answer accuracy whose steps and time to reach are tabled "
+                  "(default 0.9)");
   cmd->add_option("--out", args->out, "markdown file to write (default: standard output)");
   cmd->callback([args, cmd] {
     for (double loss : args->target_losses) check_target_loss(loss);
@@ -52,9 +57,11 @@ void add_report_command(CLI::App& app) {
       if (!(f > 0 && f <= 2))
         throw InputError("--target-fraction", "each must be in (0, 2] (1: the baseline's final loss), got " +
                                                    report::format_number(f, 4));
+    if (!(args->answer_threshold > 0 && args->answer_threshold <= 1))
+      throw InputError("--answer-threshold", "must be in (0, 1], got " + report::format_number(args->answer_threshold, 4));
     report::LoadedRuns loaded = report::load_runs(args->inputs, "dirs");
     for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
-    const report::Report r = report::build_report(std::move(loaded), {args->target_losses, args->target_fractions, args->baseline});
+    const report::Report r = report::build_report(std::move(loaded), {args->target_losses, args->target_fractions, args->baseline, args->answer_threshold});
     const std::string markdown = report::report_markdown(r);
     if (flags_only()) return;  // checked: nothing printed or written
     if (args->out.empty()) {

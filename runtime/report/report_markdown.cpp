@@ -231,6 +231,7 @@ std::string report_markdown(const Report& r) {
     }
     out << "\n";
   }
+  if (r.answers) out << answer_markdown(r, *r.answers);
   bool any_seeds = false;
   for (const ArmRow& arm : r.arms) any_seeds = any_seeds || arm.rows.size() > 1;
   if (!any_seeds) return out.str();

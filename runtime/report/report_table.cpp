@@ -189,6 +189,7 @@ Report build_report(LoadedRuns loaded, const ReportRequest& request) {
       arm.vs_baseline_test = welch_t_test(values_of(report.rows, arm.rows, final_loss), base_losses);
     }
   }
+  report.answers = answer_table(loaded.runs, report, request.answer_threshold);
   return report;
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/report/report_answers.h"
 #include "runtime/report/run_dir_reader.h"
 #include "runtime/report/stats.h"
 
@@ -25,6 +26,7 @@ struct ReportRequest {
   std::vector<double> target_losses;  // empty: from target_fractions of the reference arm
   std::vector<double> target_fractions = kDefaultTargetFractions;
   std::string baseline_dir;           // "": default_baseline; else loaded when not among the runs
+  double answer_threshold = kDefaultAnswerThreshold;  // the recall task's remote accuracy to reach
 };
 
 struct Target {
@@ -80,6 +82,7 @@ struct Report {
   std::vector<ReportRow> rows;         // one per run
   std::vector<ArmRow> arms;            // runs grouped by seed
   std::vector<std::string> notes;
+  std::optional<AnswerTable> answers;  // the keyed-recall task's table, where runs evaluated it
 };
 
 // Adds the --baseline run to `loaded` when it is not there yet (relabelling), then

@@ -85,27 +85,38 @@ std::vector<CurveRow> read_curve(const std::string& path) {
   return rows;
 }
 
-// Fills each row's cumulative_bytes_all_ranks from steps.jsonl, where every step up
-// to the row's has "bytes_sent_all_ranks" (runs written before it existed have none).
-void read_cumulative_bytes(const std::string& path, std::vector<CurveRow>& rows) {
+// From steps.jsonl: each curve row's cumulative_bytes_all_ranks, where every step up
+// to the row's has "bytes_sent_all_ranks" (runs written before it existed have none),
+// and the recall task's answer accuracies where a step has them.
+void read_steps(const std::string& path, RunData& run) {
   std::ifstream in(path);
   if (!in) return;
   std::map<int, double> bytes_of_step;
+  bool all_bytes = true;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (line.empty()) continue;
     const json step = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (step.is_discarded() || !step.is_object())
       throw InputError(path + ":" + std::to_string(line_no), "not a JSON object");
+    if (!step.contains("step") || !step["step"].is_number_integer()) {
+      all_bytes = false;
+      continue;
+    }
+    const int k = step["step"].get<int>();
     const json all = step.value("bytes_sent_all_ranks", json());
-    if (!step.contains("step") || !step["step"].is_number_integer() || !all.is_object() ||
-        !all.value("total", json()).is_number())
-      return;
-    bytes_of_step[step["step"].get<int>()] = all["total"].get<double>();
+    if (all.is_object() && all.value("total", json()).is_number()) bytes_of_step[k] = all["total"].get<double>();
+    else all_bytes = false;
+    const json remote = step.value("val_answer_remote_accuracy", json()), local = step.value("val_answer_local_accuracy", json());
+    if (remote.is_number() && local.is_number()) run.answers.push_back({k, 0, remote.get<double>(), local.get<double>()});
   }
+  for (AnswerPoint& a : run.answers)  // the time the loss curve has at that step (projected or not)
+    for (const CurveRow& row : run.curve)
+      if (row.step == a.step) a.sim_seconds = row.sim_seconds;
+  if (!all_bytes) return;
   double sum = 0;
   int counted = 0;
-  for (CurveRow& row : rows) {
+  for (CurveRow& row : run.curve) {
     for (; counted < row.step; ++counted) {
       const auto it = bytes_of_step.find(counted + 1);
       if (it == bytes_of_step.end()) return;
@@ -160,9 +171,10 @@ RunData load_run_dir(const std::string& dir) {
   RunData run;
   run.dir = dir;
   run.scenario = read_json_object(dir + "/scenario.json");
+  upgrade_recorded_scenario(run.scenario);  // as the run ran: keys whose defaults changed since
   run.summary = read_json_object(dir + "/summary.json");
   run.curve = read_curve(dir + "/curve.csv");
-  read_cumulative_bytes(dir + "/steps.jsonl", run.curve);
+  read_steps(dir + "/steps.jsonl", run);
   if (run.summary.contains("scenario") && run.summary["scenario"].is_string())
     run.name = run.summary["scenario"].get<std::string>();
   else if (run.scenario.contains("name") && run.scenario["name"].is_string())
@@ -345,6 +357,12 @@ std::string compression_label(const RunData& run) {
   else if (method == "topk") label = "topk " + (c.contains("topk_fraction") ? setting_text(c["topk_fraction"]) : "?");
   else if (method == "quantize") label = "quantize " + (c.contains("bits") ? setting_text(c["bits"]) : "?") + "-bit";
   else if (method != "none") label = method;
+  // A baseline's uncompressed parts (MoS says its own through its kept ranks and warm-up).
+  if (method == "topk" || method == "quantize" || method == "drop") {
+    if (c.contains("warmup_steps") && c["warmup_steps"].is_number_integer() && c["warmup_steps"].get<int64_t>() > 0)
+      label += " after " + setting_text(c["warmup_steps"]) + " uncompressed steps";
+    if (c.contains("compress_final_layer") && c["compress_final_layer"] == false) label += ", final layer uncompressed";
+  }
   if (boundary_method(run.scenario) != "none") {
     const std::string who = compressing_replicas(run.scenario);
     label += (label.empty() ? "" : ", ") + boundary_label(c["boundary"]) + (who == "all" ? "" : " (" + who + ")");

@@ -23,15 +23,25 @@ struct CurveRow {
   std::optional<double> cumulative_bytes_all_ranks = std::nullopt;
 };
 
+// An evaluation of the keyed-recall task (training.data_source "recall"): accuracy on
+// the answers only remote K/V carry and on the local ones (steps.jsonl
+// val_answer_remote_accuracy, val_answer_local_accuracy).
+struct AnswerPoint {
+  int step = 0;
+  double sim_seconds = 0;  // simulated time at the end of the step
+  double remote_accuracy = 0, local_accuracy = 0;
+};
+
 struct RunData {
   std::string dir;                  // as given, or SWEEP_DIR/<point's run_dir>
   std::string name;                 // the scenario's name
   std::string label;                // name for legends and tables, unique among the runs loaded together
-  nlohmann::json scenario;          // scenario.json
+  nlohmann::json scenario;          // scenario.json, as the run ran (upgrade_recorded_scenario)
   nlohmann::json summary;           // summary.json
   std::string sweep;                // the sweep's name; "" outside a sweep
   nlohmann::json sweep_settings;    // the sweep point's settings (an object); null outside a sweep
   std::vector<CurveRow> curve;      // curve.csv, in step order
+  std::vector<AnswerPoint> answers; // steps.jsonl, in step order; empty unless the recall task
 };
 
 struct LoadedRuns {

@@ -315,7 +315,8 @@ TEST_F(PlotReport, BadInputExits2AndWritesNothing) {
 
   EXPECT_EQ(lowband("report " + run("fast").string() + " --baseline " + work_.string()), 2);
   EXPECT_NE(err_.find("--baseline"), std::string::npos) << err_;
-  for (const char* flags : {"--target-fraction 0", "--target-fraction 0.5 --target-loss 3", "--target-loss=-1"}) {
+  for (const char* flags : {"--target-fraction 0", "--target-fraction 0.5 --target-loss 3", "--target-loss=-1",
+                            "--answer-threshold 1.5"}) {
     EXPECT_EQ(lowband("report " + run("fast").string() + " " + flags + " --out " + (work_ / "r.md").string()), 2) << flags;
     const std::string flag = std::string(flags).substr(0, std::string(flags).find_first_of(" ="));
     EXPECT_NE(err_.find(flag + ":"), std::string::npos) << err_;

@@ -68,3 +68,74 @@ TEST(ReportTable, BoundaryCompressionIsCompression) {
 
 }  // namespace
 }  // namespace lowband::report::test
+
+namespace lowband::report::test {
+namespace {
+
+RunData recall_run(const std::string& method, int seed, std::vector<double> remote) {
+  RunData run;
+  run.name = run.label = method;
+  run.dir = method + "-s" + std::to_string(seed);
+  run.scenario = {{"name", method},
+                  {"compression", {{"method", method}}},
+                  {"network", {{"topology", "star"}, {"bandwidth", "300Mbps"}}},
+                  {"training", {{"seed", seed}}}};
+  run.summary = nlohmann::json::object();
+  for (size_t i = 0; i < remote.size(); ++i) {
+    const int step = 50 * int(i + 1);
+    run.curve.push_back({step, 2.0 * step, 1.0, 1.0});
+    run.answers.push_back({step, 2.0 * step, remote[i], 0.99});
+  }
+  return run;
+}
+
+// By hand: evaluations at steps 50, 100, 150 with remote accuracy 0.4, 0.6, 1.0:
+// area (0.5·(0.4+0.6)·50 + 0.5·(0.6+1.0)·50) / 100 = 0.65; 0.9 first at step 150.
+TEST(ReportAnswers, AreaAndFirstStepAtTheThresholdByHand) {
+  const AnswerRun a = answer_run(recall_run("none", 1, {0.4, 0.6, 1.0}), 0.9);
+  ASSERT_TRUE(a.area && a.steps_to_threshold && a.seconds_to_threshold && a.final_remote);
+  EXPECT_NEAR(*a.area, 0.65, 1e-12);
+  EXPECT_EQ(*a.steps_to_threshold, 150);
+  EXPECT_EQ(*a.seconds_to_threshold, 300);
+  EXPECT_EQ(*a.final_remote, 1.0);
+  EXPECT_FALSE(answer_run(recall_run("none", 1, {0.4, 0.6, 0.89}), 0.9).steps_to_threshold);
+  EXPECT_FALSE(answer_run(RunData{}, 0.9).area);  // no recall evaluations: nothing invented
+}
+
+// Two arms of three seeds: the codec that learns later has a smaller area, beyond
+// the seeds' noise; an arm where one seed never reaches 0.9 says "2 of 3 seeds";
+// runs of another task get no recall table.
+TEST(ReportAnswers, ArmsGetIntervalsAndATestOfTheArea) {
+  LoadedRuns loaded;
+  const std::vector<std::vector<double>> fast = {{0.5, 0.9, 1.0}, {0.45, 0.95, 1.0}, {0.55, 0.92, 1.0}};
+  const std::vector<std::vector<double>> slow = {{0.1, 0.3, 0.95}, {0.12, 0.35, 0.91}, {0.1, 0.4, 0.5}};
+  for (int s = 0; s < 3; ++s) loaded.runs.push_back(recall_run("none", s + 1, fast[size_t(s)]));
+  for (int s = 0; s < 3; ++s) loaded.runs.push_back(recall_run("drop", s + 1, slow[size_t(s)]));
+  const Report r = build_report(loaded, {});
+  ASSERT_TRUE(r.answers);
+  ASSERT_EQ(r.arms.size(), 2u);
+  ASSERT_TRUE(r.baseline);
+  const size_t other = 1 - *r.baseline;
+  const AnswerArm& base = r.answers->arms[*r.baseline];
+  const AnswerArm& slower = r.answers->arms[other];
+  ASSERT_TRUE(base.area && base.area->half_width && slower.area);
+  EXPECT_EQ(base.area->n, 3);
+  EXPECT_EQ(base.reached, 3);
+  ASSERT_TRUE(base.steps_to_threshold);
+  EXPECT_NEAR(base.steps_to_threshold->mean, 100, 1e-12);
+  EXPECT_EQ(slower.reached, 2);
+  EXPECT_FALSE(slower.steps_to_threshold);  // not every seed: no mean
+  ASSERT_TRUE(slower.area_vs_baseline);
+  EXPECT_LT(slower.area_vs_baseline->difference, 0);
+  EXPECT_LT(slower.area_vs_baseline->p_value, 0.05);
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("## Keyed recall"), std::string::npos) << md;
+  EXPECT_NE(md.find("**beyond noise**"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 of 3 seeds"), std::string::npos) << md;
+
+  for (RunData& run : loaded.runs) run.answers.clear();
+  EXPECT_FALSE(build_report(loaded, {}).answers);
+}
+
+}  // namespace
+}  // namespace lowband::report::test
