@@ -1,5 +1,5 @@
 // `lowband scenario-docs [--write] [--root DIR]`: the key tables of
-// scenarios/README.md and scenarios/scenario.schema.json, generated from the
+// scenarios/README.md and docs/scenario.schema.json, generated from the
 // field tables (runtime/scenario/fields_*.cpp). Without --write it checks
 // them: exit status 1 naming each stale file (CI runs that check as a test).
 #include <filesystem>
@@ -37,7 +37,7 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 void run_docs(const DocsArgs& a) {
   const std::filesystem::path readme = std::filesystem::path(a.root) / "scenarios" / "README.md";
-  const std::filesystem::path schema = std::filesystem::path(a.root) / "scenarios" / "scenario.schema.json";
+  const std::filesystem::path schema = std::filesystem::path(a.root) / "docs" / "scenario.schema.json";
   const std::string readme_now = read_file(readme);
   std::string readme_new;
   try {
@@ -71,7 +71,7 @@ void run_docs(const DocsArgs& a) {
 void add_scenario_docs_command(CLI::App& app) {
   auto args = std::make_shared<DocsArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "scenario-docs", "check (or --write) the key tables of scenarios/README.md and scenarios/scenario.schema.json, "
+      "scenario-docs", "check (or --write) the key tables of scenarios/README.md and docs/scenario.schema.json, "
                        "generated from the scenario's field tables");
   cmd->add_flag("--write", args->write, "rewrite the stale files instead of failing");
   cmd->add_option("--root", args->root, "the repository root (default: the source tree lowband was built from)");

@@ -125,8 +125,9 @@ std::string format_grid_table(const EstimateGrid& grid) {
   std::string out = "estimate " + grid.base_name + " (" + grid.source + "): " + std::to_string(grid.points.size()) +
                     " points\n\n" + line(header);
   for (const auto& row : rows) out += line(row);
-  out += "\nbound: the step no schedule beats on that network (busiest link's bytes / bandwidth, chain of "
-         "latencies, or compute); step/bound: how far the step is from it\n";
+  out += "\nbound: the step no schedule of the point's transfers beats on that network (busiest link's bytes / "
+         "bandwidth, chain of latencies, or compute; the bytes of its collectives, parallel.exchange and "
+         "parallel.all_reduce: another algorithm has its own bound); step/bound: how far the step is from it\n";
   if (changing)
     out += "run s (changing): training.steps steps back to back on network.dynamics; lost s: beyond the same "
            "steps on the nominal network\n";

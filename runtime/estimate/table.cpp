@@ -152,7 +152,9 @@ void bound_rows(const Estimate& e, std::string& out) {
   auto row = [&out](const std::string& key, const std::string& value) { add_row(out, key, value); };
   const BoundSection& b = e.bound;
   row("bound", fmt("%.4g s (", b.bound_seconds) + b.bound_kind + fmt("): the step is %.3gx its bound", b.step_over_bound) +
-                   fmt("; no schedule beats %.4g tokens/s on this network", b.max_tokens_per_s));
+                   fmt("; no schedule of these transfers beats %.4g tokens/s on this network", b.max_tokens_per_s));
+  row("", "(the bytes the scenario's collectives send, parallel.exchange and parallel.all_reduce: another "
+          "algorithm sends other bytes and has its own bound; `--set parallel.all_reduce=ring,direct` compares)");
   std::string kinds;  // "dkv 264 MB, kv 264 MB, ..."
   for (const auto& [kind, bytes] : b.busiest_link_bytes_by_kind) kinds += (kinds.empty() ? "" : ", ") + kind + " " + si(bytes, "B");
   if (!b.busiest_link.empty())

@@ -1,6 +1,6 @@
 #pragma once
 // What the field tables (fields.h) generate for people and editors: the key
-// tables of scenarios/README.md and scenarios/scenario.schema.json. `lowband
+// tables of scenarios/README.md and docs/scenario.schema.json. `lowband
 // scenario-docs --write` rewrites both; a test fails while either is stale.
 #include <string>
 

@@ -4,7 +4,7 @@
 // (for the keys read generically) how to read and write the value. Parsing
 // takes each section's known keys from here and reads the generic ones,
 // to_json writes them, scenario_difference compares what to_json writes, and
-// scenarios/README.md's key tables and scenarios/scenario.schema.json are
+// scenarios/README.md's key tables and docs/scenario.schema.json are
 // generated from it (field_docs.h).
 #include <cstdint>
 #include <functional>

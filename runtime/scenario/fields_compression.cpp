@@ -198,7 +198,7 @@ Section compression_section() {
                  "integer 1..head_dim"),
            {"compression.k_ratio=0.5"}, "4"),
        hand_read(integer("warmup_steps", kAt, &CompressionConfig::warmup_steps, 0, kMaxInt,
-                         {"`500` for mos, `0` for the others",
+                         {"`500` for mos (and none, where it does nothing), `0` for topk, quantize and drop",
                           "uncompressed steps at the start of the run, the exact K/V and gradients crossing: mos then "
                           "fits U₀ from the last one's K/V (0 when `warm_start` is false); topk, quantize and drop "
                           "start compressing at this step (the same warm-up as MoS for a fair comparison)",

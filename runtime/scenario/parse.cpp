@@ -181,9 +181,11 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   const char* owner_default = default_owner_kv(c.method) == OwnerKv::reconstructed ? "reconstructed" : "exact";
   const std::string owner = r.choice_or("owner_kv", owner_default, {"exact", "reconstructed"});
   c.owner_kv = owner == "reconstructed" ? OwnerKv::reconstructed : OwnerKv::exact;
-  // MoS fits U0 after a warm-up (500 steps unless told); the other codecs compress from step 0 unless told.
-  const bool mos_warm = c.method == CompressionMethod::mos && c.warm_start;
-  c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", mos_warm ? 500 : 0, 0, kMaxInt));
+  // MoS fits U0 after a warm-up (500 steps unless told; "none" records the same, to no effect, as it
+  // always has); topk, quantize and drop compress from step 0 unless told.
+  const bool baseline = c.method == CompressionMethod::topk || c.method == CompressionMethod::quantize ||
+                        c.method == CompressionMethod::drop;
+  c.warmup_steps = static_cast<int>(r.integer_or("warmup_steps", !baseline && c.warm_start ? 500 : 0, 0, kMaxInt));
   // MoS leaves the final layer uncompressed (the paper's setup); the baselines compress every layer unless told.
   c.compress_final_layer = r.boolean_or("compress_final_layer", c.method != CompressionMethod::mos);
   if (!c.warm_start && c.warmup_steps != 0)

@@ -15,7 +15,12 @@
 # Runs: runs/headline-seeds/CORPUS/ (RUNS=DIR for another place); rerunning skips
 # what is done (lowband sweep --out DIR resumes). Two trainings at a time
 # (JOBS), one thread each. ARMS picks arms (default "uncompressed mos mos-lowrank
-# drop"; uncompressed is the baseline, so always among them). On a 2-core CPU a
+# drop"; uncompressed is the baseline, so always among them). The throughput-enabling
+# settings of analysis/seed-claims.md, on MoS: mos-sparse-sync (a 5 % sparse weight
+# sync every step instead of the full gradient all-reduce), mos-sparse-sync10 (the
+# same every 10 steps), mos-8-in-flight (8 sequences per step, all in flight:
+# batch_size 8, microbatches 8; 8x the tokens per step). OUT: where the report and
+# plots go (default analysis/headline-seeds). On a 2-core CPU a
 # byte training takes about 50 s, a gpt2 one about 5 min, and a gpt2 mos-lowrank
 # one about 45 min (PowerSGD on the 50257-row embedding and output matrices, every
 # step, on one thread).
@@ -34,7 +39,7 @@ for corpus in "${corpora[@]}"; do
     *) echo "headline-seeds.sh: corpus must be byte or gpt2, got '$corpus'" >&2; exit 2 ;;
   esac
   runs=${RUNS:-runs/headline-seeds}/$corpus
-  out=analysis/headline-seeds/$corpus
+  out=${OUT:-analysis/headline-seeds}/$corpus
   mkdir -p "$runs" "$out"
   sweep() {  # sweep NAME FILE [--set ...]: SEEDS seeds of FILE
     local name=$1 file=$2; shift 2
@@ -49,6 +54,13 @@ for corpus in "${corpora[@]}"; do
                       --set network.bandwidth=100Gbps,300Mbps --set network.latency=5us,2ms ;;
       mos) sweep mos "$s/quickstart-mos-300mbps.json" ;;
       mos-lowrank) sweep mos-lowrank "$s/quickstart-mos-lowrank-300mbps.json" ;;
+      mos-sparse-sync) sweep mos-sparse-sync "$s/quickstart-mos-300mbps.json" --set compression.weight_sync=sparse \
+                         --set compression.sync_fraction=0.05 --set name=quickstart-mos-sparse-sync-300mbps ;;
+      mos-sparse-sync10) sweep mos-sparse-sync10 "$s/quickstart-mos-300mbps.json" --set compression.weight_sync=sparse \
+                           --set compression.sync_fraction=0.05 --set compression.sync_every=10 \
+                           --set name=quickstart-mos-sparse-sync10-300mbps ;;
+      mos-8-in-flight) sweep mos-8-in-flight "$s/quickstart-mos-300mbps.json" --set training.batch_size=8 \
+                         --set parallel.microbatches=8 --set name=quickstart-mos-8-in-flight-300mbps ;;
       drop) sweep drop "$s/quickstart-mos-300mbps.json" --set 'compression={"method":"drop"}' \
               --set name=quickstart-drop-300mbps ;;
       *) echo "headline-seeds.sh: unknown arm '$arm'" >&2; exit 2 ;;

@@ -21,13 +21,14 @@ TEST_F(Cli, ScenarioDocsAreCurrent) {
 
 TEST_F(Cli, ScenarioDocsNameAStaleFileAndRewriteIt) {
   fs::create_directories(dir_ / "scenarios");
+  fs::create_directories(dir_ / "docs");
   const std::string readme = slurp(kScenarios + "README.md");
   std::string stale = readme;
   const std::string row = "| `steps` | integer ≥ 1 | `100` | optimiser steps |";
   ASSERT_NE(stale.find(row), std::string::npos);
   stale.replace(stale.find(row), row.size(), "| `steps` | integer ≥ 1 | `200` | optimiser steps |");
   write("scenarios/README.md", stale);
-  write("scenarios/scenario.schema.json", slurp(kScenarios + "scenario.schema.json"));
+  write("docs/scenario.schema.json", slurp(kScenarios + "../docs/scenario.schema.json"));
   const auto r = run("scenario-docs --root " + dir_.string());
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(lines(r.err), 1) << r.err;
