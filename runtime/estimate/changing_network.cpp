@@ -5,6 +5,7 @@
 
 #include "runtime/estimate/estimate.h"
 #include "runtime/estimate/layout_steps.h"
+#include "runtime/sync/sync_period.h"
 #include "sim/run_clock.h"
 
 namespace lowband::estimate_detail {
@@ -22,7 +23,8 @@ ChangingNetworkSection replay_on_changing_network(const sim::NetworkSpec& networ
   c.restart_policy = network.restart.has_value();
   const auto wall_start = std::chrono::steady_clock::now();
   const int period = steps.graphs.size() > 1 ? steps.period_steps : 1;
-  auto graph_of = [&](int k) -> size_t { return steps.graphs.size() > 1 && k % period != 0 ? 1 : 0; };
+  // Step k (from 1) is training step k − 1: graph 0 where it syncs, else the step between syncs.
+  auto graph_of = [&](int k) -> size_t { return steps.graphs.size() > 1 && !sync::syncs_at(period, k - 1) ? 1 : 0; };
   std::vector<const sim::StepGraph*> run;
   for (int k = 1; k <= step_count; ++k) {
     run.push_back(&steps.graphs[graph_of(k)]);

@@ -9,6 +9,7 @@
 #include "runtime/parallel/data/step_graph.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/parallel/pipeline/step_graph.h"
+#include "runtime/sync/sync_period.h"
 
 namespace lowband::estimate_detail {
 
@@ -18,9 +19,8 @@ namespace {
 // step with the sync and the step between syncs.
 template <class Build>
 LayoutSteps weight_sync_steps(const Scenario& s, Build build) {
-  const CompressionConfig& c = s.compression;
   LayoutSteps out;
-  if (c.weight_sync == WeightSync::sparse && c.sync_every > 1) out.periodic_sync = "sparse", out.period_steps = c.sync_every;
+  if (sync::sync_period_steps(s) > 1) out.periodic_sync = "sparse", out.period_steps = sync::sync_period_steps(s);
   for (bool weight_sync_step : {true, false}) {
     if (!weight_sync_step && out.periodic_sync.empty()) break;
     auto step = build(s, weight_sync_step);
@@ -44,7 +44,7 @@ LayoutSteps data_steps(const Scenario& s) {
   // With an outer sync the step between syncs too (H = 1 as well: what the sync
   // adds is their difference).
   if (sync.method != DataSyncMethod::all_reduce)
-    out.periodic_sync = data_sync_method_name(sync.method), out.period_steps = std::max(1, sync.inner_steps);
+    out.periodic_sync = data_sync_method_name(sync.method), out.period_steps = sync::sync_period_steps(s);
   for (bool outer_sync : {true, false}) {
     if (!outer_sync && out.periodic_sync.empty()) break;
     parallel::DataStepGraph step = parallel::build_data_parallel(s, outer_sync);

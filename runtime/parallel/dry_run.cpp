@@ -12,14 +12,15 @@
 #include "runtime/parallel/layout.h"
 #include "runtime/parallel/pipeline/rank.h"
 #include "runtime/parallel/rank_program.h"
+#include "runtime/sync/sync_period.h"
 
 namespace lowband::parallel {
 
 int steady_step(const Scenario& s, bool weight_sync_step) {
-  const int every = s.compression.weight_sync == WeightSync::sparse ? std::max(1, s.compression.sync_every) : 1;
+  const int every = sync::sync_period_steps(s);
   const int warmup = s.compression.method == CompressionMethod::none ? 0 : s.compression.warmup_steps;
   const int first = (warmup + every - 1) / every * every;  // the first period that compresses throughout
-  // ReplicaSync::syncs_at: the last step of each period syncs.
+  // sync::syncs_at: the last step of each period syncs.
   return weight_sync_step || every == 1 ? first + every - 1 : first;
 }
 

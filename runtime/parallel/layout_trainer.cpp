@@ -16,6 +16,7 @@
 #include "runtime/parallel/pipeline/rank.h"
 #include "runtime/parallel/rank_state.h"
 #include "runtime/scenario/layout_check.h"
+#include "runtime/sync/sync_period.h"
 
 namespace lowband::parallel {
 namespace {
@@ -80,13 +81,7 @@ bool LayoutTrainer::local_steps() const {
   return R_ > 1 && scenario_.parallel.data_sync.method != DataSyncMethod::all_reduce;
 }
 
-bool LayoutTrainer::syncs_weights(int step) const {
-  if (R_ == 1) {  // the context ranks' own weight sync (sparse: every sync_every steps)
-    const sync::ReplicaSync* sync = ranks_[0]->replica_sync();
-    return !sync || sync->syncs_at(step);
-  }
-  return !local_steps() || (step + 1) % scenario_.parallel.data_sync.inner_steps == 0;
-}
+bool LayoutTrainer::syncs_weights(int step) const { return sync::syncs_at(scenario_, step); }
 
 void LayoutTrainer::run_ranks(const std::function<void(int, comm::Communicator&, comm::Communicator&)>& fn,
                               bool record) {

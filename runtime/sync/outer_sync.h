@@ -31,6 +31,7 @@
 #include "runtime/model/param_layout.h"
 #include "runtime/scenario/scenario.h"
 #include "runtime/sync/sparseloco.h"
+#include "runtime/sync/sync_period.h"
 
 namespace lowband::sync {
 
@@ -48,7 +49,7 @@ class OuterSync {
   OuterSync(const DataSyncConfig& config, const model::ParamLayout& part, const float* params_host);
 
   // Whether the outer step follows inner step `step` (from 0): every H steps.
-  bool syncs_at(int step) const { return (step + 1) % config_.inner_steps == 0; }
+  bool syncs_at(int step) const { return sync::syncs_at(config_.inner_steps, step); }
   // Every rank of `data_group` calls it together; params_host (the part's
   // parameters) <- the outer step's result. around_exchange(false) just before
   // the collective, (true) just after it: where the compute before it (Δ, the

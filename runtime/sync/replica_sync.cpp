@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "runtime/sync/host_view.h"
+#include "runtime/sync/sync_period.h"
 
 namespace lowband::sync {
 namespace {
@@ -59,10 +60,7 @@ ReplicaSync::ReplicaSync(const Scenario& s, const kernels::Backend& k)
     : s_(s), k_(k), sparse_(s.compression.weight_sync == lowband::WeightSync::sparse),
       wire_bytes_per_element_(s.model.bytes_per_element) {}
 
-bool ReplicaSync::syncs_at(int step) const {
-  if (!sparse_) return true;
-  return (step + 1) % std::max(1, s_.compression.sync_every) == 0;
-}
+bool ReplicaSync::syncs_at(int step) const { return sync::syncs_at(weight_sync_period_steps(s_), step); }
 
 void ReplicaSync::all_reduce_bucket(comm::Communicator& comm, model::Model& model, const GradBucket& b) {
   const int64_t count = b.end - b.begin;

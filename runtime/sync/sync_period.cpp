@@ -1,0 +1,19 @@
+#include "runtime/sync/sync_period.h"
+
+#include <algorithm>
+
+#include "runtime/scenario/layout_check.h"
+
+namespace lowband::sync {
+
+int sync_period_steps(const Scenario& s) {
+  if (replica_shapes(s.parallel).size() > 1)
+    return s.parallel.data_sync.method == DataSyncMethod::all_reduce ? 1 : std::max(1, s.parallel.data_sync.inner_steps);
+  return weight_sync_period_steps(s);
+}
+
+int weight_sync_period_steps(const Scenario& s) {
+  return s.compression.weight_sync == WeightSync::sparse ? std::max(1, s.compression.sync_every) : 1;
+}
+
+}  // namespace lowband::sync
