@@ -60,7 +60,7 @@ void check_steps_flag(const EstimateArgs& a, const Scenario& scenario) {
 void single_point(const EstimateArgs& a, const Scenario& scenario) {
   check_steps_flag(a, scenario);
   if (flags_only()) return;  // checked: no estimate, nothing written
-  const Estimate result = estimate(scenario);  // picks the layout as make_trainer does
+  const Estimate result = estimate(scenario);  // the layout LayoutTrainer trains (parallel::layout_kind)
   nlohmann::json json = to_json(result);
   json["scenario"] = scenario.name;
   json["scenario_source"] = scenario.source;

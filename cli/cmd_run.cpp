@@ -1,5 +1,6 @@
-// `lowband run [SCENARIO] [--set k=v]... [--out RUN_DIR] [--steps N]`: train with
-// context parallelism over simulated ranks and write a run directory
+// `lowband run [SCENARIO] [--set k=v]... [--out RUN_DIR] [--steps N]`: train the
+// scenario's layout (context ranks, pipeline stages of them, data-parallel replicas
+// of either) over simulated ranks and write a run directory
 // (runtime/train/run.h); --steps N sets training.steps, as sweep --steps does.
 // Exit status 3 when the loss diverges. Under mpirun (`mpirun -np P lowband run
 // ...`) each process is one rank and rank 0 writes.
@@ -100,7 +101,8 @@ std::vector<train::RetimeTarget> retime_targets(const RunArgs& args) {
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "run", "train the scenario's model over context-parallel ranks, replay each step on its network, "
+      "run", "train the scenario's model over its layout's ranks (context, pipeline stages, data-parallel "
+             "replicas), replay each step on its network, "
              "and write a run directory (scenario.json, steps.jsonl, curve.csv, summary.json, checkpoint.bin)");
   add_scenario_options(cmd, args->source);
   cmd->add_option("--out", args->out, "run directory (default runs/<scenario name>-<UTC timestamp>)");
@@ -147,7 +149,7 @@ void add_run_command(CLI::App& app) {
     if (!under_mpirun && cmd->count("--transport"))
       throw InputError("--transport", "only under mpirun: mpirun -np P lowband run --transport " + args->transport);
     if (flags_only()) return;  // checked: no MPI session, no training, nothing written
-    // Under mpirun: one context-parallel rank per process; rank 0 writes and prints.
+    // Under mpirun: one rank per process; rank 0 writes and prints.
     std::optional<comm::MpiSession> mpi;
     std::unique_ptr<comm::Communicator> world;
     if (under_mpirun) {

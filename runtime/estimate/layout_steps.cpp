@@ -62,7 +62,7 @@ void add_codec(std::string& all, const std::string& codec) {  // the distinct on
 }  // namespace
 
 LayoutSteps build_layout_steps(const Scenario& s) {
-  const parallel::LayoutKind kind = parallel::layout_kind(s.parallel);  // as make_trainer picks
+  const parallel::LayoutKind kind = parallel::layout_kind(s.parallel);  // as LayoutTrainer composes its ranks
   LayoutSteps out = kind == parallel::LayoutKind::data       ? data_steps(s)
                     : kind == parallel::LayoutKind::pipeline ? pipeline_steps(s)
                                                              : context_steps(s);

@@ -1,7 +1,7 @@
 #pragma once
 // The step graphs `estimate` replays for a scenario's layout, from the one place
-// that picks the graph builder by parallel::layout_kind (as make_trainer picks
-// the trainer), and what each replica's messages would carry uncompressed.
+// that picks the graph builder by parallel::layout_kind (as LayoutTrainer composes
+// its ranks), and what each replica's messages would carry uncompressed.
 #include <string>
 #include <vector>
 
