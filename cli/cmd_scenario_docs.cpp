@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "runtime/scenario/field_docs.h"
 
@@ -21,18 +22,16 @@ struct DocsArgs {
   std::string root = LOWBAND_SOURCE_DIR;
 };
 
+// A regular file's text; anything else (a directory, a fifo that would block) is
+// refused before it is opened.
 std::string read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path.string(), "not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string(), "cannot read it");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  std::ofstream(tmp, std::ios::binary) << text;
-  std::filesystem::rename(tmp, path);
 }
 
 void run_docs(const DocsArgs& a) {
@@ -46,14 +45,15 @@ void run_docs(const DocsArgs& a) {
     throw InputError(readme.string(), e.what());
   }
   const std::string schema_new = fields::json_schema_text();
+  std::error_code ec;
+  const std::string schema_now = std::filesystem::exists(schema, ec) ? read_file(schema) : "";
   if (flags_only()) return;  // --root's files read: nothing compared or written
   std::string stale;
   for (const auto& [path, now, fresh] : {std::tuple{readme, readme_now, readme_new},
-                                         std::tuple{schema, std::filesystem::exists(schema) ? read_file(schema) : "",
-                                                    schema_new}}) {
+                                         std::tuple{schema, schema_now, schema_new}}) {
     if (now == fresh) continue;
     if (a.write) {
-      write_file(path, fresh);
+      write_file_atomically(path.string(), fresh);
       std::cout << "wrote " << path.string() << "\n";
     } else {
       stale += (stale.empty() ? "" : ", ") + path.string();

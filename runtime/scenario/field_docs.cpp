@@ -2,6 +2,7 @@
 #include "runtime/scenario/field_docs.h"
 
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -101,6 +102,7 @@ std::string with_generated_tables(const std::string& readme) {
   std::istringstream in(readme);
   std::ostringstream out;
   bool inside = false;
+  std::set<std::string> seen;  // sections with a table
   for (std::string line; std::getline(in, line);) {
     if (inside) {
       if (line != close) continue;
@@ -110,6 +112,7 @@ std::string with_generated_tables(const std::string& readme) {
       if (end == std::string::npos) throw std::invalid_argument("README: unclosed marker " + line);
       const Section* s = section_at(line.substr(open.size(), end - open.size()));
       if (!s) throw std::invalid_argument("README: no scenario section in " + line);
+      seen.insert(s->path);
       out << line << "\n" << readme_table(*s);
       inside = true;
       continue;
@@ -117,6 +120,11 @@ std::string with_generated_tables(const std::string& readme) {
     out << line << "\n";
   }
   if (inside) throw std::invalid_argument("README: a \"" + open + "\" block has no \"" + close + "\"");
+  // Every section has its table: a README without the markers is not "up to date".
+  for (const Section& sec : sections())
+    if (!seen.count(sec.path))
+      throw std::invalid_argument("README: no key table for section \"" + (sec.path.empty() ? "(top level)" : sec.path) +
+                                  "\" (a line \"" + open + sec.path + " -->\" then \"" + close + "\")");
   return out.str();
 }
 
