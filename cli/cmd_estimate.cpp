@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
@@ -45,20 +48,42 @@ void check_plot_target(const std::string& path) {
   }
 }
 
+// --out, --csv and --plot (with its FILE.dat and FILE.gp) name different files.
+void check_distinct_outputs(const EstimateArgs& a) {
+  std::vector<std::pair<std::string, fs::path>> named;
+  std::error_code ec;
+  auto add = [&](const std::string& flag, const fs::path& path) {
+    const fs::path resolved = fs::weakly_canonical(path, ec);
+    for (const auto& [other, p] : named)
+      if (p == resolved)
+        throw InputError(flag, "names the same file as " + other + " (" + path.string() + "): each output needs its own");
+    named.emplace_back(flag, resolved);
+  };
+  if (!a.out.empty()) add("--out", a.out);
+  if (!a.csv.empty()) add("--csv", a.csv);
+  if (!a.plot.empty())
+    for (const char* ext : {"", ".dat", ".gp"})
+      add("--plot", *ext ? fs::path(a.plot).replace_extension(ext) : fs::path(a.plot));
+}
+
 void write_outputs(const EstimateArgs& a, const nlohmann::json& json, const std::string& csv) {
   if (!a.out.empty()) write_file_atomically(a.out, json.dump(2) + "\n");
   if (!a.csv.empty()) write_file_atomically(a.csv, csv);
 }
 
-// --steps counts the steps replayed on network.dynamics; without it the flag would do nothing.
-void check_steps_flag(const EstimateArgs& a, const Scenario& scenario) {
-  if (a.steps > 0 && scenario.network.dynamics.empty())
-    throw InputError("--steps", "counts the steps replayed on a changing network (network.dynamics); this "
-                                "scenario's network is constant, so every step takes the estimated step time");
+// --steps counts the steps replayed on network.dynamics; where no point has one the
+// flag would do nothing (a grid of some changing networks takes it, whatever their order).
+void check_steps_flag(const EstimateArgs& a, const std::vector<const Scenario*>& points) {
+  if (a.steps <= 0) return;
+  for (const Scenario* s : points)
+    if (!s->network.dynamics.empty()) return;
+  throw InputError("--steps", std::string("counts the steps replayed on a changing network (network.dynamics); ") +
+                                  (points.size() > 1 ? "no point's network changes" : "this scenario's network is constant") +
+                                  ", so every step takes the estimated step time");
 }
 
 void single_point(const EstimateArgs& a, const Scenario& scenario) {
-  check_steps_flag(a, scenario);
+  check_steps_flag(a, {&scenario});
   if (flags_only()) return;  // checked: no estimate, nothing written
   const Estimate result = estimate(scenario);  // the layout LayoutTrainer trains (parallel::layout_kind)
   nlohmann::json json = to_json(result);
@@ -82,6 +107,7 @@ void run_estimate(EstimateArgs a) {
       throw InputError("--steps", "must be 1..1000000, got " + std::to_string(a.steps));
     a.source.sets.push_back("training.steps=" + std::to_string(a.steps));
   }
+  check_distinct_outputs(a);
   const ScenarioText base = scenario_text(a.source);
   const sweep::SweepSpec spec = sweep::make_spec(base.text, base.source, a.source.sets);
   const bool had_sweep_section =
@@ -104,7 +130,9 @@ void run_estimate(EstimateArgs a) {
     axis = numeric_axis(plan, "--plot");
     check_plot_target(a.plot);
   }
-  check_steps_flag(a, plan.points.front().scenario);
+  std::vector<const Scenario*> points;
+  for (const sweep::SweepPoint& p : plan.points) points.push_back(&p.scenario);
+  check_steps_flag(a, points);
   if (flags_only()) return;
   const EstimateGrid grid = estimate_grid(plan);
   const nlohmann::json json = grid_json(grid);
@@ -112,7 +140,7 @@ void run_estimate(EstimateArgs a) {
     std::cout << json.dump(2) << "\n";
   else
     std::cout << format_grid_table(grid);
-  write_outputs(a, json, a.csv.empty() ? "" : grid_csv(grid));
+  // The plot first: when gnuplot fails, nothing has been written.
   if (axis >= 0) {
     const fs::path p(a.plot);
     const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
@@ -125,6 +153,7 @@ void run_estimate(EstimateArgs a) {
     if (!a.json) std::cout << "plot: " << a.plot << " (data and gnuplot script beside it: " << p.stem().string()
                            << ".dat, .gp)\n";
   }
+  write_outputs(a, json, a.csv.empty() ? "" : grid_csv(grid));
 }
 
 }  // namespace

@@ -211,41 +211,51 @@ std::string gnuplot_script(const Figure& f, const std::vector<std::string>& form
 std::vector<std::string> render_figure(const Figure& f, const std::string& out_dir,
                                        const std::vector<std::string>& formats) {
   if (f.series.empty()) return {};
-  const std::string base = out_dir + "/" + f.name;
-  write_file_atomically(base + ".dat", gnuplot_data(f));
-  write_file_atomically(base + ".gp", gnuplot_script(f, formats));
-  const std::string suffix = ".tmp." + std::to_string(::getpid());
-  std::string assignments;
-  for (const std::string& format : formats)
-    assignments += format + "_out = " + quoted(f.name + "." + format + suffix) + "; ";
-  const std::string log_path = base + ".gnuplot-log" + suffix;
-  auto remove_temporaries = [&] {
-    for (const std::string& format : formats) fs::remove(base + "." + format + suffix);
-    fs::remove(log_path);
+  // Everything is staged in a directory of its own beside the outputs and moved
+  // into place only when gnuplot has drawn every image: a failure leaves nothing.
+  const fs::path stage = fs::path(out_dir) / ("." + f.name + ".tmp." + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(stage, ec);
+  if (!fs::create_directory(stage, ec))
+    throw InputError(out_dir, "cannot write: " + (ec ? ec.message() : std::string("cannot make a directory")));
+  const auto remove_stage = [&] {
+    std::error_code ignored;
+    fs::remove_all(stage, ignored);
   };
+  const std::string base = (stage / f.name).string(), log_path = (stage / "gnuplot-log").string();
   int status = 0;
   try {
-    status = run_in_dir(gnuplot_program(), {"-e", assignments, f.name + ".gp"}, out_dir, log_path);
+    write_file_atomically(base + ".dat", gnuplot_data(f));
+    write_file_atomically(base + ".gp", gnuplot_script(f, formats));
+    std::string assignments;
+    for (const std::string& format : formats) assignments += format + "_out = " + quoted(f.name + "." + format) + "; ";
+    status = run_in_dir(gnuplot_program(), {"-e", assignments, f.name + ".gp"}, stage.string(), log_path);
   } catch (...) {
-    remove_temporaries();
+    remove_stage();
     throw;
   }
-  const std::string log = read_tail(log_path, 2000);
   for (const std::string& format : formats) {
-    const std::string tmp = base + "." + format + suffix;
-    std::error_code ec;
-    if (status != 0 || !fs::exists(tmp) || fs::file_size(tmp, ec) == 0) {
-      remove_temporaries();
-      throw GnuplotError(gnuplot_program() + " failed on " + base + ".gp (exit status " + std::to_string(status) +
-                         ", no " + format + " image): " + log);
+    const std::string image = base + "." + format;
+    if (status != 0 || !fs::exists(image) || fs::file_size(image, ec) == 0) {
+      const std::string log = read_tail(log_path, 2000);
+      remove_stage();
+      throw GnuplotError(gnuplot_program() + " failed on " + out_dir + "/" + f.name + ".gp (exit status " +
+                         std::to_string(status) + ", no " + format + " image): " + log);
     }
   }
-  std::vector<std::string> written = {base + ".dat", base + ".gp"};
-  for (const std::string& format : formats) {
-    fs::rename(base + "." + format + suffix, base + "." + format);
-    written.push_back(base + "." + format);
+  std::vector<std::string> written;
+  std::vector<std::string> names = {f.name + ".dat", f.name + ".gp"};
+  for (const std::string& format : formats) names.push_back(f.name + "." + format);
+  for (const std::string& name : names) {
+    const fs::path to = fs::path(out_dir) / name;
+    fs::rename(stage / name, to, ec);
+    if (ec) {
+      remove_stage();
+      throw InputError(to.string(), "cannot write: " + ec.message());
+    }
+    written.push_back(to.string());
   }
-  fs::remove(log_path);
+  remove_stage();
   return written;
 }
 

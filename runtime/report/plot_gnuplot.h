@@ -3,8 +3,9 @@
 // NAME, OUT_DIR/NAME.dat holds the data (one block per series, its title in a
 // comment) and OUT_DIR/NAME.gp the script that draws NAME.png (pngcairo) and
 // NAME.svg from it — `cd OUT_DIR && gnuplot NAME.gp` redraws them. gnuplot runs once
-// per figure, writing to temporary names that are renamed into place when it
-// succeeded, so an image is never half-written.
+// per figure in a staging directory beside them (.NAME.tmp.PID) whose files are
+// renamed into place only when it drew every image: an image is never
+// half-written, and a failure leaves nothing behind.
 #include <stdexcept>
 #include <string>
 #include <vector>

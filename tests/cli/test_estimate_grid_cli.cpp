@@ -2,6 +2,8 @@
 // "sweep" section give one row per point, each the single-point estimate of its
 // settings; --csv, --json, --plot; bad input is one line naming the flag, exit 2,
 // nothing written. And the physical bound beside a single estimate.
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_support.h"
@@ -120,6 +122,48 @@ TEST_F(Cli, EstimateGridBadInputIsOneLineNamingTheFlagAndWritesNothing) {
     EXPECT_NE(r.err.find(c.flag), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_FALSE(fs::exists(csv) || fs::exists(out) || fs::exists(svg)) << c.args;
   }
+}
+
+// --out, --csv and --plot each name a file of their own; a gnuplot that fails
+// leaves nothing (neither the plot's data and script nor --out and --csv).
+TEST_F(Cli, EstimateOutputsAreDistinctAndAFailedPlotWritesNothing) {
+  const fs::path same = dir_ / "same.json";
+  for (const std::string& flags : {" --out " + same.string() + " --csv " + same.string(),
+                                   " --out " + (dir_ / "p.dat").string() + " --plot " + (dir_ / "p.svg").string()}) {
+    const CommandResult r = run(kBase + "--set network.bandwidth=80Mbps,1Gbps" + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("names the same file as --out"), std::string::npos) << r.err;
+  }
+  const fs::path fake = write("fake-gnuplot", "#!/bin/sh\n[ \"$1\" = --version ] && { echo gnuplot 5.4; exit 0; }\nexit 1\n");
+  fs::permissions(fake, fs::perms::owner_all);
+  ::setenv("LOWBAND_GNUPLOT", fake.c_str(), 1);
+  const fs::path out = dir_ / "e.json", csv = dir_ / "e.csv";
+  const CommandResult r = run(kBase + "--set network.bandwidth=80Mbps,1Gbps --plot " + (dir_ / "p.svg").string() +
+                              " --out " + out.string() + " --csv " + csv.string());
+  ::unsetenv("LOWBAND_GNUPLOT");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("--plot"), std::string::npos) << r.err;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "fake-gnuplot" || name == "stdout" || name == "stderr") << "left behind: " << name;
+  }
+}
+
+// --steps over a grid: taken when some point's network changes, whichever comes first.
+TEST_F(Cli, EstimateStepsOverAGridDoNotDependOnThePointOrder) {
+  json base = json::parse(slurp(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/quickstart.json"));
+  const json changing = json::array({{{"bandwidth", {{"steps", json::array({json::array({"1s", 0.5})})}}}}});
+  for (const json& order : {json::array({json::array(), changing}), json::array({changing, json::array()})}) {
+    base["sweep"] = {{"network.dynamics", order}};
+    const fs::path file = write("grid.json", base.dump());
+    const CommandResult r = run("estimate " + file.string() + " --steps 5");
+    EXPECT_EQ(r.exit_code, 0) << order.dump() << "\n" << r.err;
+  }
+  base["sweep"] = {{"network.bandwidth", json::array({"80Mbps", "1Gbps"})}};
+  const CommandResult r = run("estimate " + write("grid.json", base.dump()).string() + " --steps 5");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--steps: counts the steps replayed on a changing network"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, EstimateShowsThePhysicalBound) {
