@@ -80,6 +80,14 @@ Section training_section() {
                             "\"recall\""});
   data_source.written = [](const Scenario& s) { return s.training.data_source != "file"; };
   const Applies recall{"data_source", {"recall"}};
+  // Not for data_source "recall" (it validates on a stream of its own): refused there, and not written.
+  Field validation_fraction =
+      number("validation_fraction", t, &TrainingConfig::validation_fraction, Bounds::half_open(0, 1),
+             {"`0.1`",
+              "the last fraction of the token stream, held out for the validation loss (data_source \"file\" only; "
+              "0 with `eval_every` > 0 is refused: nothing to evaluate on)",
+              "0.2"});
+  validation_fraction.written = [](const Scenario& s) { return s.training.data_source != "recall"; };
   const auto text_form = [](Field f) {  // key and value lengths other than 1 need the text form
     f.example_sets = {"training.recall_form=text"};
     return f;
@@ -115,8 +123,7 @@ Section training_section() {
                          {"`1`", "digits per value: the answer tokens (chance 1/10 each)", "2", recall, "tokens"})),
        integer("eval_every", t, &TrainingConfig::eval_every, 0, kMaxInt,
                {"`0`", "steps between evaluations (0: never)", "10", {}, "steps"}),
-       number("validation_fraction", t, &TrainingConfig::validation_fraction, Bounds::half_open(0, 1),
-              {"`0.1`", "the last fraction of the token stream, held out for the validation loss", "0.2"}),
+       validation_fraction,
        integer("eval_batches", t, &TrainingConfig::eval_batches, 1, kMaxInt,
                {"`4`", "validation batches (of `batch_size` sequences) per evaluation", "2"}),
        integer("checkpoint_every", t, &TrainingConfig::checkpoint_every, 0, kMaxInt,

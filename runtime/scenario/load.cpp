@@ -119,7 +119,12 @@ Scenario load_recorded_scenario_file(const std::string& path, const std::vector<
 }
 
 void upgrade_recorded_scenario(json& document) {
-  if (!document.is_object() || !document.contains("compression")) return;
+  if (!document.is_object()) return;
+  // Recall runs recorded validation_fraction, which they never used (refused since).
+  if (document.contains("training") && document["training"].is_object() &&
+      document["training"].value("data_source", json()) == "recall")
+    document["training"].erase("validation_fraction");
+  if (!document.contains("compression")) return;
   json& c = document["compression"];
   if (!c.is_object()) return;
   const std::string method = c.contains("method") && c["method"].is_string() ? c["method"].get<std::string>() : "";

@@ -25,7 +25,8 @@ Scenario load_recorded_scenario_file(const std::string& path, const std::vector<
 // training.lr_warmup_steps and the key is absent (resolved before validation refused it).
 // For topk, quantize and drop without compress_final_layer (resolved before the
 // baselines had an uncompressed warm-up and final layer, when warmup_steps was
-// written but did nothing): warmup_steps 0 and compress_final_layer true.
+// written but did nothing): warmup_steps 0 and compress_final_layer true. For
+// training.data_source "recall": no validation_fraction (recorded, never used).
 void upgrade_recorded_scenario(nlohmann::json& document);
 
 // Validates a parsed JSON document; `source` names it in errors and in Scenario::source.

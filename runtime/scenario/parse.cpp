@@ -216,6 +216,16 @@ TrainingConfig parse_training(const ObjectReader& root) {
   const ObjectReader r = root.object("training", fields::section("training").keys());
   Scenario read;
   fields::read_generic(fields::section("training"), r, read);
+  // Keys that would do nothing: refused with the reason.
+  const TrainingConfig& t = read.training;
+  if (t.data_source == "recall" && r.has("validation_fraction"))
+    fail(r.path_of("validation_fraction"),
+         "data_source \"recall\" generates its validation records from a stream of their own (nothing is held out): "
+         "no key", {r.path_of("data_source")});
+  if (t.data_source == "file" && t.validation_fraction == 0 && t.eval_every > 0)
+    fail(r.path_of("eval_every"),
+         "validation_fraction is 0: nothing is held out to evaluate on (give validation_fraction > 0, or eval_every 0)",
+         {r.path_of("validation_fraction")});
   return read.training;
 }
 

@@ -68,6 +68,24 @@ TEST_F(BadInputCli, SimgridSettingsAreCheckedBeforeAnythingTrains) {
   }
 }
 
+// Keys that would do nothing are refused with the reason: validation_fraction 0
+// with evaluations (nothing held out), validation_fraction with the recall task
+// (it validates on a stream of its own).
+TEST_F(BadInputCli, KeysThatWouldDoNothingAreRefused) {
+  expect_every_command_refuses("training.validation_fraction=0",
+                               "training.eval_every: validation_fraction is 0: nothing is held out");
+  nlohmann::json recall = nlohmann::json::parse(
+      lowband::test_support::slurp(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/long-range/long-range-recall.json"));
+  recall["training"]["validation_fraction"] = 0.2;
+  const std::string file = write("recall.json", recall.dump()).string();
+  const fs::path out = dir_ / "out";
+  for (const std::string& command : {"validate " + file, "estimate " + file, "run " + file + " --steps 1 --out " + out.string()}) {
+    const auto r = run(command);
+    expect_bad_input(r, {"training.validation_fraction", "data_source \"recall\" generates its validation records"});
+    EXPECT_FALSE(fs::exists(out)) << command;
+  }
+}
+
 // network.dynamics is checked, and its trace files read, before anything runs.
 TEST_F(BadInputCli, NetworkDynamicsAreCheckedBeforeAnythingRuns) {
   expect_every_command_refuses(R"(network.dynamics=[{"bandwidth": {"steps": [["1h", 0]]}}])",

@@ -142,6 +142,18 @@ TEST(RecallData, AnswersComeOnlyFromThePairsFirstCopy) {
   check_records(recall_scenario(1, "zigzag", "text", 2, 1), 170);    // one rank, all local: 1024 / (2 · 3)
 }
 
+// validation_fraction does nothing for the recall task: not written, and a run
+// recorded with it (before it was refused) reads back without it.
+TEST(RecallData, RecordsCarryNoValidationFraction) {
+  nlohmann::json recorded = to_json(recall_scenario(4, "zigzag"));
+  EXPECT_FALSE(recorded["training"].contains("validation_fraction"));
+  EXPECT_TRUE(to_json(builtin_scenario("default"))["training"].contains("validation_fraction"));
+  recorded["training"]["validation_fraction"] = 0.1;  // as runs recorded it
+  EXPECT_THROW(parse_scenario(recorded, "old run"), InputError);
+  upgrade_recorded_scenario(recorded);
+  EXPECT_EQ(parse_scenario(recorded, "old run").training.data_source, "recall");
+}
+
 TEST(RecallData, BadScenariosNameTheirKey) {
   try {
     recall_scenario(4, "zigzag", "fused", 1, 1, 13);
