@@ -231,6 +231,14 @@ sim::TraceSpec trace(const json& v, const std::string& path, const std::string& 
     t.max = w.number_or("max", t.max, Bounds::at_least(1));
     check_value(t.min, w.path_of("min"), quantity);
     check_value(t.max, w.path_of("max"), quantity);
+    // A walk that cannot move is a constant written at length: refused with what moves it.
+    if (t.sigma == 0)
+      fail(w.has("sigma") ? w.path_of("sigma") : at,
+           "a random walk of sigma 0 never moves: give \"sigma\" > 0 (the log-factor's step, e.g. 0.1)");
+    if (t.min == t.max)
+      fail(w.has("min") ? w.path_of("min") : at,
+           "min and max are both " + number_text(t.min) + ": the walk is clamped to a constant; give \"min\" < 1 or "
+           "\"max\" > 1 (the defaults are 1)");
   } else {
     const ObjectReader o = r.object(kind, {"seed", "mean_up", "mean_down", "value"});
     t.kind = sim::TraceSpec::Kind::outages;

@@ -89,7 +89,7 @@ TEST(ScenarioDynamics, EveryTraceKindParsesIntoItsSpec) {
     {"bandwidth": {"random_walk": {"seed": 7, "every": "30s", "sigma": 0.1, "min": 0.5, "max": 1.5}}},
     {"node": 3, "state": {"outages": {"seed": 18446744073709551615, "mean_up": "2h", "mean_down": "10min"}}},
     {"speed": {"outages": {"seed": 0, "value": 0.5}}},
-    {"node": 0, "bandwidth": {"random_walk": {"seed": 1}}}
+    {"node": 0, "bandwidth": {"random_walk": {"seed": 1, "sigma": 0.2, "min": 0.5}}}
   ])");
   const Scenario s = parse_scenario(with_dynamics(dynamics), "test.json");
   const auto& d = s.network.dynamics;
@@ -136,9 +136,9 @@ TEST(ScenarioDynamics, EveryTraceKindParsesIntoItsSpec) {
   EXPECT_EQ(d[5].trace.value, 0.5);
   EXPECT_EQ(d[5].trace.mean_up_s, 3600);  // defaults
   EXPECT_EQ(d[6].trace.every_s, 60);
-  EXPECT_EQ(d[6].trace.sigma, 0);
-  EXPECT_EQ(d[6].trace.min, 1);
-  EXPECT_EQ(d[6].trace.max, 1);
+  EXPECT_EQ(d[6].trace.sigma, 0.2);
+  EXPECT_EQ(d[6].trace.min, 0.5);
+  EXPECT_EQ(d[6].trace.max, 1);  // the default
   expect_round_trip(s);
 }
 
@@ -266,6 +266,13 @@ TEST(ScenarioDynamics, TracesAreOneOfTheKindsWithTheirRanges) {
   EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"max", 0.5}}}})), at + ".random_walk.max: expected a number >= 1");
   EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"max", 1e7}}}})), at + ".random_walk.max: a bandwidth factor");
   EXPECT_CONTAINS(error_of(state({{"random_walk", {{"seed", 1}}}})), "a random_walk trace does not give");
+  // A walk that cannot move (the defaults: sigma 0, min = max = 1) would be a constant.
+  EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"min", 0.5}}}})),
+                  at + ".random_walk: a random walk of sigma 0 never moves");
+  EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"sigma", 0}, {"min", 0.5}}}})),
+                  at + ".random_walk.sigma: a random walk of sigma 0 never moves");
+  EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"sigma", 0.1}}}})),
+                  at + ".random_walk: min and max are both 1: the walk is clamped to a constant");
   // outages
   EXPECT_CONTAINS(error_of(bw({{"outages", {{"seed", 1}}}})),
                   at + ".outages.value: a bandwidth factor of 0 is refused: use a \"state\" trace for an outage");
