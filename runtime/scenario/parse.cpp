@@ -273,6 +273,20 @@ void check_recall(const Scenario& s) {
   }
 }
 
+// A projected run's step times are projection.scenario's estimate: a changing
+// network (dynamics, restarts) on either side would be recorded and never replayed.
+void check_projection_network(const Scenario& s) {
+  if (!s.projection.scenario) return;
+  const char* why = ": a projected run takes each step's time from projection.scenario's estimate and replays no "
+                    "changing network; drop the key, or run the scenario without projection";
+  if (!s.network.dynamics.empty()) fail("network.dynamics", std::string("given with projection") + why, {"projection"});
+  if (s.network.restart) fail("network.restart", std::string("given with projection") + why, {"projection"});
+  const sim::NetworkSpec& inner = s.projection.scenario->network;
+  if (!inner.dynamics.empty())
+    fail("projection.scenario.network.dynamics", std::string("the projected scenario's") + why, {"projection"});
+  if (inner.restart) fail("projection.scenario.network.restart", std::string("the projected scenario's") + why, {"projection"});
+}
+
 // MoS fits U₀ at the end of its warm-up: no earlier than the learning rate's, as
 // the paper sets it up, unless the scenario says it means to (an ablation).
 // warmup_steps 0 fits nothing (a random U₀).
@@ -368,6 +382,7 @@ Scenario parse_document(const json& document, const std::string& source) {
   s.devices = parse_devices(root, s.network.nodes);
   s.training = parse_training(root);
   s.projection = parse_projection(root, source);
+  check_projection_network(s);
   check_across(s);
   return s;
 }

@@ -86,6 +86,20 @@ TEST_F(BadInputCli, KeysThatWouldDoNothingAreRefused) {
   }
 }
 
+// A projected run's step times come from projection.scenario's estimate: a
+// changing network beside it would be recorded and never replayed.
+TEST_F(BadInputCli, ChangingNetworksWithProjectionAreRefused) {
+  nlohmann::json d = nlohmann::json::parse(
+      lowband::test_support::slurp(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/quickstart-changing-network.json"));
+  d["projection"] = {{"scenario", "default"}};
+  const std::string file = write("projected.json", d.dump()).string();
+  const fs::path out = dir_ / "out";
+  for (const std::string& command : {"validate " + file, "estimate " + file, "run " + file + " --steps 1 --out " + out.string()}) {
+    expect_bad_input(run(command), {"network.dynamics: given with projection", "replays no changing network"});
+    EXPECT_FALSE(fs::exists(out)) << command;
+  }
+}
+
 // network.dynamics is checked, and its trace files read, before anything runs.
 TEST_F(BadInputCli, NetworkDynamicsAreCheckedBeforeAnythingRuns) {
   expect_every_command_refuses(R"(network.dynamics=[{"bandwidth": {"steps": [["1h", 0]]}}])",
