@@ -205,6 +205,11 @@ sim::TraceSpec trace(const json& v, const std::string& path, const std::string& 
   if (kind == "steps" || kind == "file") {
     t.kind = sim::TraceSpec::Kind::points;
     t.points = kind == "steps" ? steps(r.need(kind), at, quantity) : file_points(r.need(kind), at, quantity, source);
+    // Down for good: every step after it would wait for ever (with network.restart, relaunch for ever).
+    if (quantity == "state" && !t.points.empty() && t.points.back().value == 0)
+      fail(at, "the trace ends down (0 from " + number_text(t.points.back().seconds) +
+                   " s on): a node or link that never comes back up stalls every later step for ever; end it with a "
+                   "point back up (1)");
   } else if (kind == "daily") {
     refuse_for_state(at, kind, quantity);
     const ObjectReader d = r.object(kind, {"low", "low_at", "period", "sample"});

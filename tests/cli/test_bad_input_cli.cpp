@@ -104,6 +104,10 @@ TEST_F(BadInputCli, ChangingNetworksWithProjectionAreRefused) {
 TEST_F(BadInputCli, NetworkDynamicsAreCheckedBeforeAnythingRuns) {
   expect_every_command_refuses(R"(network.dynamics=[{"bandwidth": {"steps": [["1h", 0]]}}])",
                                "network.dynamics.0.bandwidth.steps.0.1: a bandwidth factor of 0 is refused");
+  // A node down for good: refused by every command alike, before any step (it used to be found by
+  // the replay, after run had written a whole run directory, at a step that depended on the command).
+  expect_every_command_refuses(R"(network.dynamics=[{"node": 1, "state": {"steps": [["1s", 0]]}}])",
+                               "network.dynamics.0.state.steps: the trace ends down (0 from 1 s on)");
   expect_every_command_refuses(R"(network.dynamics=[{"node": 9, "state": {"outages": {"seed": 1}}}])",
                                "network.dynamics.0.node: node 9 is out of range");
   expect_every_command_refuses(R"(network.dynamics=[{"state": {"file": "/nonexistent/trace.txt"}}])",
