@@ -89,9 +89,14 @@ double seconds_or(const ObjectReader& r, const std::string& key, double fallback
   return r.has(key) ? trace_seconds(r.need(key), r.path_of(key)) : fallback;
 }
 
-double positive_seconds_or(const ObjectReader& r, const std::string& key, double fallback) {
+// A trace's intervals (a period, a sample, a walk's step, an outage's mean): at
+// least a second. A trace holds a point per change and the replay pays each one,
+// so a nanosecond's sample over hours would be billions of points that no step
+// can tell apart from a second's.
+double interval_seconds_or(const ObjectReader& r, const std::string& key, double fallback) {
   const double s = seconds_or(r, key, fallback);
-  if (!(s > 0)) fail(r.path_of(key), "must be more than 0s, got " + r.need(key).dump());
+  if (!(s >= 1))
+    fail(r.path_of(key), "must be at least 1s (a trace changes at most once a second), got " + r.need(key).dump());
   return s;
 }
 
@@ -216,8 +221,8 @@ sim::TraceSpec trace(const json& v, const std::string& path, const std::string& 
     t.kind = sim::TraceSpec::Kind::daily;
     t.low = d.number("low", Bounds{0, 1, true, false});
     check_value(t.low, d.path_of("low"), quantity);
-    t.period_s = positive_seconds_or(d, "period", t.period_s);
-    t.sample_s = positive_seconds_or(d, "sample", t.sample_s);
+    t.period_s = interval_seconds_or(d, "period", t.period_s);
+    t.sample_s = interval_seconds_or(d, "sample", t.sample_s);
     if (t.sample_s > t.period_s)
       fail(d.path_of("sample"), "a sample of " + number_text(t.sample_s) + " s is longer than the period, " +
                                     number_text(t.period_s) + " s", {d.path_of("period")});
@@ -230,7 +235,7 @@ sim::TraceSpec trace(const json& v, const std::string& path, const std::string& 
     const ObjectReader w = r.object(kind, {"seed", "every", "sigma", "min", "max"});
     t.kind = sim::TraceSpec::Kind::random_walk;
     t.seed = seed(w);
-    t.every_s = positive_seconds_or(w, "every", t.every_s);
+    t.every_s = interval_seconds_or(w, "every", t.every_s);
     t.sigma = w.number_or("sigma", t.sigma, Bounds::closed(0, 1));
     t.min = w.number_or("min", t.min, Bounds{0, 1, true, false});
     t.max = w.number_or("max", t.max, Bounds::at_least(1));
@@ -248,8 +253,8 @@ sim::TraceSpec trace(const json& v, const std::string& path, const std::string& 
     const ObjectReader o = r.object(kind, {"seed", "mean_up", "mean_down", "value"});
     t.kind = sim::TraceSpec::Kind::outages;
     t.seed = seed(o);
-    t.mean_up_s = positive_seconds_or(o, "mean_up", t.mean_up_s);
-    t.mean_down_s = positive_seconds_or(o, "mean_down", t.mean_down_s);
+    t.mean_up_s = interval_seconds_or(o, "mean_up", t.mean_up_s);
+    t.mean_down_s = interval_seconds_or(o, "mean_down", t.mean_down_s);
     t.value = o.has("value") ? as_number(o.need("value"), o.path_of("value"), Bounds{}) : 0.0;
     if (quantity == "state" && t.value != 0)
       fail(o.path_of("value"), "a state trace's outages are 0 (down), got " + number_text(t.value) + ": leave \"value\" out");

@@ -247,8 +247,8 @@ TEST(ScenarioDynamics, TracesAreOneOfTheKindsWithTheirRanges) {
   EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 0}}}})), at + ".daily.low: expected a number in (0, 1]");
   EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 1.5}}}})), at + ".daily.low: expected a number in (0, 1]");
   EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 1e-9}}}})), at + ".daily.low: a bandwidth factor");
-  EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 0.5}, {"period", "0s"}}}})), at + ".daily.period: must be more than 0s");
-  EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 0.5}, {"sample", 0}}}})), at + ".daily.sample: must be more than 0s");
+  EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 0.5}, {"period", "0s"}}}})), at + ".daily.period: must be at least 1s");
+  EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 0.5}, {"sample", 0}}}})), at + ".daily.sample: must be at least 1s");
   EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 0.5}, {"sample", "2h"}, {"period", "1h"}}}})),
                   at + ".daily.sample: a sample of 7200 s is longer than the period, 3600 s");
   EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 0.5}, {"low_at", "24h"}}}})),
@@ -260,7 +260,11 @@ TEST(ScenarioDynamics, TracesAreOneOfTheKindsWithTheirRanges) {
   EXPECT_CONTAINS(error_of(bw({{"random_walk", json::object()}})), at + ".random_walk.seed: required key \"seed\" is missing");
   EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", -1}}}})), at + ".random_walk.seed: expected a non-negative integer");
   EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1.5}}}})), at + ".random_walk.seed: expected a non-negative integer");
-  EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"every", "0s"}}}})), at + ".random_walk.every: must be more than 0s");
+  EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"every", "0s"}}}})), at + ".random_walk.every: must be at least 1s");
+  // Nanosecond intervals would build a point per nanosecond of the run.
+  EXPECT_CONTAINS(error_of(bw({{"daily", {{"low", 0.5}, {"sample", "1ns"}}}})), at + ".daily.sample: must be at least 1s");
+  EXPECT_CONTAINS(error_of(bw({{"outages", {{"seed", 1}, {"value", 0.5}, {"mean_down", 0.5}}}})),
+                  at + ".outages.mean_down: must be at least 1s");
   EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"sigma", 1.5}}}})), at + ".random_walk.sigma: expected a number in [0, 1]");
   EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"min", 0}}}})), at + ".random_walk.min: expected a number in (0, 1]");
   EXPECT_CONTAINS(error_of(bw({{"random_walk", {{"seed", 1}, {"max", 0.5}}}})), at + ".random_walk.max: expected a number >= 1");
@@ -278,9 +282,9 @@ TEST(ScenarioDynamics, TracesAreOneOfTheKindsWithTheirRanges) {
                   at + ".outages.value: a bandwidth factor of 0 is refused: use a \"state\" trace for an outage");
   EXPECT_CONTAINS(error_of(bw({{"outages", {{"seed", 1}, {"value", 0}}}})), at + ".outages.value: a bandwidth factor of 0");
   EXPECT_CONTAINS(error_of(bw({{"outages", {{"seed", 1}, {"value", 0.1}, {"mean_up", "0s"}}}})),
-                  at + ".outages.mean_up: must be more than 0s");
+                  at + ".outages.mean_up: must be at least 1s");
   EXPECT_CONTAINS(error_of(bw({{"outages", {{"seed", 1}, {"value", 0.1}, {"mean_down", 0}}}})),
-                  at + ".outages.mean_down: must be more than 0s");
+                  at + ".outages.mean_down: must be at least 1s");
   EXPECT_CONTAINS(error_of(bw({{"outages", {{"value", 0.1}}}})), at + ".outages.seed: required key \"seed\" is missing");
   EXPECT_CONTAINS(error_of(state({{"outages", {{"seed", 1}, {"value", 1}}}})),
                   "network.dynamics.0.state.outages.value: a state trace's outages are 0 (down)");
