@@ -83,19 +83,27 @@ class ThreadCount {
 };
 
 // The corpus split into training and validation tokens, and the validation batches.
-// Keyed recall generates every batch instead, and marks the validation answers.
+// Keyed recall generates every batch instead, when it is used (memory for one
+// batch, whatever eval_batches is), and marks the validation answers.
 struct RunData {
   data::Dataset dataset;
   data::SplitTokens split;
   data::BatchShape shape;
   std::vector<data::Batch> validation;
   std::optional<data::RecallShape> recall;
-  std::vector<std::vector<data::AnswerKind>> validation_answers;  // per validation batch
+  int recall_eval_batches = 0;
 
   data::Batch train_batch(uint64_t seed, int k) const {
     if (!recall) return data::train_batch(split.train, shape, seed, uint64_t(k));
     return data::recall_batch(*recall, seed, data::RecallStream::train, uint64_t(k) * uint64_t(shape.batch_size),
                               shape.batch_size).batch;
+  }
+  int validation_count() const { return recall ? recall_eval_batches : int(validation.size()); }
+  // Validation batch i; with recall, which targets are answers (else empty).
+  data::RecallBatch validation_batch(uint64_t seed, int i) const {
+    if (!recall) return {validation[size_t(i)], {}};
+    return data::recall_batch(*recall, seed, data::RecallStream::validation, uint64_t(i) * uint64_t(shape.batch_size),
+                              shape.batch_size);
   }
 };
 
@@ -110,18 +118,13 @@ RunData recall_run_data(const Scenario& s, std::ostream* log) {
                      std::to_string(d.recall->key_tokens) + " / value " + std::to_string(d.recall->value_tokens) +
                      " tokens, seed " + std::to_string(s.training.seed) + ")";
   if (log) *log << d.dataset.describe() << "\n";
-  for (int b = 0; b < s.training.eval_batches; ++b) {
-    data::RecallBatch v = data::recall_batch(*d.recall, s.training.seed, data::RecallStream::validation,
-                                             uint64_t(b) * uint64_t(d.shape.batch_size), d.shape.batch_size);
-    d.validation.push_back(std::move(v.batch));
-    d.validation_answers.push_back(std::move(v.answer));
-  }
+  d.recall_eval_batches = s.training.eval_batches;
   return d;
 }
 
 RunData load_run_data(const Scenario& s, std::ostream* log) {
   if (s.training.data_source == "recall") return recall_run_data(s, log);
-  RunData d{data::load_training_dataset(s), {}, {s.model.seq_len, s.training.batch_size}, {}, {}, {}};
+  RunData d{data::load_training_dataset(s), {}, {s.model.seq_len, s.training.batch_size}, {}, {}, 0};
   if (d.dataset.vocab_size > s.model.vocab)
     throw InputError("model.vocab", "the " + d.dataset.tokenizer + " tokenizer needs vocab >= " +
                                         std::to_string(d.dataset.vocab_size));
@@ -208,10 +211,11 @@ void RunLoop::run(RunResult& result) {
 }
 
 void RunLoop::evaluate(PendingStep& p) {
-  if (data_.validation.empty()) return;
+  if (data_.validation_count() == 0) return;
   double sum = 0, weight = 0;
   std::vector<double> per_replica;
-  for (const auto& b : data_.validation) {
+  for (int i = 0; i < data_.validation_count(); ++i) {
+    const data::Batch b = data_.validation_batch(s_.training.seed, i).batch;
     const int seqs = b.shape.batch_size;
     sum += double(trainer_.evaluate(b.inputs.data(), b.targets.data(), seqs)) * seqs;
     const std::vector<double> parts = trainer_.last_eval_per_replica();
@@ -231,12 +235,13 @@ void RunLoop::evaluate_answers(PendingStep& p) {
   for (const auto& [kind, name] : {std::pair{data::AnswerKind::remote, "remote"}, {data::AnswerKind::local, "local"}}) {
     double loss_sum = 0, targets = 0, correct = 0;
     bool counted = true;
-    for (size_t i = 0; i < data_.validation.size(); ++i) {
-      const data::Batch& b = data_.validation[i];
+    for (int i = 0; i < data_.validation_count(); ++i) {
+      const data::RecallBatch v = data_.validation_batch(s_.training.seed, i);
+      const data::Batch& b = v.batch;
       std::vector<int32_t> masked = b.targets;
       int64_t n = 0;
       for (size_t t = 0; t < masked.size(); ++t)
-        if (data_.validation_answers[i][t] == kind) ++n; else masked[t] = -1;
+        if (v.answer[t] == kind) ++n; else masked[t] = -1;
       if (n == 0) continue;
       loss_sum += double(trainer_.evaluate(b.inputs.data(), masked.data(), b.shape.batch_size)) * double(n);
       const int64_t right = trainer_.last_eval_correct();
