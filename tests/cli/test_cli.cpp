@@ -213,6 +213,30 @@ TEST_F(Cli, BenchCommPerCallLinesAverageToTheRow) {
   }
 }
 
+// What a real transport would ignore is refused, one line naming it: --json and
+// --pair (the simulated bench's), a scenario it could not read, a scenario beside
+// --ranks; and --pair without a p2p row to place.
+TEST_F(Cli, BenchCommRefusesWhatItWouldIgnore) {
+  const std::string in_process = "bench-comm --transport in-process --sizes 1KB --collectives all_reduce ";
+  const std::pair<std::string, std::string> cases[] = {
+      {in_process + "--json", "--json: only with --transport simulated"},
+      {"bench-comm --transport in-process --sizes 1KB --pair 0,1", "--pair: only with --transport simulated"},
+      {"bench-comm /no/such/scenario.json --transport in-process --sizes 1KB", "/no/such/scenario.json: no such scenario file"},
+      {in_process + "--builtin nope", "--builtin: no built-in scenario named \"nope\""},
+      {in_process + "--builtin default --set no.key=1", "--set no.key=1: unknown key"},
+      {in_process + "--builtin default --ranks 2", "--ranks: with --transport in-process a scenario gives only"},
+      {"bench-comm --sizes 1KB --collectives all_reduce --pair 0,1", "--pair: places the p2p row"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+  }
+  const auto r = run(in_process + "--builtin default --iters 1");  // the scenario's ranks, read in full
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(Cli, BenchCommRealTransportsNameTheirFlags) {
   auto r = run("bench-comm --transport mpi");  // not under mpirun
   EXPECT_EQ(r.exit_code, 2);
