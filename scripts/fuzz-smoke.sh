@@ -23,6 +23,16 @@ trap 'rm -rf "$corpus"' EXIT
 mkdir -p "$corpus/scenario" "$corpus/checkpoint" "$corpus/sweep_grid" "$corpus/cli_flags" "$build/crashes"
 find "$root/scenarios" -name '*.json' -exec cp {} "$corpus/scenario/" \;
 printf '0network.bandwidth=1Gbps\n' | tr 0 '\0' >"$corpus/scenario/set-only"
+# The newer sections from shipped scenarios plus --set lines: a changing network with
+# restarts and a random walk, the recall task's text form, sequences in flight.
+{ cat "$root/scenarios/quickstart-changing-network.json"
+  printf '\000network.restart={"stall_timeout": "30s", "relaunch": "1min"}\n'
+  printf 'network.dynamics.3={"node": 3, "bandwidth": {"random_walk": {"seed": 1, "sigma": 0.1, "min": 0.5}}}\n'
+} >"$corpus/scenario/dynamics-restart"
+{ cat "$root/scenarios/long-range/long-range-recall.json"
+  printf '\000training.recall_form=text\ntraining.recall_pairs=2\n'; } >"$corpus/scenario/recall-text"
+{ cat "$root/scenarios/quickstart.json"; printf '\000training.batch_size=4\nparallel.microbatches=4\n'; } \
+  >"$corpus/scenario/in-flight"
 cp "$corpus/scenario/"* "$corpus/sweep_grid/"
 printf '{"sweep": {"training.seed": [1, 2]}}\000network.bandwidth=80Mbps,1Gbps\ncompression.method=none,mos\n' \
   >"$corpus/sweep_grid/axes"
@@ -37,6 +47,9 @@ printf 'run\000--resume\000dir\000--steps\00010' >"$corpus/cli_flags/run-resume"
 printf 'sweep\000--builtin\000default\000--set\000training.seed=1,2\000--jobs\0002\000--dry-run' \
   >"$corpus/cli_flags/sweep"
 printf 'report\000dir\000--target-loss\000-1' >"$corpus/cli_flags/report"
+printf 'report\000dir\000--answer-threshold\0001.5\000--out\000r.md' >"$corpus/cli_flags/report-answers"
+printf 'estimate\000scenarios/quickstart-changing-network.json\000--steps\00020\000--csv\000x.csv' \
+  >"$corpus/cli_flags/estimate-steps"
 printf 'bench-comm\000--transport\000in-process\000--ranks\0002048' >"$corpus/cli_flags/bench-comm"
 printf 'bench-comm\000--builtin\000default\000--sizes\0001KB,0B\000--pair\0000,1' >"$corpus/cli_flags/bench-comm-sim"
 printf 'plot\000x\000--format\000png,gif' >"$corpus/cli_flags/plot"
