@@ -331,6 +331,7 @@ std::vector<Figure> build_figures(const std::vector<RunData>& runs, double targe
                                  time_to_target_figure(runs, target_loss, target_origin)};
   Figure seeds = seeds_figure(runs);  // only where some arm has several seeds
   if (!seeds.series.empty()) figures.push_back(std::move(seeds));
+  for (Figure& f : recall_figures(runs)) figures.push_back(std::move(f));
   return figures;
 }
 

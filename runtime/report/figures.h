@@ -16,6 +16,14 @@
 //                                of two or more seeds: the mean validation loss at
 //                                each evaluation against the mean simulated time,
 //                                in a band of the 95 % Student-t interval over seeds
+//   remote_accuracy_vs_step_seeds   keyed-recall runs (training.data_source "recall"):
+//                                per arm, the mean accuracy on the answers only remote
+//                                K/V carry at each evaluation, in a band over seeds
+//   remote_accuracy_vs_kv_bytes  keyed-recall runs: per arm, that accuracy's area (its
+//                                mean over the run) against the K/V bytes a rank sent
+//                                over the run, one curve per codec through its arms
+//                                (figures_recall.cpp)
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +33,7 @@
 namespace lowband::report {
 
 struct Series {
-  enum class Style { lines, linespoints };
+  enum class Style { lines, linespoints, error_lines };  // error_lines: y_band as error bars, not a band
   std::string title;
   std::vector<std::pair<double, double>> points;  // (x, y), finite
   Style style = Style::lines;
@@ -46,6 +54,7 @@ struct Figure {
   bool log_x = false, log_y = false;
   bool x_is_bandwidth = false;       // x in bits/s, tics as "100 Mbps"
   bool x_from_zero = false;          // time axes start at 0
+  bool y_is_fraction = false;        // y in [0, 1] (accuracies): the axis shows [0, 1.05]
   std::vector<Series> series;        // only series with points
   std::vector<std::string> notes;    // what was left out and why
   std::vector<Band> bands;           // shaded behind the series
@@ -75,5 +84,8 @@ inline constexpr size_t kMostRunsWithTrainingCurves = 4;
 // where it came from, for the title ("highest final loss" or "--target-loss").
 std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
                                   const std::string& target_origin, LossCurves curves = LossCurves::automatic);
+
+// The keyed-recall figures, where some run evaluated the task (else none).
+std::vector<Figure> recall_figures(const std::vector<RunData>& runs);
 
 }  // namespace lowband::report

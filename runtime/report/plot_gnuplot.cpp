@@ -68,7 +68,7 @@ std::string plot_command(const Figure& f) {
   std::string cmd = "plot ";
   size_t items = 0;
   for (size_t i = 0; i < f.series.size(); ++i) {  // bands first: behind every line
-    if (f.series[i].y_band.empty()) continue;
+    if (f.series[i].y_band.empty() || f.series[i].style == Series::Style::error_lines) continue;
     cmd += std::string(items++ ? ", \\\n     " : "") + quoted(f.name + ".dat") + " index " + std::to_string(i) +
            " using 1:3:4 with filledcurves fillstyle transparent solid 0.2 noborder lc rgb " +
            quoted(kPalette[f.series[i].color % kPaletteSize]) + " notitle";
@@ -76,8 +76,11 @@ std::string plot_command(const Figure& f) {
   for (size_t i = 0; i < f.series.size(); ++i) {
     const Series& s = f.series[i];
     const bool points = s.style == Series::Style::linespoints;
+    const bool errors = s.style == Series::Style::error_lines && !s.y_band.empty();
     cmd += std::string(items++ ? ", \\\n     " : "") + quoted(f.name + ".dat") + " index " + std::to_string(i) +
-           " using 1:2 with " + (points ? "linespoints pt 7 ps 1.1 lw 2" : "lines lw 1.5") + " lc rgb " +
+           (errors ? " using 1:2:3:4 with yerrorlines pt 7 ps 1.1 lw 2"
+                   : std::string(" using 1:2 with ") + (points ? "linespoints pt 7 ps 1.1 lw 2" : "lines lw 1.5")) +
+           " lc rgb " +
            quoted(kPalette[s.color % kPaletteSize]) + " dt " + std::to_string(1 + s.color / kPaletteSize % 5) +
            " title " + quoted(s.title);
   }
@@ -191,6 +194,7 @@ std::string gnuplot_script(const Figure& f, const std::vector<std::string>& form
   if (f.log_x) gp << "set logscale x 10\nset mxtics 10\n";
   if (f.log_y) gp << "set logscale y 10\n";
   if (f.x_from_zero) gp << "set xrange [0:*]\n";
+  if (f.y_is_fraction) gp << "set yrange [0:1.05]\n";
   if (f.x_is_bandwidth) gp << "set format x \"%.0s %cbps\"\nset offsets graph 0.05, graph 0.05, 0, 0\n";
   else if (f.log_x) gp << "set format x \"%g\"\n";
   // Outages: light bands behind the series, in the run's colour, the full height.

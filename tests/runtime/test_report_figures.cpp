@@ -56,7 +56,7 @@ TEST(ReportFigures, OutageIntervalsOfOneStateTrace) {
   EXPECT_EQ(outage_intervals(make_run("a", json::array({down(1, 100, 200)}), 100, 10)), (Intervals{{100, 200}}));
   // Clipped to the run's time.
   EXPECT_EQ(outage_intervals(make_run("a", json::array({down(1, 900, 1500)}), 100, 10)), (Intervals{{900, 1000}}));
-  EXPECT_EQ(outage_intervals(make_run("a", json::array({down(0, 600, -1)}), 100, 10)), (Intervals{{600, 1000}}));
+  EXPECT_EQ(outage_intervals(make_run("a", json::array({down(0, 600, 5000)}), 100, 10)), (Intervals{{600, 1000}}));
   EXPECT_EQ(outage_intervals(make_run("a", json::array({down(0, 2000, 2100)}), 100, 10)), Intervals{});
   // Down from the start.
   EXPECT_EQ(outage_intervals(make_run("a", json::array({down(0, 0, 50)}), 100, 10)), (Intervals{{0, 50}}));

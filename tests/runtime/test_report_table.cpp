@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "runtime/report/figures.h"
 #include "runtime/report/report_table.h"
 #include "runtime/report/run_dir_reader.h"
 
@@ -135,6 +136,54 @@ TEST(ReportAnswers, ArmsGetIntervalsAndATestOfTheArea) {
 
   for (RunData& run : loaded.runs) run.answers.clear();
   EXPECT_FALSE(build_report(loaded, {}).answers);
+}
+
+// The recall figures: per arm the mean remote accuracy per evaluation in a band
+// over seeds; per arm its area against the K/V bytes sent over the run, arms that
+// differ only in size (here the top-k fraction) on one curve in order of bytes,
+// and an arm that sent nothing named in a note (it has no place on a log axis).
+TEST(ReportAnswers, RecallFiguresBandTheSeedsAndJoinArmsOfOneCodec) {
+  std::vector<RunData> runs;
+  auto add = [&](const std::string& method, double fraction, double kv_bytes, const std::vector<double>& remote) {
+    for (int seed = 1; seed <= 3; ++seed) {
+      RunData run = recall_run(method, seed, remote);
+      if (fraction > 0) run.scenario["compression"]["topk_fraction"] = fraction;
+      run.summary = {{"steps_done", 100}, {"bytes_sent_per_rank_per_step", {{"kv", kv_bytes}, {"dkv", kv_bytes}}}};
+      runs.push_back(run);
+    }
+  };
+  add("topk", 0.1, 1 << 20, {0.3, 0.6, 0.9});
+  add("topk", 0.01, 1 << 16, {0.2, 0.4, 0.8});
+  add("drop", 0, 0, {0.1, 0.1, 0.1});
+  runs[1].answers[0].remote_accuracy = 0.4;  // seeds differ: a band of some width
+  const std::vector<Figure> figures = recall_figures(runs);
+  ASSERT_EQ(figures.size(), 2u);
+  const Figure& steps = figures[0];
+  EXPECT_EQ(steps.name, "remote_accuracy_vs_step_seeds");
+  ASSERT_EQ(steps.series.size(), 3u);
+  for (const Series& s : steps.series) {
+    EXPECT_EQ(s.points.size(), 3u) << s.title;
+    ASSERT_EQ(s.y_band.size(), s.points.size()) << s.title;
+    for (size_t k = 0; k < s.points.size(); ++k) {
+      EXPECT_LE(s.y_band[k].first, s.points[k].second);
+      EXPECT_GE(s.y_band[k].second, s.points[k].second);
+      EXPECT_GE(s.y_band[k].first, 0.0);
+      EXPECT_LE(s.y_band[k].second, 1.0);
+    }
+  }
+  const Figure& bytes = figures[1];
+  EXPECT_EQ(bytes.name, "remote_accuracy_vs_kv_bytes");
+  ASSERT_EQ(bytes.series.size(), 1u);  // both top-k arms on one curve; drop in a note
+  const Series& topk = bytes.series[0];
+  ASSERT_EQ(topk.points.size(), 2u);
+  EXPECT_NEAR(topk.points[0].first, 2.0 * (1 << 16) * 100 / (1 << 20), 1e-9);  // MiB over the run, fewest first
+  EXPECT_GT(topk.points[1].first, topk.points[0].first);
+  EXPECT_EQ(topk.title, "topk, topk #2");  // the arms it joins
+  ASSERT_EQ(bytes.notes.size(), 1u);
+  EXPECT_NE(bytes.notes[0].find("drop: no K/V bytes"), std::string::npos) << bytes.notes[0];
+
+  for (RunData& run : runs) run.answers.clear();
+  EXPECT_TRUE(recall_figures(runs).empty());  // another task: no recall figures
 }
 
 }  // namespace
