@@ -41,7 +41,14 @@ std::string time_cell(const TargetTime& t, size_t seeds) {
   if (!t.seconds) return std::to_string(t.reached) + " of " + std::to_string(seeds) + " seeds";
   std::string text = format_time(t.seconds->mean);
   if (t.seconds->half_width) text += " ± " + format_time(shown_half_width(*t.seconds));
-  if (t.vs_baseline) text += " (" + format_number(*t.vs_baseline, 3) + "×)";
+  if (t.vs_baseline) {
+    // The ratio in bold where Welch's test puts the times apart beyond the seeds' noise.
+    const bool apart = t.vs_baseline_test && t.vs_baseline_test->p_value < kSignificance;
+    const std::string ratio = format_number(*t.vs_baseline, 3) + "×";
+    text += " (" + (apart ? "**" + ratio + "**" : ratio);
+    if (t.vs_baseline_test) text += ", p " + format_number(t.vs_baseline_test->p_value, 2);
+    text += ")";
+  }
   return text;
 }
 
@@ -151,8 +158,11 @@ void write_notes(std::ostringstream& out, const Report& r, std::map<std::string,
     out << "- Targets: given by `--target-loss`.\n";
   }
   out << "- Time to target: simulated time at which the validation loss first reaches the target, interpolated "
-         "linearly between evaluations; ± over seeds, then (×) the arm's mean over the baseline's. \"never\": no "
-         "seed reaches it; \"k of n seeds\": only some do (no mean).";
+         "linearly between evaluations; ± over seeds, then (×) the arm's mean over the baseline's with Welch's p "
+         "for the two arms' times (the ratio in bold where p < "
+      << kSignificance
+      << ": beyond the seeds' noise; no p with 1 seed a side). \"never\": no seed reaches it; \"k of n seeds\": "
+         "only some do (no mean).";
   bool any_smoothed = false;
   for (const ReportRow& row : r.rows) any_smoothed = any_smoothed || !row.target_from_validation;
   if (any_smoothed)

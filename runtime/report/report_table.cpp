@@ -183,6 +183,11 @@ Report build_report(LoadedRuns loaded, const ReportRequest& request) {
         const auto& mine = arm.targets[t].seconds;
         const auto& theirs = base.targets[t].seconds;
         if (mine && theirs && theirs->mean > 0) arm.targets[t].vs_baseline = mine->mean / theirs->mean;
+        if (mine && theirs && &arm != &base) {
+          const auto time = [t](const ReportRow& r) { return r.time_to_target_seconds[t]; };
+          arm.targets[t].vs_baseline_test =
+              welch_t_test(values_of(report.rows, arm.rows, time), values_of(report.rows, base.rows, time));
+        }
       }
       if (&arm == &base || !arm.final_val_loss || !base.final_val_loss) continue;
       arm.vs_baseline_difference = arm.final_val_loss->mean - base.final_val_loss->mean;

@@ -61,6 +61,8 @@ struct TargetTime {
   int reached = 0;                      // seeds that reach the target
   std::optional<MeanInterval> seconds;  // only when every seed reaches it
   std::optional<double> vs_baseline;    // mean time over the baseline arm's mean time
+  // Welch's test of the times against the baseline's (two or more seeds a side, all arriving).
+  std::optional<WelchTest> vs_baseline_test;
 };
 struct ArmRow {
   std::string label;

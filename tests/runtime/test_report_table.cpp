@@ -90,6 +90,31 @@ RunData recall_run(const std::string& method, int seed, std::vector<double> remo
   return run;
 }
 
+// Time to target between arms: the same loss curve on a clock 2× slower is 2× the
+// time, beyond the seeds' noise (Welch), and the cell says so in bold with its p.
+TEST(ReportTable, TimeToTargetIsTestedAgainstTheBaseline) {
+  LoadedRuns loaded;
+  for (int arm = 0; arm < 2; ++arm)
+    for (int seed = 1; seed <= 3; ++seed) {
+      RunData run = recall_run(arm == 0 ? "none" : "topk", seed, {});
+      const double per_step = (arm == 0 ? 1.0 : 2.0) * (1.0 + 0.01 * seed);  // seconds; seeds differ a little
+      for (int step = 10; step <= 50; step += 10)
+        run.curve.push_back({step, per_step * step, 3.0 - step / 50.0, 3.0 - step / 50.0});
+      run.summary = {{"final_val_loss", 2.0}};
+      loaded.runs.push_back(run);
+    }
+  const Report r = build_report(loaded, {});
+  ASSERT_TRUE(r.baseline);
+  const ArmRow& slower = r.arms[1 - *r.baseline];
+  ASSERT_FALSE(slower.targets.empty());
+  ASSERT_TRUE(slower.targets[0].vs_baseline && slower.targets[0].vs_baseline_test);
+  EXPECT_NEAR(*slower.targets[0].vs_baseline, 2.0, 1e-9);
+  EXPECT_LT(slower.targets[0].vs_baseline_test->p_value, 0.05);
+  EXPECT_FALSE(r.arms[*r.baseline].targets[0].vs_baseline_test);  // the baseline is not tested against itself
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("(**2.00×**, p "), std::string::npos) << md;
+}
+
 // By hand: evaluations at steps 50, 100, 150 with remote accuracy 0.4, 0.6, 1.0:
 // area (0.5·(0.4+0.6)·50 + 0.5·(0.6+1.0)·50) / 100 = 0.65; 0.9 first at step 150.
 TEST(ReportAnswers, AreaAndFirstStepAtTheThresholdByHand) {
