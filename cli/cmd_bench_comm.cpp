@@ -125,16 +125,14 @@ void add_bench_comm_command(CLI::App& app) {
       throw InputError("--pair", "places the p2p row, and --collectives has no p2p: add it, or leave --pair out");
     if (args->transport != "simulated") {
       // Real transports time real calls: what only the simulated bench reads is refused, and
-      // a scenario, when given, is read in full (its errors are the user's) for its rank count.
+      // a scenario, when given, is read in full (its errors are the user's) for its rank count
+      // (--ranks overrides it).
       if (args->json) throw InputError("--json", "only with --transport simulated (a real transport prints its table)");
       if (!args->pair.empty()) throw InputError("--pair", "only with --transport simulated (a real p2p row is ranks 0 and 1)");
       const bool scenario_given = !args->source.file.empty() || !args->source.builtin.empty() || !args->source.sets.empty();
       if (scenario_given && args->transport != "in-process")
         throw InputError(args->source.file.empty() ? (args->source.builtin.empty() ? "--set" : "--builtin") : args->source.file,
                          "with --transport " + args->transport + " the ranks are mpirun's (-np): no scenario is read");
-      if (scenario_given && cmd->count("--ranks"))
-        throw InputError("--ranks", "with --transport " + args->transport + " a scenario gives only the rank count: give "
-                                    "--ranks or a scenario, not both");
       const int scenario_ranks = scenario_given ? load_scenario(args->source).parallel.ranks() : 0;
       return run_transport_bench({args->transport, sizes_option->count() ? args->sizes : std::vector<std::string>{},
                                   collectives_option->count() ? args->collectives : std::vector<std::string>{},

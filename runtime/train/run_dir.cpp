@@ -27,7 +27,10 @@ DirLock::DirLock(const std::string& dir, const std::string& place, bool create, 
   if (!fs::is_directory(dir_, ec)) {
     if (!create) throw InputError(place, "no directory " + dir_);
     if (fs::exists(dir_, ec)) throw InputError(place, dir_ + " is not a directory");
-    created_ = fs::create_directories(dir_, ec);
+    fs::path root = fs::path(dir_).lexically_normal();  // the outermost directory missing
+    while (root.has_parent_path() && root.parent_path() != root && !fs::exists(root.parent_path(), ec))
+      root = root.parent_path();
+    if (fs::create_directories(dir_, ec)) created_root_ = root.string();
     if (ec || !fs::is_directory(dir_)) throw InputError(place, "cannot create the directory " + dir_ + ": " + ec.message());
   }
   const std::string path = (fs::path(dir_) / kLockFile).string();
@@ -58,7 +61,8 @@ DirLock::DirLock(const std::string& dir, const std::string& place, bool create, 
   }
 }
 
-DirLock::DirLock(DirLock&& other) noexcept : dir_(std::move(other.dir_)), fd_(other.fd_), created_(other.created_) {
+DirLock::DirLock(DirLock&& other) noexcept
+    : dir_(std::move(other.dir_)), fd_(other.fd_), created_root_(std::move(other.created_root_)) {
   other.fd_ = -1;
 }
 
@@ -67,7 +71,12 @@ DirLock::~DirLock() {
   std::error_code ec;
   // Unlinked while still held: the next writer re-checks the path after locking.
   fs::remove(fs::path(dir_) / kLockFile, ec);
-  if (created_ && fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
+  // What this lock created and nothing filled, from the run directory out to the root it made.
+  if (!created_root_.empty())
+    for (fs::path p = fs::path(dir_).lexically_normal(); !p.empty() && fs::is_empty(p, ec) && !ec; p = p.parent_path()) {
+      fs::remove(p, ec);
+      if (ec || p == fs::path(created_root_) || p.parent_path() == p) break;
+    }
   ::close(fd_);
 }
 

@@ -24,7 +24,8 @@ class DirLock {
   DirLock(const std::string& dir, const std::string& place, bool create, bool inherit_by_children = false,
           double wait_seconds = 2.0);
   // Unlocks. Removes the lock file, and the directory too when this lock created it
-  // and nothing else was written into it (a run that failed before its first step).
+  // and nothing else was written into it (a run that failed before its first step),
+  // with the parents it created for it.
   ~DirLock();
   DirLock(DirLock&& other) noexcept;
   DirLock& operator=(DirLock&&) = delete;
@@ -36,7 +37,7 @@ class DirLock {
  private:
   std::string dir_;
   int fd_ = -1;
-  bool created_ = false;
+  std::string created_root_;  // the outermost directory this lock created ("" none)
 };
 
 // Whether `dir` holds nothing but (maybe) the lock file.

@@ -45,6 +45,9 @@ RunPlan plan_run(const Scenario& scenario, const RunOptions& options) {
   RunOptions& o = plan.options;
   if (o.out_dir.empty() && !o.resume) o.out_dir = default_run_dir(scenario.name);
   plan.writer = !o.comm || o.comm->rank() == 0;
+  // A new run's retime targets are checked before any directory is made.
+  if (!o.resume)
+    for (size_t i = 0; i < o.also_timed_on.size(); ++i) check_retime_target(scenario, o.also_timed_on[i].scenario, i);
   lock(plan, o.out_dir, o.resume ? "--resume" : "--out", !o.resume);
   // A resumed run's checkpoint is read and checked before anything is built or written.
   if (o.resume) plan.resumed = checkpoint_to_resume(o.out_dir, scenario);

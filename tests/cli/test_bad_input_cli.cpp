@@ -100,6 +100,19 @@ TEST_F(BadInputCli, ChangingNetworksWithProjectionAreRefused) {
   }
 }
 
+// A refused --also-time-on target leaves nothing: not the run directory, nor the
+// parents --out would have needed (they used to stay behind, empty).
+TEST_F(BadInputCli, ARefusedRetimeTargetLeavesNoDirectory) {
+  nlohmann::json other = nlohmann::json::parse(lowband::builtin_scenario_text("default"));
+  other["name"] = "other";
+  other["model"]["layers"] = 1;  // trains differently: not a retime target
+  const std::string target = write("other.json", other.dump()).string();
+  const fs::path out = dir_ / "a" / "b" / "out";
+  expect_bad_input(run("run --builtin default --steps 1 --out " + out.string() + " --also-time-on " + target),
+                   {"retime target 0 (other)", "model.layers"});
+  EXPECT_FALSE(fs::exists(dir_ / "a"));
+}
+
 // network.dynamics is checked, and its trace files read, before anything runs.
 TEST_F(BadInputCli, NetworkDynamicsAreCheckedBeforeAnythingRuns) {
   expect_every_command_refuses(R"(network.dynamics=[{"bandwidth": {"steps": [["1h", 0]]}}])",
