@@ -17,6 +17,7 @@
 #include "runtime/scenario/load.h"
 #include "runtime/sweep/grid.h"
 #include "runtime/sweep/runner.h"
+#include "runtime/sweep/status.h"
 #include "runtime/sweep/worker.h"
 #include "runtime/train/run.h"
 #include "runtime/train/run_dir.h"
@@ -29,7 +30,7 @@ namespace fs = std::filesystem;
 
 struct SweepArgs {
   ScenarioSource source;
-  std::string out, resume;
+  std::string out, resume, status;
   int jobs = 0, threads = 0, steps = 0, seeds = 0;
   bool dry_run = false;
 };
@@ -60,6 +61,16 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
   if (cmd.count("--jobs")) check_count_here("--jobs", a.jobs, "trainings at once");
   if (cmd.count("--threads")) check_count_here("--threads", a.threads, "OpenMP threads per training");
   if (cmd.count("--steps") && a.steps < 1) throw InputError("--steps", "must be at least 1");
+  if (!a.status.empty()) {
+    if (!a.source.file.empty() || !a.source.builtin.empty() || !a.source.sets.empty() || !a.resume.empty() ||
+        !a.out.empty() || cmd.count("--steps") || cmd.count("--seeds") || cmd.count("--jobs") ||
+        cmd.count("--threads") || a.dry_run)
+      throw InputError("--status", "reads a sweep directory and takes no other flag or scenario");
+    const sweep::SweepStatus status = sweep::read_sweep_status(a.status);
+    if (flags_only()) return;
+    std::cout << sweep::format_sweep_status(status);
+    return;
+  }
   std::string text, source, out = a.out;
   std::vector<std::string> sets = a.source.sets;
   if (!a.resume.empty()) {
@@ -128,6 +139,9 @@ void add_sweep_command(CLI::App& app) {
                   "run every point with N seeds: training.seed s, s+1, ..., s+N-1 from the scenario's seed s "
                   "(an innermost axis; lowband report gives each arm's mean and interval over them)");
   cmd->add_flag("--dry-run", args->dry_run, "validate every point and list the points and trainings; run nothing");
+  cmd->add_option("--status", args->status,
+                  "where the sweep in this directory stands, from the directory alone: each point done, running "
+                  "(step k/N), failed (why, its log), stopped (resumable) or waiting; runs nothing");
   cmd->callback([args, cmd] { run_sweep_command(*args, *cmd); });
 
   auto group_file = std::make_shared<std::string>();

@@ -4,6 +4,8 @@
 // --jobs 1 gives; a rerun skips finished points; a failing point fails alone;
 // bad values are errors naming the flag and point; the sweep-section form.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +162,47 @@ TEST_F(SweepCli, RerunSkipsFinishedPointsAndRunsNewOnes) {
   for (const json& p : index.at("points")) EXPECT_EQ(p.at("status"), "done") << p.dump();
   EXPECT_EQ(fs::last_write_time(copy / "quickstart-bw80Mbps-r0" / "summary.json"), written);
   EXPECT_EQ(train_losses(copy / "quickstart-bw1Gbps-r0.9"), train_losses(copy / "quickstart-bw80Mbps-r0.9"));
+}
+
+// --status reads the directory alone: a point whose training directory a writer
+// holds is running (step k/N from its summary), one with steps done and no writer
+// is stopped (resumable), a failed one says why; its networks follow it.
+TEST_F(SweepCli, StatusSaysWhereEachPointStands) {
+  ASSERT_EQ(first_.status, 0) << first_.err;
+  const fs::path copy = scratch_ / "a";
+  fs::copy(root_ / "a", copy, fs::copy_options::recursive);
+  Output r = lowband("sweep --status " + copy.string(), scratch_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("4 points, 2 trainings; 4 done, 0 running"), std::string::npos) << r.out;
+  // The ratio-0 training (both bandwidths) back to pending, its directory held by a writer;
+  // the ratio-0.9 one failed.
+  json index = read_json(copy / "index.json");
+  std::string trainer;
+  for (json& p : index.at("points")) {
+    const bool plain = p.at("settings").at("compression.ratio") == 0;
+    p["status"] = plain ? "pending" : "failed";
+    if (!plain) p["message"] = "training failed\nsomething went wrong";
+    if (plain && trainer.empty()) trainer = p.at("run_dir").get<std::string>();
+  }
+  std::ofstream(copy / "index.json") << index.dump();
+  const int fd = ::open((copy / trainer / ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  r = lowband("sweep --status " + copy.string(), scratch_);
+  ::close(fd);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("0 done, 2 running, 2 failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(trainer + " "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("running, step 3/3\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("failed: something went wrong"), std::string::npos) << r.out;
+  r = lowband("sweep --status " + copy.string(), scratch_);  // the writer gone: stopped, resumable
+  EXPECT_NE(r.out.find("2 stopped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lowband sweep --resume " + copy.string()), std::string::npos) << r.out;
+  for (const std::string& bad : {"sweep --status " + scratch_.string(), "sweep --status " + copy.string() + " --jobs 2"}) {
+    const Output e = lowband(bad, scratch_);
+    EXPECT_EQ(e.status, 2) << bad << "\n" << e.err;
+    EXPECT_NE(e.err.find("--status"), std::string::npos) << e.err;
+  }
 }
 
 TEST_F(SweepCli, AFailingTrainingFailsOnlyItsPoints) {
