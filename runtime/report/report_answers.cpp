@@ -25,18 +25,12 @@ std::optional<MeanInterval> all_of(const std::vector<AnswerRun>& runs, const std
   return mean_interval(v);
 }
 
-std::string cell(const std::optional<MeanInterval>& m, int digits) {
-  if (!m) return "—";
-  std::string text = format_number(m->mean, digits);
-  if (m->half_width) text += " ± " + format_number(*m->half_width, 2);
-  return text;
-}
 
 std::string threshold_cell(const AnswerArm& arm, size_t seeds, bool seconds) {
   if (arm.reached == 0) return "never";
   const auto& m = seconds ? arm.seconds_to_threshold : arm.steps_to_threshold;
   if (!m) return std::to_string(arm.reached) + " of " + std::to_string(seeds) + " seeds";
-  if (!seconds) return cell(m, 3);
+  if (!seconds) return interval_cell(m, 3);
   std::string text = format_time(m->mean);
   if (m->half_width) text += " ± " + format_time(*m->half_width);
   return text;
@@ -46,12 +40,7 @@ std::string area_difference_cell(const Report& r, const AnswerTable& t, size_t a
   if (r.baseline && *r.baseline == a) return "baseline";
   const AnswerArm& arm = t.arms[a];
   if (!r.baseline || !arm.area || !t.arms[*r.baseline].area) return "—";
-  char sign[64];
-  std::snprintf(sign, sizeof sign, "%+.3f", arm.area->mean - t.arms[*r.baseline].area->mean);
-  if (!arm.area_vs_baseline) return std::string(sign) + " (1 seed a side: untested)";
-  const WelchTest& w = *arm.area_vs_baseline;
-  return std::string(sign) + " ± " + format_number(w.half_width, 2) + ", p " + format_number(w.p_value, 2) +
-         (w.p_value < kSignificance ? ": **beyond noise**" : ": within noise");
+  return difference_text(arm.area->mean - t.arms[*r.baseline].area->mean, arm.area_vs_baseline, 3);
 }
 
 }  // namespace
@@ -123,8 +112,8 @@ std::string answer_markdown(const Report& r, const AnswerTable& t) {
   for (size_t a = 0; a < r.arms.size(); ++a) {
     const ArmRow& arm = r.arms[a];
     const AnswerArm& x = t.arms[a];
-    out << "| `" << arm.label << "` | " << arm.seeds.size() << " | " << cell(x.final_remote, 3) << " | "
-        << cell(x.final_local, 3) << " | " << cell(x.area, 3) << " | " << area_difference_cell(r, t, a) << " | "
+    out << "| `" << arm.label << "` | " << arm.seeds.size() << " | " << interval_cell(x.final_remote, 3) << " | "
+        << interval_cell(x.final_local, 3) << " | " << interval_cell(x.area, 3) << " | " << area_difference_cell(r, t, a) << " | "
         << threshold_cell(x, arm.rows.size(), false) << " | " << threshold_cell(x, arm.rows.size(), true) << " |\n";
   }
   return out.str();

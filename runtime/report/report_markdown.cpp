@@ -28,13 +28,6 @@ double shown_half_width(const MeanInterval& m) {
   return *m.half_width <= 1e-9 * std::fabs(m.mean) ? 0.0 : *m.half_width;
 }
 
-// "2.3825 ± 0.020"; one seed: the value alone.
-std::string interval_cell(const std::optional<MeanInterval>& m, int digits) {
-  if (!m) return kNone;
-  std::string text = format_number(m->mean, digits);
-  if (m->half_width) text += " ± " + format_number(shown_half_width(*m), 2);
-  return text;
-}
 
 std::string time_cell(const TargetTime& t, size_t seeds) {
   if (t.reached == 0) return "never";
@@ -63,12 +56,7 @@ std::string difference_cell(const Report& r, size_t a) {
   const ArmRow& arm = r.arms[a];
   if (r.baseline && *r.baseline == a) return "baseline";
   if (!arm.vs_baseline_difference) return kNone;
-  char sign[64];
-  std::snprintf(sign, sizeof sign, "%+.4f", *arm.vs_baseline_difference);
-  if (!arm.vs_baseline_test) return std::string(sign) + " (1 seed a side: untested)";
-  const WelchTest& w = *arm.vs_baseline_test;
-  return std::string(sign) + " ± " + format_number(w.half_width, 2) + ", p " + format_number(w.p_value, 2) +
-         (w.p_value < kSignificance ? ": **beyond noise**" : ": within noise");
+  return difference_text(*arm.vs_baseline_difference, arm.vs_baseline_test, 4);
 }
 
 // Mean over the arm's runs of a per-run value present in all of them.
@@ -203,6 +191,21 @@ void write_notes(std::ostringstream& out, const Report& r, std::map<std::string,
 }
 
 }  // namespace
+
+std::string interval_cell(const std::optional<MeanInterval>& m, int digits) {
+  if (!m) return kNone;
+  std::string text = format_number(m->mean, digits);
+  if (m->half_width) text += " ± " + format_number(shown_half_width(*m), 2);
+  return text;
+}
+
+std::string difference_text(double difference, const std::optional<WelchTest>& test, int decimals) {
+  char sign[64];
+  std::snprintf(sign, sizeof sign, "%+.*f", decimals, difference);
+  if (!test) return std::string(sign) + " (1 seed a side: untested)";
+  return std::string(sign) + " ± " + format_number(test->half_width, 2) + ", p " + format_number(test->p_value, 2) +
+         (test->p_value < kSignificance ? ": **beyond noise**" : ": within noise");
+}
 
 std::string report_markdown(const Report& r) {
   std::ostringstream out;

@@ -94,4 +94,10 @@ struct Report {
 Report build_report(LoadedRuns loaded, const ReportRequest& request);
 std::string report_markdown(const Report& report);
 
+// The report's cells, for its other tables too: "2.3825 ± 0.020" (one seed: the
+// value alone; none: "—"), and a difference from the baseline with Welch's test:
+// "+0.0469 ± 0.066, p 0.12: within noise" ("(1 seed a side: untested)" without one).
+std::string interval_cell(const std::optional<MeanInterval>& m, int digits);
+std::string difference_text(double difference, const std::optional<WelchTest>& test, int decimals);
+
 }  // namespace lowband::report
