@@ -93,8 +93,9 @@ TEST(PipelineContextGraph, EachStageExchangesWhatContextParallelismAloneWould) {
           for (const char* kind : {"kv", "dkv"})
             EXPECT_DOUBLE_EQ(g.bytes_sent(st * C + c, kind), M * (st == P - 1 ? alone : alone_all).bytes_sent(c, kind))
                 << kind << " stage " << st << (all ? " every layer compressed" : "");
-      if (method == CompressionMethod::mos)
+      if (method == CompressionMethod::mos) {
         EXPECT_EQ(g.bytes_sent(C, "kv") > g.bytes_sent(0, "kv"), !all);
+      }
     }
 }
 
