@@ -5,12 +5,12 @@
 #   ARMS (default: all below), SEEDS (default "1 2"), STEPS (default: the scenario's),
 #   SETS (more "key=value" overrides, space-separated, e.g. "training.recall_pairs=1").
 # One training at a time, one thread: about 3-5 minutes each on a shared 2-core CPU.
-# Rerunning skips finished runs. Writes the table to stdout and $runs/table.md.
+# Rerunning skips finished runs. Writes $runs/report.md and $runs/plots/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 lowband=${LOWBAND:-build/lowband} runs=${RUNS:-runs/long-range}
 seeds=${SEEDS:-1 2}
-arms=${ARMS:-uncompressed drop topk-1entry mos mos-paper mos-wire topk-matched topk-matched-cold quantize-4 mos-fixed mos-random mos-no-warm-start}
+arms=${ARMS:-uncompressed drop topk-1entry mos mos-paper mos-wire topk-matched topk-matched-cold quantize-4 mos-fixed mos-random mos-no-warm-start mos-r1-2 mos-r8-16 topk-0.005 topk-0.06 mos-warm25 mos-warm100}
 mkdir -p "$runs"
 
 # MoS as kv-baselines (K 98 %, V 95 % removed: rank 3 / 6 of 128, WARMUP (default 100) warm-up
@@ -33,6 +33,15 @@ codec() {
     topk-matched) echo "{\"method\":\"topk\",\"topk_fraction\":0.01764,\"warmup_steps\":$warmup,\"weight_sync\":\"all_reduce\"}" ;;
     topk-matched-cold) echo '{"method":"topk","topk_fraction":0.01764,"weight_sync":"all_reduce"}' ;;
     quantize-4) echo '{"method":"quantize","bits":4,"weight_sync":"all_reduce"}' ;;
+    # The bytes-versus-accuracy curve: MoS at other ranks (every layer), top-k at other fractions
+    # (after the same warm-up).
+    mos-r1-2) echo "{$mos,\"compress_final_layer\":true}" | sed 's/"k_ratio":0.98,"v_ratio":0.95/"k_rank":1,"v_rank":2/' ;;
+    mos-r8-16) echo "{$mos,\"compress_final_layer\":true}" | sed 's/"k_ratio":0.98,"v_ratio":0.95/"k_rank":8,"v_rank":16/' ;;
+    topk-0.005) echo "{\"method\":\"topk\",\"topk_fraction\":0.005,\"warmup_steps\":$warmup,\"weight_sync\":\"all_reduce\"}" ;;
+    topk-0.06) echo "{\"method\":\"topk\",\"topk_fraction\":0.06,\"warmup_steps\":$warmup,\"weight_sync\":\"all_reduce\"}" ;;
+    # The warm-up length (the same MoS, U0 fitted after 25 or 100 uncompressed steps instead of WARMUP).
+    mos-warm25) echo "{$mos,\"compress_final_layer\":true,\"fit_during_lr_warmup\":true}" | sed 's/"warmup_steps":[0-9]*/"warmup_steps":25/' ;;
+    mos-warm100) echo "{$mos,\"compress_final_layer\":true}" | sed 's/"warmup_steps":[0-9]*/"warmup_steps":100/' ;;
     mos-fixed) echo "{$mos,\"compress_final_layer\":true}" | sed 's/"learned"/"fixed"/' ;;
     mos-random) echo "{$mos,\"compress_final_layer\":true}" | sed 's/"learned"/"random"/' ;;
     mos-no-warm-start) echo "{$mos,\"compress_final_layer\":true,\"warm_start\":false}" | sed 's/"warmup_steps":[0-9]*/"warmup_steps":0/' ;;
@@ -40,10 +49,17 @@ codec() {
   esac
 }
 
+# A run is finished when its summary says all its steps are done or it diverged (a run killed
+# part-way has a summary too: it is trained again from step 0).
+finished() {
+  [ -f "$1/summary.json" ] && python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))
+sys.exit(0 if s.get("steps_done") == s.get("steps_planned") or s.get("diverged") else 1)' "$1/summary.json"
+}
+
 for seed in $seeds; do
   for arm in $arms; do
     dir="$runs/$arm-s$seed"
-    [ -f "$dir/summary.json" ] && continue
+    finished "$dir" && continue
     rm -rf "$dir"
     extra=(); [ -n "${STEPS:-}" ] && extra=(--set training.steps="$STEPS")
     for kv in ${SETS:-}; do extra+=(--set "$kv"); done
@@ -54,49 +70,17 @@ for seed in $seeds; do
   done
 done
 
-# Remote-answer accuracy at each evaluation (mean over seeds, each seed in brackets), the final
-# remote loss and local (control) accuracy, bytes saved, and whether every rank attended to the
-# same K/V (kv_owner_receiver_error_max: 0 for mos; "—" where the owner attends to its exact K/V).
-# Writes $runs/table.md, $runs/remote-accuracy.csv and, with gnuplot, $runs/remote-accuracy.png.
-python3 - "$runs" "$seeds" "$arms" <<'EOF2' | tee "$runs/table.md"
-import json, os, sys
-runs, seeds, arms = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-def evals(arm, s):
-    rows = [json.loads(l) for l in open(f"{runs}/{arm}-s{s}/steps.jsonl")]
-    return {r["step"]: r for r in rows if "val_answer_remote_accuracy" in r}
-done = [a for a in arms if all(os.path.exists(f"{runs}/{a}-s{s}/summary.json") for s in seeds)]
-steps = sorted(evals(done[0], seeds[0])) if done else []
-print("| arm | " + " | ".join(f"remote acc. @{t}" for t in steps) + " | remote loss (final) | local acc. (final) "
-      "| K/V bytes saved (run) | owner/receiver K/V error, max |")
-print("|---|" + "---:|" * (len(steps) + 4))
-curves = {}
-for arm in done:
-    ev = [evals(arm, s) for s in seeds]
-    summ = [json.load(open(f"{runs}/{arm}-s{s}/summary.json")) for s in seeds]
-    mean = lambda xs: sum(xs) / len(xs)
-    cells = []
-    for t in steps:
-        acc = [e[t]["val_answer_remote_accuracy"] for e in ev]
-        curves.setdefault(arm, []).append((t, mean(acc)))
-        cells.append(f"{mean(acc):.2f} [" + ", ".join(f"{a:.2f}" for a in acc) + "]")
-    saved = summ[0].get("kv_bytes_saved_fraction")
-    agree = [x.get("kv_owner_receiver_error_max") for x in summ]
-    print(f"| {arm} | " + " | ".join(cells)
-          + f" | {mean([x['final_val_answer_remote_loss'] for x in summ]):.3f}"
-          + f" | {mean([x['final_val_answer_local_accuracy'] for x in summ]):.3f} | "
-          + (f"{100 * saved:.2f} %" if saved is not None else "—") + " | "
-          + ("—" if None in agree else f"{max(agree):.2g}") + " |")
-with open(f"{runs}/remote-accuracy.csv", "w") as f:
-    f.write("step," + ",".join(curves) + "\n")
-    for i, t in enumerate(steps):
-        f.write(f"{t}," + ",".join(f"{curves[a][i][1]:.4f}" for a in curves) + "\n")
-EOF2
-if command -v gnuplot >/dev/null && [ -s "$runs/remote-accuracy.csv" ]; then
-  n=$(head -1 "$runs/remote-accuracy.csv" | tr ',' '\n' | wc -l)
-  gnuplot -e "set terminal pngcairo noenhanced size 1280,720 font 'sans,12'; set output '$runs/remote-accuracy.png';
-    set linetype 9 lc rgb 'brown' pt 10; set linetype 10 lc rgb 'gray30' pt 12; set linetype cycle 10;
-    set datafile separator ','; set key outside right; set xlabel 'training step'; set yrange [0:1.05];
-    set ylabel 'validation accuracy on remote answers (chance 0.1)'; set grid;
-    set title 'Keyed recall: answers only remote K/V carry (mean of seeds $seeds)';
-    plot for [i=2:$n] '$runs/remote-accuracy.csv' using 1:i with linespoints lw 2 title columnheader(i)"
-fi
+# The table with intervals (lowband report: each arm's remote-answer accuracy, its area and the
+# steps to 0.9, mean ± 95 % t-interval over seeds, Welch's test against uncompressed) and the
+# figures (lowband plot: accuracy per evaluation with a band over seeds; accuracy against the
+# K/V bytes sent, the codecs' bytes-versus-accuracy curves), of every finished run asked for.
+done=()
+for arm in $arms; do
+  for seed in $seeds; do
+    finished "$runs/$arm-s$seed" && done+=("$runs/$arm-s$seed")
+  done
+done
+[ ${#done[@]} -gt 0 ] || { echo "no finished runs in $runs" >&2; exit 1; }
+"$lowband" report "${done[@]}" --out "$runs/report.md"
+"$lowband" plot "${done[@]}" --out "$runs/plots" --format png >/dev/null
+echo "long-range: $runs/report.md, $runs/plots/remote_accuracy_vs_step_seeds.png, remote_accuracy_vs_kv_bytes.png"
