@@ -73,7 +73,7 @@ Figure accuracy_vs_bytes(const std::vector<RunData>& runs, const std::vector<See
   f.title = "Keyed recall: remote-answer accuracy (area under its curve) vs K/V bytes sent per rank over the run";
   f.x_label = "K/V and dK/dV bytes sent per rank over the run (MiB, log scale)";
   f.log_x = true;
-  f.y_label = "remote accuracy, mean over the run (area; 95 % interval over seeds)";
+  f.y_label = "remote accuracy: area (its mean over the run)";
   f.y_is_fraction = true;
   struct Point {
     double x, y, low, high;
