@@ -20,6 +20,16 @@
 namespace lowband::train {
 namespace fs = std::filesystem;
 
+namespace {
+
+// "runs/a/./b/" -> "runs/a/b": its parents are then its path's parents.
+fs::path normal_dir(const std::string& dir) {
+  fs::path p = fs::path(dir).lexically_normal();
+  return p.has_filename() || !p.has_parent_path() ? p : p.parent_path();
+}
+
+}  // namespace
+
 DirLock::DirLock(const std::string& dir, const std::string& place, bool create, bool inherit_by_children,
                  double wait_seconds)
     : dir_(dir) {
@@ -27,7 +37,7 @@ DirLock::DirLock(const std::string& dir, const std::string& place, bool create, 
   if (!fs::is_directory(dir_, ec)) {
     if (!create) throw InputError(place, "no directory " + dir_);
     if (fs::exists(dir_, ec)) throw InputError(place, dir_ + " is not a directory");
-    fs::path root = fs::path(dir_).lexically_normal();  // the outermost directory missing
+    fs::path root = normal_dir(dir_);  // the outermost directory missing
     while (root.has_parent_path() && root.parent_path() != root && !fs::exists(root.parent_path(), ec))
       root = root.parent_path();
     if (fs::create_directories(dir_, ec)) created_root_ = root.string();
@@ -73,7 +83,7 @@ DirLock::~DirLock() {
   fs::remove(fs::path(dir_) / kLockFile, ec);
   // What this lock created and nothing filled, from the run directory out to the root it made.
   if (!created_root_.empty())
-    for (fs::path p = fs::path(dir_).lexically_normal(); !p.empty() && fs::is_empty(p, ec) && !ec; p = p.parent_path()) {
+    for (fs::path p = normal_dir(dir_); !p.empty() && fs::is_empty(p, ec) && !ec; p = p.parent_path()) {
       fs::remove(p, ec);
       if (ec || p == fs::path(created_root_) || p.parent_path() == p) break;
     }
