@@ -9,22 +9,6 @@
 namespace lowband::report {
 namespace {
 
-template <typename Get>
-std::vector<double> present(const std::vector<AnswerRun>& runs, const std::vector<size_t>& which, Get get) {
-  std::vector<double> out;
-  for (size_t i : which)
-    if (const std::optional<double> x = get(runs[i])) out.push_back(*x);
-  return out;
-}
-
-// Mean and interval when every run of the arm has the value.
-template <typename Get>
-std::optional<MeanInterval> all_of(const std::vector<AnswerRun>& runs, const std::vector<size_t>& which, Get get) {
-  const std::vector<double> v = present(runs, which, get);
-  if (v.empty() || v.size() < which.size()) return std::nullopt;
-  return mean_interval(v);
-}
-
 
 std::string threshold_cell(const AnswerArm& arm, size_t seeds, bool seconds) {
   if (arm.reached == 0) return "never";
@@ -77,20 +61,20 @@ std::optional<AnswerTable> answer_table(const std::vector<RunData>& runs, const 
   for (const RunData& run : runs) t.runs.push_back(answer_run(run, threshold));
   for (const ArmRow& arm : report.arms) {
     AnswerArm out;
-    out.final_remote = all_of(t.runs, arm.rows, [](const AnswerRun& r) { return r.final_remote; });
-    out.final_local = all_of(t.runs, arm.rows, [](const AnswerRun& r) { return r.final_local; });
-    out.area = all_of(t.runs, arm.rows, [](const AnswerRun& r) { return r.area; });
-    out.reached = int(present(t.runs, arm.rows, [](const AnswerRun& r) { return r.steps_to_threshold; }).size());
-    out.steps_to_threshold = all_of(t.runs, arm.rows, [](const AnswerRun& r) { return r.steps_to_threshold; });
-    out.seconds_to_threshold = all_of(t.runs, arm.rows, [](const AnswerRun& r) { return r.seconds_to_threshold; });
+    out.final_remote = arm_value(t.runs, arm.rows, [](const AnswerRun& r) { return r.final_remote; });
+    out.final_local = arm_value(t.runs, arm.rows, [](const AnswerRun& r) { return r.final_local; });
+    out.area = arm_value(t.runs, arm.rows, [](const AnswerRun& r) { return r.area; });
+    out.reached = int(values_of(t.runs, arm.rows, [](const AnswerRun& r) { return r.steps_to_threshold; }).size());
+    out.steps_to_threshold = arm_value(t.runs, arm.rows, [](const AnswerRun& r) { return r.steps_to_threshold; });
+    out.seconds_to_threshold = arm_value(t.runs, arm.rows, [](const AnswerRun& r) { return r.seconds_to_threshold; });
     t.arms.push_back(out);
   }
   if (report.baseline) {
     const auto area = [](const AnswerRun& r) { return r.area; };
-    const std::vector<double> base = present(t.runs, report.arms[*report.baseline].rows, area);
+    const std::vector<double> base = values_of(t.runs, report.arms[*report.baseline].rows, area);
     for (size_t a = 0; a < t.arms.size(); ++a)
       if (a != *report.baseline && t.arms[a].area)
-        t.arms[a].area_vs_baseline = welch_t_test(present(t.runs, report.arms[a].rows, area), base);
+        t.arms[a].area_vs_baseline = welch_t_test(values_of(t.runs, report.arms[a].rows, area), base);
   }
   return t;
 }

@@ -86,23 +86,6 @@ ReportRow make_row(const RunData& run, const std::vector<Target>& targets) {
   return row;
 }
 
-// The values of `rows` present, in order.
-template <typename Get>
-std::vector<double> values_of(const std::vector<ReportRow>& rows, const std::vector<size_t>& which, Get get) {
-  std::vector<double> out;
-  for (size_t i : which)
-    if (const std::optional<double> x = get(rows[i])) out.push_back(*x);
-  return out;
-}
-
-// Mean and interval when every run has the value; nullopt otherwise.
-template <typename Get>
-std::optional<MeanInterval> arm_value(const std::vector<ReportRow>& rows, const std::vector<size_t>& which, Get get) {
-  const std::vector<double> v = values_of(rows, which, get);
-  if (v.empty() || v.size() < which.size()) return std::nullopt;
-  return mean_interval(v);
-}
-
 std::vector<Target> targets_from_fractions(const std::vector<RunData>& runs, const SeedGroup& reference,
                                            const std::vector<double>& fractions, std::vector<std::string>& notes) {
   std::vector<double> first, last;

@@ -3,6 +3,7 @@
 // seed: a mean with its Student-t interval, and Welch's t-test between two sets of
 // seeds. Seeds are few (3-10), so intervals use Student's t, not the normal
 // quantile: with 3 seeds the 95 % half-width is 4.30 standard errors, not 1.96.
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -35,5 +36,21 @@ struct WelchTest {
   double t = 0, df = 0, p_value = 1;  // two-sided
 };
 std::optional<WelchTest> welch_t_test(const std::vector<double>& a, const std::vector<double>& b, double level = 0.95);
+
+// An arm's values: get(rows[i]) for i in `which` (one run per seed), those present,
+// in order; and their mean and interval when every run has one (else nullopt).
+template <class Row, class Get>
+std::vector<double> values_of(const std::vector<Row>& rows, const std::vector<size_t>& which, Get get) {
+  std::vector<double> out;
+  for (size_t i : which)
+    if (const std::optional<double> x = get(rows[i])) out.push_back(*x);
+  return out;
+}
+template <class Row, class Get>
+std::optional<MeanInterval> arm_value(const std::vector<Row>& rows, const std::vector<size_t>& which, Get get) {
+  const std::vector<double> v = values_of(rows, which, get);
+  if (v.empty() || v.size() < which.size()) return std::nullopt;
+  return mean_interval(v);
+}
 
 }  // namespace lowband::report
