@@ -110,9 +110,11 @@ void read_steps(const std::string& path, RunData& run) {
     const json remote = step.value("val_answer_remote_accuracy", json()), local = step.value("val_answer_local_accuracy", json());
     if (remote.is_number() && local.is_number()) run.answers.push_back({k, 0, remote.get<double>(), local.get<double>()});
   }
-  for (AnswerPoint& a : run.answers)  // the time the loss curve has at that step (projected or not)
-    for (const CurveRow& row : run.curve)
-      if (row.step == a.step) a.sim_seconds = row.sim_seconds;
+  for (AnswerPoint& a : run.answers) {  // the time the loss curve has at that step (projected or not)
+    const auto row = std::lower_bound(run.curve.begin(), run.curve.end(), a.step,
+                                      [](const CurveRow& r, int step) { return r.step < step; });
+    if (row != run.curve.end() && row->step == a.step) a.sim_seconds = row->sim_seconds;
+  }
   if (!all_bytes) return;
   double sum = 0;
   int counted = 0;
