@@ -7,7 +7,8 @@
 # (fuzz_cli_flags: an argv, checked and not run) from a few command lines. A crash,
 # leak, hang (10 s) or an error other than InputError (or, for the command line,
 # CLI11's parse errors) fails it, leaving the input in build-fuzz/crashes/.
-# A long local run: RUNS=1000000 scripts/fuzz-smoke.sh
+# The scenario targets take tests/fuzz/scenario.dict (the newer sections' words).
+# A long local run: RUNS=1000000 scripts/fuzz-smoke.sh (TARGETS="scenario ..." for some)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${RUNS:-4000}
@@ -29,6 +30,12 @@ printf '0network.bandwidth=1Gbps\n' | tr 0 '\0' >"$corpus/scenario/set-only"
   printf '\000network.restart={"stall_timeout": "30s", "relaunch": "1min"}\n'
   printf 'network.dynamics.3={"node": 3, "bandwidth": {"random_walk": {"seed": 1, "sigma": 0.1, "min": 0.5}}}\n'
 } >"$corpus/scenario/dynamics-restart"
+{ cat "$root/scenarios/quickstart.json"
+  printf '\000network.dynamics=[{"bandwidth": {"daily": {"low": 0.5, "period": "1min", "sample": "5s"}}}, '
+  printf '{"node": 1, "latency": {"random_walk": {"seed": 2, "sigma": 0.2, "max": 3}}}, '
+  printf '{"node": 2, "speed": {"steps": [["5s", 0.5], ["9s", 1]]}}, '
+  printf '{"node": 3, "state": {"outages": {"seed": 4, "mean_up": "30s", "mean_down": "2s"}}}]\n'
+  printf 'network.restart={"stall_timeout": "1s", "relaunch": "2s"}\n'; } >"$corpus/scenario/every-trace-kind"
 { cat "$root/scenarios/long-range/long-range-recall.json"
   printf '\000training.recall_form=text\ntraining.recall_pairs=2\n'; } >"$corpus/scenario/recall-text"
 { cat "$root/scenarios/quickstart.json"; printf '\000training.batch_size=4\nparallel.microbatches=4\n'; } \
@@ -57,9 +64,11 @@ printf 'tokenize\000in.txt\000--tokenizer\000byte\000--out\000out.u16' >"$corpus
 printf 'validate\000--builtin\000nope' >"$corpus/cli_flags/validate"
 printf 'scenario-docs\000--root\000.' >"$corpus/cli_flags/scenario-docs"
 
-for target in scenario checkpoint sweep_grid cli_flags; do
+for target in ${TARGETS:-scenario checkpoint sweep_grid cli_flags}; do
   log="$build/crashes/fuzz_$target.log"
-  if ! (cd "$build/crashes" && "$build/fuzz_$target" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+  dict=()
+  case $target in scenario|sweep_grid) dict=(-dict="$root/tests/fuzz/scenario.dict") ;; esac
+  if ! (cd "$build/crashes" && "$build/fuzz_$target" "${dict[@]}" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
           -print_final_stats=1 "$corpus/$target" >"$log" 2>&1); then
     tail -40 "$log"
     echo "fuzz_$target FAILED: the input is in $build/crashes/" >&2

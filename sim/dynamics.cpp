@@ -34,6 +34,20 @@ bool takes_anything_down(const std::vector<NetworkDynamic>& dynamics) {
                      [](const NetworkDynamic& d) { return d.quantity == DynamicQuantity::state; });
 }
 
+double typical_longest_outage_seconds(const TraceSpec& t) {
+  if (t.kind == TraceSpec::Kind::outages) return t.mean_down_s;
+  if (t.kind != TraceSpec::Kind::points) return 0;
+  double longest = 0, down_since = -1;
+  for (const TracePoint& p : t.points) {
+    if (p.value == 0 && down_since < 0) down_since = p.seconds;
+    if (p.value != 0 && down_since >= 0) {
+      longest = std::max(longest, p.seconds - down_since);
+      down_since = -1;
+    }
+  }
+  return down_since >= 0 ? kNever : longest;
+}
+
 const char* to_string(DynamicQuantity quantity) {
   switch (quantity) {
     case DynamicQuantity::bandwidth: return "bandwidth";

@@ -90,6 +90,16 @@ struct RestartPolicy {
 const char* to_string(DynamicQuantity quantity);
 // Whether a trace takes a link or node down: what network.restart acts on.
 bool takes_anything_down(const std::vector<NetworkDynamic>& dynamics);
+// How long a state trace stays down at a time: its longest outage for points
+// (steps, file), the mean outage for generated outages; 0 for any other trace.
+double typical_longest_outage_seconds(const TraceSpec& state_trace);
+
+// network.restart's bound on the work an outage implies: each relaunch is a
+// replay of its own, and an outage of D seconds relaunches about
+// D / (stall_timeout + relaunch) times. More than this many is refused when the
+// scenario is read, and stops a replay that gets there anyway (a random outage's
+// long tail) with the same message.
+inline constexpr double kMaxRelaunchesPerOutage = 10000;
 
 // A trace's values over time, generated as far as asked.
 class Trace {

@@ -1,6 +1,9 @@
 #include "sim/run_clock.h"
 
 #include <algorithm>
+#include <string>
+
+#include "common/error.h"
 
 namespace lowband::sim {
 
@@ -55,7 +58,11 @@ std::vector<ClockedStep> RunClock::replay(const std::vector<const StepGraph*>& g
     redo.clear();
     if (!results.empty() && results.back().gave_up) {
       run_seconds += network_.restart->relaunch_seconds;
-      ++restarts;
+      // A random outage's tail can go past the bound the scenario was checked against.
+      if (++restarts > kMaxRelaunchesPerOutage)
+        throw InputError("network.restart", "step " + std::to_string(steps_done_ + 1) + " was relaunched " +
+                                                std::to_string(restarts - 1) + " times, the most one outage may cost: "
+                                                "raise stall_timeout or relaunch, or shorten the outages");
       for (const auto& g : since_checkpoint_) redo.push_back(g.get());
     }
   }

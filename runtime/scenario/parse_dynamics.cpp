@@ -353,6 +353,21 @@ std::optional<sim::RestartPolicy> parse_restart(const ObjectReader& r, const sim
   if (!(p.stall_timeout_seconds >= 1))
     fail(e.path_of("stall_timeout"), "must be at least 1s, got " + e.need("stall_timeout").dump());
   p.relaunch_seconds = trace_seconds(e.need("relaunch"), e.path_of("relaunch"));
+  // The work an outage implies, bounded before any is done.
+  const std::string dynamics_path = r.path_of("dynamics");
+  for (size_t i = 0; i < net.dynamics.size(); ++i) {
+    const sim::NetworkDynamic& d = net.dynamics[i];
+    if (d.quantity != sim::DynamicQuantity::state) continue;
+    const double down = sim::typical_longest_outage_seconds(d.trace);
+    const double relaunches = down / (p.stall_timeout_seconds + p.relaunch_seconds);
+    if (relaunches > sim::kMaxRelaunchesPerOutage)
+      fail(e.path(), "an outage of " + number_text(down) + " s (" + join_path(dynamics_path, std::to_string(i)) +
+                         (d.trace.kind == sim::TraceSpec::Kind::outages ? ", its mean_down" : "") + ") would relaunch " +
+                         "the run about " + number_text(std::round(relaunches)) + " times, one replay each (at most " +
+                         number_text(sim::kMaxRelaunchesPerOutage) + "): raise stall_timeout or relaunch, or shorten "
+                         "the outage",
+           {join_path(dynamics_path, std::to_string(i))});
+  }
   return p;
 }
 

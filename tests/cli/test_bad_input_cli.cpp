@@ -141,6 +141,29 @@ TEST_F(BadInputCli, NetworkDynamicsAreCheckedBeforeAnythingRuns) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
+// A long outage with a short watchdog relaunched the run once per timeout, one
+// SimGrid child each (10^5 of them in 5 minutes; an outage of 1e9 s never ended).
+// The relaunches an outage implies are bounded when the scenario is read, by
+// every command; a sweep with one such point on its network axis writes nothing.
+TEST_F(BadInputCli, AnOutageThatWouldRelaunchWithoutEndIsRefusedByEveryCommand) {
+  nlohmann::json d = nlohmann::json::parse(lowband::builtin_scenario_text("default"));
+  d["network"]["dynamics"] = nlohmann::json::parse(R"([{"node": 1, "state": {"steps": [["1s", 0], ["1e9s", 1]]}}])");
+  d["network"]["restart"] = {{"stall_timeout", "1s"}, {"relaunch", "0s"}};
+  const std::string file = write("storm.json", d.dump()).string();
+  const fs::path out = dir_ / "out";
+  const std::string what = "network.restart: an outage of 1e+09 s (network.dynamics.0) would relaunch the run";
+  for (const std::string& command : {"validate " + file, "estimate " + file + " --steps 3",
+                                     "run " + file + " --steps 1 --out " + out.string(),
+                                     "sweep " + file + " --dry-run --out " + out.string()}) {
+    expect_bad_input(run(command), {what});
+    EXPECT_FALSE(fs::exists(out)) << command;
+  }
+  expect_bad_input(run("sweep " + file + " --set 'network.restart={\"stall_timeout\": \"1e8s\", \"relaunch\": 0},"
+                       "{\"stall_timeout\": \"1s\", \"relaunch\": 0}' --set training.steps=1 --out " + out.string()),
+                   {"at point", "network.restart: an outage of", "would relaunch the run"});
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // OMP_NUM_THREADS is read by OpenMP itself: an absurd count failed inside libgomp
 // mid-run (exit 1, an empty run directory left behind).
 TEST_F(BadInputCli, AbsurdOmpNumThreadsIsBadInput) {

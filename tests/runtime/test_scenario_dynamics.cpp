@@ -440,5 +440,26 @@ TEST(ScenarioRestart, ParsesRoundTripsAndNamesEachBadPart) {
   EXPECT_CONTAINS(error_of(none), "network.restart: has no effect without a \"state\" trace");
 }
 
+// An outage long against the watchdog would relaunch the run once per timeout, a
+// replay each: the count is bounded when the scenario is read, before any work.
+TEST(ScenarioRestart, AnOutageThatWouldRelaunchTooOftenIsRefusedWhenRead) {
+  const auto doc = [](const std::string& down_trace, const std::string& stall, double relaunch) {
+    json d = with_dynamics(json::parse("[{\"node\": 1, \"state\": " + down_trace + "}]"));
+    d["network"]["restart"] = {{"stall_timeout", stall}, {"relaunch", relaunch}};
+    return d;
+  };
+  // 99 999 s down with a 1 s watchdog: about 10^5 relaunches.
+  const std::string long_down = R"({"steps": [["1s", 0], ["50s", 0], ["100000s", 1]]})";
+  EXPECT_CONTAINS(error_of(doc(long_down, "1s", 0)),
+                  "network.restart: an outage of 99999 s (network.dynamics.0) would relaunch the run about 99999 times");
+  // The same outage with a watchdog and relaunch that make it 10 000 or fewer: accepted.
+  EXPECT_TRUE(parse_scenario(doc(long_down, "5s", 5), "test.json").network.restart.has_value());
+  // Generated outages: bounded by their mean.
+  EXPECT_CONTAINS(error_of(doc(R"({"outages": {"seed": 1, "mean_up": "1h", "mean_down": "1e6s"}})", "10s", 0)),
+                  "(network.dynamics.0, its mean_down) would relaunch the run about 100000 times");
+  EXPECT_TRUE(parse_scenario(doc(R"({"outages": {"seed": 1, "mean_up": "1h", "mean_down": "10min"}})", "10s", 0),
+                             "test.json").network.restart.has_value());
+}
+
 }  // namespace
 }  // namespace lowband
