@@ -1,7 +1,8 @@
 // `lowband plot RUN_DIR|SWEEP_DIR... [--out DIR] [--format png,svg] [--target-loss X] [--curves C]`:
 // loss vs simulated wall-clock time and vs step, tokens/s and time to a target loss
 // vs bandwidth (one series per compression), drawn with gnuplot
-// (runtime/report/figures.h, plot_gnuplot.h). Exit 1 when gnuplot is missing or fails.
+// (runtime/report/figures.h, plot_gnuplot.h). Exit 2 when gnuplot is missing (as estimate --plot);
+// exit 1 when it fails on a script lowband wrote (a bug).
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -64,7 +65,7 @@ void add_plot_command(CLI::App& app) {
     try {
       report::require_gnuplot();  // before anything is written
     } catch (const report::GnuplotError& e) {
-      throw CommandFailed(e.what(), 1);
+      throw InputError("gnuplot", e.what());  // an environment the user can fix: exit 2, as estimate --plot
     }
     const std::string out = args->out.empty() ? default_out_dir(args->inputs) : args->out;
     std::error_code ec;
