@@ -154,6 +154,14 @@ std::optional<json> parse_json_limited(const std::string& text, const std::strin
   throw InputError(where, (path.empty() ? "" : path + ": ") + b.error);
 }
 
+void require_utf8(const std::string& text, const std::string& place) {
+  try {
+    (void)json(text).dump();
+  } catch (const json::type_error&) {
+    throw InputError(place, "not valid UTF-8: " + json(text).dump(-1, ' ', true, json::error_handler_t::replace));
+  }
+}
+
 json parse_json_text(const std::string& text, const std::string& source) {
   return *parse_json_limited(text, source, source, /*syntax_errors_throw=*/true);
 }

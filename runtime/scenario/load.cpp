@@ -22,6 +22,7 @@ bool is_index(const std::string& part) {
 }
 
 void apply_one(json& document, const std::string& text) {
+  scenario_detail::require_utf8(text, "--set");
   const std::string flag = "--set " + text;
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0) throw InputError(flag, "expected PATH=VALUE, e.g. network.bandwidth=1Gbps");

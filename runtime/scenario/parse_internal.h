@@ -54,6 +54,11 @@ void check_layout_schema(const Scenario& s);
 // The whole document, with the checks across sections; `source` as for parse_network.
 Scenario parse_document(const json& document, const std::string& source);
 
+// A --set is text from the command line, not JSON: it may hold any bytes. One
+// that is not UTF-8 is refused here, naming `place`, before it becomes a JSON
+// string (which JSON cannot write back: nlohmann's dump throws).
+void require_utf8(const std::string& text, const std::string& place);
+
 // Parses JSON text; a syntax error names source:line:column, a duplicate key its path.
 json parse_json_text(const std::string& text, const std::string& source);
 

@@ -198,11 +198,7 @@ SweepSpec make_spec(const std::string& text, const std::string& source, const st
   std::vector<std::string> set_axis_keys, plain_keys;
   for (const std::string& set : sets) {
     const std::string flag = "--set " + set;
-    try {  // a value that is no JSON stays text, and points are named and recorded as JSON
-      (void)json(set).dump();
-    } catch (const json::type_error&) {
-      throw InputError("--set", "not valid UTF-8: " + json(set).dump(-1, ' ', true, json::error_handler_t::replace));
-    }
+    scenario_detail::require_utf8(set, "--set");  // points are named and recorded as JSON
     const size_t eq = set.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError(flag, "expected PATH=VALUE, e.g. network.bandwidth=1Gbps");
     const std::string key = set.substr(0, eq);

@@ -324,6 +324,14 @@ TEST_F(BadInputCli, GridsPastTheirLimitNameTheAxis) {
   // record are JSON, and writing them ended in an internal error, exit 1).
   for (const char* command : {"sweep --builtin default --dry-run", "estimate --builtin default"})
     expect_bad_input(run(std::string(command) + " --set \"$(printf 'compression.method=no\\201ne,mos')\""), {"--set", "not valid UTF-8"});
+  // The same in one scenario's --set, where a value that is not JSON stays text: an
+  // error message quoting it aborted the process (fuzz_scenario, 2026-12-07).
+  const fs::path run_out = dir_ / "out";
+  for (const char* set : {"network.dynamics=\\201", "training.lr=\\377x", "netw\\301ork.bandwidth=1Gbps"}) {
+    expect_bad_input(run("run --builtin default --steps 1 --out " + run_out.string() + " --set \"$(printf '" + set + "')\""),
+                     {"--set", "not valid UTF-8"});
+    EXPECT_FALSE(fs::exists(run_out)) << set;
+  }
   // Two of those axes (2,500 points) plan.
   EXPECT_EQ(run("sweep --builtin default --dry-run --set training.seed=" + values + " --set training.eval_every=" + values).exit_code, 0);
 }
