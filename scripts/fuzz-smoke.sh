@@ -40,6 +40,7 @@ printf '0network.bandwidth=1Gbps\n' | tr 0 '\0' >"$corpus/scenario/set-only"
   printf '\000training.recall_form=text\ntraining.recall_pairs=2\n'; } >"$corpus/scenario/recall-text"
 { cat "$root/scenarios/quickstart.json"; printf '\000training.batch_size=4\nparallel.microbatches=4\n'; } \
   >"$corpus/scenario/in-flight"
+cp "$root/tests/fuzz/regressions/scenario-"* "$corpus/scenario/"  # inputs that once failed, kept as seeds
 cp "$corpus/scenario/"* "$corpus/sweep_grid/"
 printf '{"sweep": {"training.seed": [1, 2]}}\000network.bandwidth=80Mbps,1Gbps\ncompression.method=none,mos\n' \
   >"$corpus/sweep_grid/axes"
