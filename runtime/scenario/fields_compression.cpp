@@ -121,13 +121,13 @@ std::vector<Field> weight_sync_fields() {
                  "Context-parallel ranks only, a context-only replica's or each pipeline stage's (docs/design.md §3, "
                  "§3b): other than `all_reduce`, an error with `parallel.context` 1 or with data-parallel replicas",
                  "\"sparse\""})),
-       hand_read(number("sync_fraction", kAt, &CompressionConfig::sync_fraction, Bounds{0, 1, true, false},
+       tested_from(hand_read(number("sync_fraction", kAt, &CompressionConfig::sync_fraction, Bounds{0, 1, true, false},
                 {"`0.05`",
                  "`sparse`, `sparse_grad`, `sparse_update`: fraction of each tensor sent per sync (`parameters · "
                  "fraction · model.bytes_per_element` bytes all-reduced); `topk_grad`: entries kept per 4096-element "
                  "chunk, `k = max(1, round(fraction · 4096))`; `lowrank_grad`: rank `round(fraction · n·m / (n + m))` "
                  "of each n × m matrix (its factors hold about `fraction` of it; vectors sent whole)",
-                 "0.1"})),
+                 "0.1"})), "", {"compression.weight_sync=sparse"}),
        tested_from(hand_read(integer("sync_every", kAt, &CompressionConfig::sync_every, 1, kMaxInt,
                 {"`1`", "`sparse`: steps between syncs; `all_reduce` and the error-feedback variants exchange every "
                  "step (only 1)", "2", {}, "steps"})), "", {"compression.weight_sync=sparse"}),

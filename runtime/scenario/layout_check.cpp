@@ -104,6 +104,44 @@ void check_replica_contexts(const Scenario& s) {
            {replica_path(0) + ".context", replica_path(0)});
 }
 
+// The keys of one dimension, in a layout without it (non-default values only: a
+// resolved scenario.json writes every default). Of the whole scenario only: a
+// replica's own scenario (parallel::replica_scenario) keeps the whole one's keys.
+void check_dimension_keys_in_effect(const Scenario& s) {
+  const ParallelConfig& p = s.parallel;
+  const std::vector<ReplicaConfig> shapes = replica_shapes(p);
+  const int replicas = int(shapes.size());
+  const int context = shapes.front().context;  // every replica's (check_replica_contexts)
+  const bool staged = std::any_of(shapes.begin(), shapes.end(), [](const ReplicaConfig& r) { return r.pipeline > 1; });
+  if (p.schedule != PipelineSchedule::one_f_one_b && !staged)
+    fail("parallel.schedule", "orders the microbatches of pipeline stages, but no replica has more than one stage: "
+                              "leave it out", {"parallel.pipeline", "parallel.replicas"});
+  if (context == 1) {
+    const std::string none = ", but parallel.context is 1 (no context-parallel ranks): leave it out";
+    if (p.split != CpSplit::zigzag) fail("parallel.split", "splits each sequence over context-parallel ranks" + none, {"parallel.context"});
+    if (p.exchange != CpExchange::ring) fail("parallel.exchange", "is how context-parallel ranks exchange K/V" + none, {"parallel.context"});
+    if (!p.overlap) fail("parallel.overlap", "overlaps context-parallel ranks' K/V transfers with attention" + none, {"parallel.context"});
+  }
+  const DataSyncMethod method = p.data_sync.method;
+  if (replicas <= 1 && method != DataSyncMethod::all_reduce)
+    fail("parallel.data_sync.method", std::string(data_sync_method_name(method)) + " syncs data-parallel replicas, but "
+         "there is one (parallel.data 1, no parallel.replicas): leave it out", {"parallel.data", "parallel.replicas"});
+  // An all-reduce sums context ranks' weight gradients, and replicas' gradients
+  // (all_reduce) or pseudo-gradients (diloco); sparseloco all-gathers.
+  const bool all_reduces = context > 1 || (replicas > 1 && method != DataSyncMethod::sparseloco);
+  if (p.all_reduce != sim::AllReduceAlgorithm::ring && !all_reduces)
+    fail("parallel.all_reduce", "is the algorithm of the all-reduces between context ranks or data-parallel replicas "
+                                "(all_reduce, diloco), but this layout runs none: leave it out",
+         {"parallel.context", "parallel.data", "parallel.data_sync.method"});
+  // What crosses the network in bytes_per_element: activations (context, pipeline)
+  // and per-step gradients (synchronous replicas); outer syncs send float32.
+  if (s.model.bytes_per_element != 2 && context == 1 && !staged &&
+      !(replicas > 1 && method == DataSyncMethod::all_reduce))
+    fail("model.bytes_per_element", "is the width of activations and gradients on the wire, but this layout sends "
+                                    "neither (outer syncs send float32): leave it out",
+         {"parallel.context", "parallel.pipeline", "parallel.data", "parallel.data_sync.method"});
+}
+
 void check_layout_schema(const Scenario& s) {
   check_replica_contexts(s);
   check_pipeline_layout(s);

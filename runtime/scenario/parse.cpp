@@ -110,6 +110,10 @@ void parse_weight_sync(const ObjectReader& r, CompressionConfig& c) {
                        WeightSync::sparse_update, WeightSync::lowrank_grad})
     if (sync == weight_sync_name(w)) c.weight_sync = w;
   c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
+  // all_reduce sends every coordinate: a fraction other than the default would do nothing.
+  if (c.weight_sync == WeightSync::all_reduce && c.sync_fraction != 0.05)
+    fail(r.path_of("sync_fraction"), "is the fraction a sparse or low-rank weight_sync sends, but weight_sync is "
+                                     "\"all_reduce\" (every coordinate): leave it out", {r.path_of("weight_sync")});
   c.sync_every = static_cast<int>(r.integer_or("sync_every", 1, 1, kMaxInt));
   // all_reduce sums the gradients every step; the error-feedback variants step every
   // rank on one aggregate every step. (1 is recorded in every resolved scenario.)
@@ -355,6 +359,7 @@ void check_across(const Scenario& s) {
   check_mos_fit(s);
   check_pipeline(s);
   check_layout_schema(s);
+  check_dimension_keys_in_effect(s);
   check_recall(s);
   const int min_vocab = s.training.tokenizer == "gpt2" ? 50257 : 256;
   if (m.vocab < min_vocab)

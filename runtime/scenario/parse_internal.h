@@ -51,6 +51,8 @@ void check_pipeline(const Scenario& s);
 void check_replica_contexts(const Scenario& s);
 // The layouts no trainer runs (layout_check.cpp; check_layout outside).
 void check_layout_schema(const Scenario& s);
+// Keys of a dimension the whole scenario's layout lacks (parse only, not a replica's scenario).
+void check_dimension_keys_in_effect(const Scenario& s);
 // The whole document, with the checks across sections; `source` as for parse_network.
 Scenario parse_document(const json& document, const std::string& source);
 

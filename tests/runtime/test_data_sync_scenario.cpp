@@ -10,8 +10,11 @@
 namespace lowband {
 namespace {
 
+// Four replicas of one rank each, on the built-in's 4 nodes: a data_sync method
+// other than all_reduce needs replicas.
 Scenario with(const std::string& data_sync) {
-  return builtin_scenario("default", {"parallel.data_sync=" + data_sync});
+  return builtin_scenario("default", {"parallel.context=1", "parallel.data=4", "training.batch_size=4",
+                                      "parallel.data_sync=" + data_sync});
 }
 
 std::string error_of(const std::string& data_sync) {
@@ -60,11 +63,11 @@ TEST(DataSyncScenario, DefaultsPerMethod) {
 // relay_node says which; its link is the topology's (here a star override).
 TEST(DataSyncScenario, RelayExchangeSitsOnANodeOfItsOwn) {
   const DataSyncConfig last =
-      builtin_scenario("default", {"parallel.context=1", R"(parallel.data_sync={"method": "sparseloco", "exchange": "relay"})"})
+      builtin_scenario("default", {"parallel.context=1", "parallel.data=2", "training.batch_size=2", R"(parallel.data_sync={"method": "sparseloco", "exchange": "relay"})"})
           .parallel.data_sync;
   EXPECT_EQ(last.exchange, DataSyncExchange::relay);
-  EXPECT_EQ(last.relay_node, 3);  // the built-in's 4 nodes, one rank
-  const Scenario s = builtin_scenario("default", {"parallel.context=1",
+  EXPECT_EQ(last.relay_node, 3);  // the built-in's 4 nodes, two ranks
+  const Scenario s = builtin_scenario("default", {"parallel.context=1", "parallel.data=2", "training.batch_size=2",
                                                   R"(parallel.data_sync={"method": "sparseloco", "exchange": "relay",
                                                    "relay_node": 2})",
                                                   R"(network.overrides=[{"node": 2, "bandwidth": "10Gbps"}])"});
@@ -73,7 +76,8 @@ TEST(DataSyncScenario, RelayExchangeSitsOnANodeOfItsOwn) {
   EXPECT_EQ(scenario_difference(s, back), "");
   EXPECT_EQ(back.parallel.data_sync.exchange, DataSyncExchange::relay);
   auto one_rank = [](const std::string& data_sync) {
-    return builtin_scenario("default", {"parallel.context=1", "parallel.data_sync=" + data_sync});
+    return builtin_scenario("default", {"parallel.context=1", "parallel.data=2", "training.batch_size=2",
+                                        "parallel.data_sync=" + data_sync});
   };
   EXPECT_EQ(scenario_difference(one_rank(R"({"method": "sparseloco"})"),
                                 one_rank(R"({"method": "sparseloco", "exchange": "relay"})"))
