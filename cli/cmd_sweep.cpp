@@ -13,10 +13,12 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sweep/grid.h"
 #include "runtime/sweep/runner.h"
+#include "runtime/sweep/slurm.h"
 #include "runtime/sweep/status.h"
 #include "runtime/sweep/worker.h"
 #include "runtime/train/run.h"
@@ -31,9 +33,13 @@ namespace fs = std::filesystem;
 struct SweepArgs {
   ScenarioSource source;
   std::string out, resume, status;
-  int jobs = 0, threads = 0, steps = 0, seeds = 0;
+  int jobs = 0, threads = 0, steps = 0, seeds = 0, training = 0;
   bool dry_run = false;
+  std::string launcher = "local";
+  sweep::SlurmOptions slurm;
 };
+
+const char* const kSlurmFlags[] = {"--sbatch-time", "--sbatch-mem", "--partition", "--account", "--sbatch"};
 
 // The program itself, started again for each training (runtime/sweep/worker.h).
 std::string self_executable() {
@@ -57,14 +63,58 @@ void print_plan(const sweep::SweepPlan& plan) {
     std::cout << "  point " << p.name << ": " << sweep::describe_settings(p.settings) << "\n";
 }
 
+// --launcher slurm: the sweep directory written, its trainings submitted as one job array.
+void submit_sweep(const sweep::SweepPlan& plan, const SweepArgs& a, const std::string& out) {
+  sweep::SlurmOptions so = a.slurm;
+  so.at_once = a.jobs;
+  so.cpus_per_task = a.threads > 0 ? a.threads : 1;
+  for (const sweep::SweepPoint& p : plan.points) so.gpu = so.gpu || p.scenario.training.backend == "cuda";
+  const std::string dir = fs::absolute(out).lexically_normal().string(), exe = self_executable();
+  const std::string workdir = fs::current_path().string();
+  if (a.dry_run) {  // every training, as a first submission asks for them
+    std::vector<int> all;
+    for (size_t g = 0; g < plan.groups.size(); ++g) all.push_back(int(g) + 1);
+    std::cout << sweep::slurm_script(exe, dir, workdir, plan.base_name, all, so);
+    return;
+  }
+  sweep::require_sbatch();
+  if (flags_only()) return;
+  sweep::SweepOptions options;
+  options.out_dir = out;
+  options.prepare_only = true;
+  const sweep::SweepResult r = sweep::run_sweep(plan, options);
+  if (r.todo.empty()) {
+    std::cout << "sweep " << out << ": every training is done; nothing submitted\n";
+    return;
+  }
+  const fs::path slurm_dir = fs::path(dir) / "slurm";
+  fs::create_directories(slurm_dir);
+  const std::string script = (slurm_dir / "array.sbatch").string();
+  write_file_atomically(script, sweep::slurm_script(exe, dir, workdir, plan.base_name, r.todo, so));
+  const std::string job = sweep::submit_to_slurm(script);
+  std::ofstream((slurm_dir / "jobs").string(), std::ios::app) << job << " " << sweep::array_list(r.todo) << "\n";
+  std::cout << "submitted job array " << job << ": trainings " << sweep::array_list(r.todo) << " of "
+            << plan.groups.size();
+  if (so.at_once > 0) std::cout << ", " << so.at_once << " at once";
+  std::cout << " (" << script << ")\nwhere it stands: lowband sweep --status " << out << "\n";
+}
+
 void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
+  const bool slurm = a.launcher == "slurm";
+  for (const char* flag : kSlurmFlags)
+    if (cmd.count(flag) && !slurm) throw InputError(flag, "is an sbatch option: only with --launcher slurm");
+  if (cmd.count("--training") && (a.resume.empty() || slurm))
+    throw InputError("--training", "trains one training of the sweep in --resume DIR (what a cluster's array task "
+                                   "runs), not with --launcher");
+  if (cmd.count("--training") && (cmd.count("--jobs") || a.dry_run))
+    throw InputError("--training", "is one training: no --jobs or --dry-run");
   if (cmd.count("--jobs")) check_count_here("--jobs", a.jobs, "trainings at once");
   if (cmd.count("--threads")) check_count_here("--threads", a.threads, "OpenMP threads per training");
   if (cmd.count("--steps") && a.steps < 1) throw InputError("--steps", "must be at least 1");
   if (!a.status.empty()) {
     if (!a.source.file.empty() || !a.source.builtin.empty() || !a.source.sets.empty() || !a.resume.empty() ||
         !a.out.empty() || cmd.count("--steps") || cmd.count("--seeds") || cmd.count("--jobs") ||
-        cmd.count("--threads") || a.dry_run)
+        cmd.count("--threads") || cmd.count("--training") || cmd.count("--launcher") || a.dry_run)
       throw InputError("--status", "reads a sweep directory and takes no other flag or scenario");
     const sweep::SweepStatus status = sweep::read_sweep_status(a.status);
     if (flags_only()) return;
@@ -90,7 +140,10 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
   sweep::SweepSpec spec = sweep::make_spec(text, source, sets);
   if (cmd.count("--seeds")) sweep::add_seed_axis(spec, a.seeds);
   const sweep::SweepPlan plan = sweep::plan_sweep(spec);
-  if (a.dry_run) {
+  if (a.training > int(plan.groups.size()) || (cmd.count("--training") && a.training < 1))
+    throw InputError("--training", "the sweep has trainings 1 to " + std::to_string(plan.groups.size()) + ", got " +
+                                       std::to_string(a.training));
+  if (a.dry_run && !slurm) {
     print_plan(plan);
     return;
   }
@@ -99,9 +152,11 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw InputError("--out", out + " is not a directory");
   if (fs::is_directory(out, ec) && !train::empty_but_lock(out) && !fs::exists(fs::path(out) / "index.json", ec))
     throw InputError("--out", out + " exists and is not a sweep directory (no index.json): give a new or empty one");
+  if (slurm) return submit_sweep(plan, a, out);
   if (flags_only()) return;  // checked: no worker started, nothing written
 
   sweep::SweepOptions options;
+  options.only_training = a.training;
   options.out_dir = out;
   options.jobs = a.jobs;
   options.threads = a.threads;
@@ -138,7 +193,23 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--seeds", args->seeds,
                   "run every point with N seeds: training.seed s, s+1, ..., s+N-1 from the scenario's seed s "
                   "(an innermost axis; lowband report gives each arm's mean and interval over them)");
-  cmd->add_flag("--dry-run", args->dry_run, "validate every point and list the points and trainings; run nothing");
+  cmd->add_flag("--dry-run", args->dry_run,
+                "validate every point and list the points and trainings (with --launcher slurm: print the batch "
+                "script); run nothing");
+  cmd->add_option("--training", args->training,
+                  "with --resume DIR: train only training N (1-based, as --dry-run lists them) and the networks it "
+                  "is timed on, beside other processes training the others: what a cluster's array task runs");
+  cmd->add_option("--launcher", args->launcher,
+                  "local (default): the trainings on this machine, --jobs at a time; slurm: write the sweep directory "
+                  "(on a shared file system) and submit one Slurm job array, one task per training still to run "
+                  "(--jobs: tasks at once; --threads: CPUs per task)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--sbatch-time", args->slurm.time, "with --launcher slurm: sbatch --time of each training (e.g. 4:00:00)");
+  cmd->add_option("--sbatch-mem", args->slurm.mem, "with --launcher slurm: sbatch --mem of each training (e.g. 16G)");
+  cmd->add_option("--partition", args->slurm.partition, "with --launcher slurm: the Slurm partition");
+  cmd->add_option("--account", args->slurm.account, "with --launcher slurm: the Slurm account");
+  cmd->add_option("--sbatch", args->slurm.extra,
+                  "with --launcher slurm: one more sbatch option, as sbatch reads it (e.g. --sbatch=--qos=long; repeatable)");
   cmd->add_option("--status", args->status,
                   "where the sweep in this directory stands, from the directory alone: each point done, running "
                   "(step k/N), failed (why, its log), stopped (resumable) or waiting; runs nothing");

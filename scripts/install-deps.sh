@@ -14,6 +14,7 @@ packages=(
   libopenmpi-dev openmpi-bin  # comm/mpi.h: one rank per process under mpirun
   gnuplot-nox             # plots
   libnetfilter-queue-dev iptables iputils-ping  # the network testbed (scripts/testbed/)
+  slurmctld slurmd slurm-client munge iproute2  # a single-node Slurm for the cluster sweep test (tests/cli/slurm/)
 )
 # scripts/fuzz-smoke.sh asks for clang and its libFuzzer runtime: install-deps.sh --fuzz
 if [ "${1:-}" = "--fuzz" ]; then

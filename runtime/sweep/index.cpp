@@ -74,16 +74,20 @@ ordered_json index_json(const SweepPlan& plan, const std::vector<PointState>& st
           {"axes", axes},       {"trainings", plan.groups.size()}, {"points", points}};
 }
 
-std::vector<PointState> previous_states(const SweepPlan& plan, const std::string& sweep_dir) {
+std::vector<PointState> previous_states(const SweepPlan& plan, const std::string& sweep_dir, bool keep_failed) {
   std::vector<PointState> states(plan.points.size());
   const json old = read_json_or_null(fs::path(sweep_dir) / "index.json");
   if (!old.is_object() || !old.contains("points") || !old["points"].is_array()) return states;
   for (const json& p : old["points"]) {
-    if (!p.is_object() || p.value("status", "") != "done") continue;
-    const std::string run_dir = p.value("run_dir", "");
-    for (size_t i = 0; i < plan.points.size(); ++i)
-      if (plan.points[i].name == run_dir && finished_run(fs::path(sweep_dir) / run_dir, plan.points[i].scenario))
+    if (!p.is_object()) continue;
+    const std::string status = p.value("status", ""), run_dir = p.value("run_dir", "");
+    for (size_t i = 0; i < plan.points.size(); ++i) {
+      if (plan.points[i].name != run_dir) continue;
+      if (status == "done" && finished_run(fs::path(sweep_dir) / run_dir, plan.points[i].scenario))
         states[i] = {PointStatus::done, p.value("trained_in", run_dir), ""};
+      else if (status == "failed" && keep_failed)
+        states[i] = {PointStatus::failed, p.value("trained_in", run_dir), p.value("message", "")};
+    }
   }
   return states;
 }

@@ -30,8 +30,10 @@ nlohmann::ordered_json index_json(const SweepPlan& plan, const std::vector<Point
 
 // The states a new sweep into `sweep_dir` starts from: a point is done when the
 // directory's index.json says so, its run directory holds the same resolved
-// scenario and its summary.json a finished, undiverged run; all others pending.
-std::vector<PointState> previous_states(const SweepPlan& plan, const std::string& sweep_dir);
+// scenario and its summary.json a finished, undiverged run; failed as the index
+// says with keep_failed (what one training of the sweep leaves of the others');
+// all others pending.
+std::vector<PointState> previous_states(const SweepPlan& plan, const std::string& sweep_dir, bool keep_failed = false);
 
 // A markdown table, one row per point: status, where it trained, simulated
 // tokens/s, simulated time and final validation loss (from its summary.json),

@@ -1,6 +1,7 @@
 #include "runtime/sweep/runner.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -98,13 +99,19 @@ namespace {
 class SweepRun {
  public:
   SweepRun(const SweepPlan& plan, const SweepOptions& options) : plan_(plan), options_(options), dir_(options.out_dir) {}
+  ~SweepRun() {
+    if (training_lock_ >= 0) ::close(training_lock_);
+  }
+  SweepRun(const SweepRun&) = delete;
+  SweepRun& operator=(const SweepRun&) = delete;
   SweepResult run();
 
  private:
   void mark_todo();  // the groups with points still to run; the others' points count as skipped
-  void write_index() const {
-    write_file_atomically((dir_ / "index.json").string(), index_json(plan_, result_.states).dump(2) + "\n");
-  }
+  void write_index() const;
+  bool one_training() const { return options_.only_training > 0; }
+  bool ours(size_t g) const { return !one_training() || g + 1 == size_t(options_.only_training); }
+  bool take_training(size_t g);  // one training: whether no other process trains it
   void log_start() const;
   std::string group_file(size_t g) const { return (dir_ / "groups" / ("g" + std::to_string(g + 1) + ".json")).string(); }
   Running start(size_t g);
@@ -119,10 +126,43 @@ class SweepRun {
   std::vector<size_t> todo_;
   Parallelism par_;
   bool threads_forced_ = false;
+  int training_lock_ = -1;  // one training: groups/gN.lock, held while this runs
 };
+
+// The whole sweep writes the index from what it knows; one training of it merges
+// its points into what the others wrote, one writer at a time.
+void SweepRun::write_index() const {
+  const std::string index = (dir_ / "index.json").string();
+  if (!one_training()) return write_file_atomically(index, index_json(plan_, result_.states).dump(2) + "\n");
+  const std::string lock_path = (dir_ / ".index.lock").string();
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(lock_path, std::string("cannot open: ") + std::strerror(errno));
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  std::vector<PointState> states = previous_states(plan_, dir_.string(), /*keep_failed=*/true);
+  for (size_t i : plan_.groups[size_t(options_.only_training - 1)]) states[i] = result_.states[i];
+  try {
+    write_file_atomically(index, index_json(plan_, states).dump(2) + "\n");
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+// A training's group files (groups/gN.*) and run directories have one writer: the
+// array task that holds groups/gN.lock until it exits (a training submitted twice
+// is trained once; the other task leaves it).
+bool SweepRun::take_training(size_t g) {
+  const std::string path = (dir_ / "groups" / ("g" + std::to_string(g + 1) + ".lock")).string();
+  training_lock_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (training_lock_ < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+  return ::flock(training_lock_, LOCK_EX | LOCK_NB) == 0;  // held until this process exits
+}
 
 void SweepRun::mark_todo() {
   for (size_t g = 0; g < plan_.groups.size(); ++g) {
+    if (!ours(g)) continue;
     std::string trainer;
     for (size_t i : plan_.groups[g]) {
       if (result_.states[i].status == PointStatus::done) {
@@ -193,6 +233,7 @@ void SweepRun::finish(const Running& r, int status) {
   GroupResult g = read_group_result(r.group_file);
   if (!g.ok && g.message == "the worker wrote no result")
     g.message = "the sweep worker " + exit_description(status) + " (log: " + r.log_file + ")";
+
   for (size_t i : plan_.groups[r.group]) {
     if (result_.states[i].status == PointStatus::done) continue;
     result_.states[i].status = g.ok ? PointStatus::done : PointStatus::failed;
@@ -239,13 +280,24 @@ SweepResult SweepRun::run() {
   if (ec) throw InputError("--out", "cannot create the sweep directory " + dir_.string() + ": " + ec.message());
   // One sweep per directory. The workers inherit the lock: the directory stays locked
   // until the last process writing into it has exited, even after a SIGKILL here.
-  const train::DirLock lock(dir_.string(), "--out", /*create=*/true, /*inherit_by_children=*/true);
-  train::remove_stale_temp_files(dir_.string());
+  // One training of it shares the directory with the others (runner.h).
+  const train::DirLock lock(dir_.string(), "--out", /*create=*/true, /*inherit_by_children=*/true, 2.0,
+                            one_training() ? train::LockMode::shared : train::LockMode::exclusive);
+  if (!one_training()) train::remove_stale_temp_files(dir_.string());  // else another's may be in flight
 
-  result_.states = previous_states(plan_, dir_.string());
+  result_.states = previous_states(plan_, dir_.string(), one_training());
   mark_todo();
-  write_file_atomically((dir_ / "sweep.json").string(), sweep_document(plan_.spec).dump(2) + "\n");
+  if (one_training() && !todo_.empty() && !take_training(todo_.front())) {
+    if (options_.log)
+      *options_.log << "training " << options_.only_training << " is being trained by another process: nothing to do\n";
+    return result_;
+  }
+  if (one_training() && todo_.empty() && options_.log)
+    *options_.log << "training " << options_.only_training << " is done: nothing to do\n";
+  if (!one_training()) write_file_atomically((dir_ / "sweep.json").string(), sweep_document(plan_.spec).dump(2) + "\n");
   write_index();
+  for (size_t g : todo_) result_.todo.push_back(int(g) + 1);
+  if (options_.prepare_only) return result_;
   const int threads_wanted = options_.threads > 0 ? options_.threads : omp_num_threads_env();
   // --threads given: a resumed training takes it even where its checkpoint records
   // another count (with a warning); else it keeps the recorded count.

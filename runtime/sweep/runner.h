@@ -24,6 +24,16 @@ struct SweepOptions {
   int threads = 0;
   std::string worker_exe;  // the lowband program, run as `worker_exe sweep-worker GROUP_FILE`
   std::ostream* log = nullptr;  // one line per group start and finish
+  // > 0: this process trains that training alone (1-based, as --dry-run numbers
+  // them; a cluster's array task, `sweep --resume DIR --training N`), beside other
+  // processes training the others: it shares the sweep directory's lock, leaves
+  // sweep.json and the others' points as they are, and merges its points into
+  // index.json under DIR/.index.lock. A training another process holds (its
+  // groups/gN.lock held) is left to it: nothing trained, nothing written.
+  int only_training = 0;
+  // Write the sweep directory (sweep.json, index.json) and train nothing: what a
+  // cluster launcher does before it submits the trainings (SweepResult::todo).
+  bool prepare_only = false;
 };
 
 // How many trainings run at once and with how many threads each, so that
@@ -42,6 +52,7 @@ struct SweepResult {
   int failed = 0;       // points
   int skipped = 0;      // points done before this run
   int trainings = 0;    // groups trained by this run
+  std::vector<int> todo;  // the trainings (1-based) with points still to run, when it started
 };
 
 SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options);

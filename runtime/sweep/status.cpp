@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "runtime/sweep/slurm.h"
 #include "runtime/train/run_dir.h"
 
 namespace lowband::sweep {
@@ -27,7 +28,8 @@ using nlohmann::json;
 bool locked(const fs::path& dir) {
   const int fd = ::open((dir / train::kLockFile).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  // Exclusive: a sweep's array tasks hold the sweep directory shared (run_dir.h).
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);  // releases it, if this took it
   return held;
 }
@@ -101,6 +103,13 @@ SweepStatus read_sweep_status(const std::string& dir) {
     }
     s.points.push_back(std::move(out));
   }
+  std::ifstream jobs(fs::path(dir) / "slurm" / "jobs");
+  for (std::string id, trainings; jobs >> id >> trainings;) s.slurm_jobs.emplace_back(id, trainings);
+  if (!s.slurm_jobs.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& [id, trainings] : s.slurm_jobs) ids.push_back(id);
+    s.slurm_tasks = slurm_queue(ids);
+  }
   return s;
 }
 
@@ -120,6 +129,8 @@ std::string format_sweep_status(const SweepStatus& s) {
     if (p.state == "failed") out << ": " << p.message << (p.log.empty() ? "" : " (log: " + p.log + ")");
     out << "\n";
   }
+  for (const auto& [id, trainings] : s.slurm_jobs) out << "slurm job array " << id << ": trainings " << trainings << "\n";
+  for (const auto& [task, state] : s.slurm_tasks) out << "  slurm task " << task << ": " << state << "\n";
   if (s.count("stopped") > 0 && !s.sweep_running)
     out << "stopped points continue from their last checkpoint with: lowband sweep --resume " << s.dir << "\n";
   return out.str();

@@ -31,8 +31,13 @@ struct PointProgress {
 struct SweepStatus {
   std::string dir, name;
   int trainings = 0;
-  bool sweep_running = false;  // a `lowband sweep` holds the directory
+  bool sweep_running = false;  // a `lowband sweep` (or one of its array tasks) holds the directory
   std::vector<PointProgress> points;
+  // --launcher slurm: the job arrays submitted (DIR/slurm/jobs: "ID TRAININGS"),
+  // and the state Slurm's squeue gives each array task still queued or running
+  // ("4242_3" -> "RUNNING"), where squeue answers.
+  std::vector<std::pair<std::string, std::string>> slurm_jobs;
+  std::vector<std::pair<std::string, std::string>> slurm_tasks;
   int count(const std::string& state) const;
 };
 

@@ -31,8 +31,8 @@ fs::path normal_dir(const std::string& dir) {
 }  // namespace
 
 DirLock::DirLock(const std::string& dir, const std::string& place, bool create, bool inherit_by_children,
-                 double wait_seconds)
-    : dir_(dir) {
+                 double wait_seconds, LockMode mode)
+    : dir_(dir), mode_(mode) {
   std::error_code ec;
   if (!fs::is_directory(dir_, ec)) {
     if (!create) throw InputError(place, "no directory " + dir_);
@@ -48,7 +48,7 @@ DirLock::DirLock(const std::string& dir, const std::string& place, bool create, 
   for (;;) {
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | (inherit_by_children ? 0 : O_CLOEXEC), 0644);
     if (fd_ < 0) throw InputError(place, "cannot create the lock file " + path + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+    if (::flock(fd_, (mode == LockMode::shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0) {
       // The holder before us may have removed the file on its way out: then our lock
       // is on a file nobody else will open. Lock the one at the path.
       struct stat held{}, now{};
@@ -72,12 +72,16 @@ DirLock::DirLock(const std::string& dir, const std::string& place, bool create, 
 }
 
 DirLock::DirLock(DirLock&& other) noexcept
-    : dir_(std::move(other.dir_)), fd_(other.fd_), created_root_(std::move(other.created_root_)) {
+    : dir_(std::move(other.dir_)), fd_(other.fd_), created_root_(std::move(other.created_root_)), mode_(other.mode_) {
   other.fd_ = -1;
 }
 
 DirLock::~DirLock() {
   if (fd_ < 0) return;
+  if (mode_ == LockMode::shared) {
+    ::close(fd_);
+    return;
+  }
   std::error_code ec;
   // Unlinked while still held: the next writer re-checks the path after locking.
   fs::remove(fs::path(dir_) / kLockFile, ec);

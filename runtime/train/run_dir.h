@@ -10,11 +10,19 @@
 //
 // A sweep's lock is inherited by its workers (inherit_by_children), so the sweep
 // directory stays locked until the last process that writes into it has exited.
+//
+// The array tasks of a sweep on a cluster (`sweep --training N`) each train one
+// group into run directories of its own: they share the sweep directory's lock
+// (LockMode::shared), each taking its run directories' locks as any run does, and
+// keep out only a process that would write the whole sweep (an exclusive holder).
 #include <string>
 
 namespace lowband::train {
 
 constexpr const char* kLockFile = ".lock";
+
+enum class LockMode { exclusive, shared };
+
 
 class DirLock {
  public:
@@ -22,10 +30,11 @@ class DirLock {
   // directory") when it is missing. Waits up to wait_seconds for a holder that is
   // exiting (a killed sweep's worker); then InputError(place) naming dir.
   DirLock(const std::string& dir, const std::string& place, bool create, bool inherit_by_children = false,
-          double wait_seconds = 2.0);
-  // Unlocks. Removes the lock file, and the directory too when this lock created it
-  // and nothing else was written into it (a run that failed before its first step),
-  // with the parents it created for it.
+          double wait_seconds = 2.0, LockMode mode = LockMode::exclusive);
+  // Unlocks. An exclusive lock removes the lock file, and the directory too when
+  // this lock created it and nothing else was written into it (a run that failed
+  // before its first step), with the parents it created for it; a shared one
+  // leaves both (another holder may still hold the file).
   ~DirLock();
   DirLock(DirLock&& other) noexcept;
   DirLock& operator=(DirLock&&) = delete;
@@ -38,6 +47,7 @@ class DirLock {
   std::string dir_;
   int fd_ = -1;
   std::string created_root_;  // the outermost directory this lock created ("" none)
+  LockMode mode_ = LockMode::exclusive;
 };
 
 // Whether `dir` holds nothing but (maybe) the lock file.
