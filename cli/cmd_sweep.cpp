@@ -77,8 +77,8 @@ void submit_sweep(const sweep::SweepPlan& plan, const SweepArgs& a, const std::s
     std::cout << sweep::slurm_script(exe, dir, workdir, plan.base_name, all, so);
     return;
   }
+  if (flags_only()) return;  // checked: sbatch not run, nothing written
   sweep::require_sbatch();
-  if (flags_only()) return;
   sweep::SweepOptions options;
   options.out_dir = out;
   options.prepare_only = true;

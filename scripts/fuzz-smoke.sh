@@ -54,6 +54,9 @@ printf 'run\000--builtin\000default\000--threads\0005' >"$corpus/cli_flags/run"
 printf 'run\000--resume\000dir\000--steps\00010' >"$corpus/cli_flags/run-resume"
 printf 'sweep\000--builtin\000default\000--set\000training.seed=1,2\000--jobs\0002\000--dry-run' \
   >"$corpus/cli_flags/sweep"
+printf 'sweep\000--builtin\000default\000--set\000training.seed=1,2\000--launcher\000slurm\000--dry-run\000--jobs\0002\000--partition\000p\000--sbatch=--qos=x' \
+  >"$corpus/cli_flags/sweep-slurm"
+printf 'sweep\000--resume\000dir\000--training\0002\000--threads\0001' >"$corpus/cli_flags/sweep-training"
 printf 'report\000dir\000--target-loss\000-1' >"$corpus/cli_flags/report"
 printf 'report\000dir\000--answer-threshold\0001.5\000--out\000r.md' >"$corpus/cli_flags/report-answers"
 printf 'estimate\000scenarios/quickstart-changing-network.json\000--steps\00020\000--csv\000x.csv' \
