@@ -106,9 +106,7 @@ Field typed(Field f, std::string type) {
 std::vector<Field> weight_sync_fields() {
   return {
        hand_read(choice("weight_sync", kAt, &CompressionConfig::weight_sync,
-                        {{"all_reduce", WeightSync::all_reduce}, {"sparse", WeightSync::sparse},
-                         {"sparse_grad", WeightSync::sparse_grad}, {"topk_grad", WeightSync::topk_grad},
-                         {"sparse_update", WeightSync::sparse_update}, {"lowrank_grad", WeightSync::lowrank_grad}},
+                        weight_sync_words(),
                 {"`\"all_reduce\"`",
                  "how weights stay equal across context-parallel ranks: `all_reduce` sums the gradients every step; "
                  "`sparse` (SPARTA-style) lets each rank step on its own gradient and averages a random slice of the "
@@ -164,9 +162,7 @@ Section compression_section() {
       "`compression`",
       {},
       {hand_read(choice("method", kAt, &CompressionConfig::method,
-                        {{"none", CompressionMethod::none}, {"mos", CompressionMethod::mos},
-                         {"topk", CompressionMethod::topk}, {"quantize", CompressionMethod::quantize},
-                         {"drop", CompressionMethod::drop}},
+                        compression_method_words(),
                 {"`\"none\"`",
                  "K/V codec: mixtures of subspaces, or the baselines top-k sparsification and absmax block "
                  "quantisation (runtime/compress/), or `drop`: nothing sent, receivers attend to zeros (an "

@@ -115,8 +115,7 @@ Section data_sync_section() {
       "`parallel.data_sync`",
       {"parallel.context=1", "parallel.data=2", "network.nodes=4", "training.batch_size=2"},
       {h(choice("method", d, &DataSyncConfig::method,
-                {{"all_reduce", DataSyncMethod::all_reduce}, {"diloco", DataSyncMethod::diloco},
-                 {"sparseloco", DataSyncMethod::sparseloco}},
+                data_sync_method_words(),
                 {"`\"all_reduce\"`",
                  "all_reduce: gradients summed over replicas every step. diloco: Δ all-reduced (float32, 4 bytes per "
                  "parameter), outer Nesterov SGD. sparseloco: e ← β·e + Δ, the top-k entries of each chunk with 2-bit "

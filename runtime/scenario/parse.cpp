@@ -104,11 +104,9 @@ ParallelConfig parse_parallel(const ObjectReader& root) {
 
 // compression.weight_sync and the keys of its methods (runtime/sync/replica_sync.h).
 void parse_weight_sync(const ObjectReader& r, CompressionConfig& c) {
-  const std::string sync = r.choice_or("weight_sync", "all_reduce",
-                                       {"all_reduce", "sparse", "sparse_grad", "topk_grad", "sparse_update", "lowrank_grad"});
-  for (WeightSync w : {WeightSync::all_reduce, WeightSync::sparse, WeightSync::sparse_grad, WeightSync::topk_grad,
-                       WeightSync::sparse_update, WeightSync::lowrank_grad})
-    if (sync == weight_sync_name(w)) c.weight_sync = w;
+  const std::string sync = r.choice_or("weight_sync", "all_reduce", words_of(weight_sync_words()));
+  for (const auto& [word, w] : weight_sync_words())
+    if (sync == word) c.weight_sync = w;
   c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
   // all_reduce sends every coordinate: a fraction other than the default would do nothing.
   if (c.weight_sync == WeightSync::all_reduce && c.sync_fraction != 0.05)
@@ -133,20 +131,12 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   CompressionConfig c;
   if (!root.has("compression")) return c;
   const ObjectReader r = root.object("compression", fields::section("compression").keys());
-  const std::string method = r.choice_or("method", "none", {"none", "mos", "topk", "quantize", "drop"});
-  c.method = method == "mos"        ? CompressionMethod::mos
-             : method == "topk"     ? CompressionMethod::topk
-             : method == "quantize" ? CompressionMethod::quantize
-             : method == "drop"     ? CompressionMethod::drop
-                                    : CompressionMethod::none;
-  for (const char* key : {"k_ratio", "v_ratio", "k_rank", "v_rank", "rotation", "warm_start", "k_frame",
-                          "fit_during_lr_warmup", "rotation_params"})
-    only_with(r, key, method, {"mos"});
-  only_with(r, "compress_final_layer", method, {"mos", "topk", "quantize", "drop"});
-  only_with(r, "owner_kv", method, {"mos", "topk", "quantize"});
-  only_with(r, "topk_fraction", method, {"topk"});
-  only_with(r, "bits", method, {"quantize"});
-  only_with(r, "block", method, {"quantize"});
+  const std::string method = r.choice_or("method", "none", words_of(compression_method_words()));
+  for (const auto& [word, m] : compression_method_words())
+    if (method == word) c.method = m;
+  // A method's own keys under another method: refused, as the table says where each applies.
+  for (const fields::Field& f : fields::section("compression").fields)
+    if (f.applies.key == "method") only_with(r, f.key, method, f.applies.values);
   // "ratio": one knob across methods (what `lowband sweep` varies), resolved here into
   // the method's own keys, so the resolved scenario has no "ratio". 0 is uncompressed.
   const bool has_ratio = r.has("ratio");

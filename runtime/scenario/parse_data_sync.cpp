@@ -10,7 +10,7 @@ DataSyncConfig parse_data_sync(const ObjectReader& parallel) {
   if (!parallel.has("data_sync")) return {};
   const fields::Section& table = fields::section("parallel.data_sync");
   const ObjectReader r = parallel.object("data_sync", table.keys());
-  const std::string method = r.choice_or("method", "all_reduce", table.field("method").choices);
+  const std::string method = r.choice_or("method", "all_reduce", words_of(data_sync_method_words()));
   // Only all-gathered messages can go through a relay that merely stores and
   // forwards them; diloco's and all_reduce's are summed on the way (all-reduce).
   if (r.has("exchange") && method != "sparseloco")

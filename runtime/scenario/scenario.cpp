@@ -21,26 +21,31 @@ OwnerKv default_owner_kv(CompressionMethod method) {
   return method == CompressionMethod::mos ? OwnerKv::reconstructed : OwnerKv::exact;
 }
 
-const char* weight_sync_name(WeightSync w) {
-  switch (w) {
-    case WeightSync::sparse: return "sparse";
-    case WeightSync::sparse_grad: return "sparse_grad";
-    case WeightSync::topk_grad: return "topk_grad";
-    case WeightSync::sparse_update: return "sparse_update";
-    case WeightSync::lowrank_grad: return "lowrank_grad";
-    case WeightSync::all_reduce: break;
-  }
-  return "all_reduce";
+const Words<CompressionMethod>& compression_method_words() {
+  static const Words<CompressionMethod> words = {{"none", CompressionMethod::none}, {"mos", CompressionMethod::mos},
+                                                 {"topk", CompressionMethod::topk}, {"quantize", CompressionMethod::quantize},
+                                                 {"drop", CompressionMethod::drop}};
+  return words;
 }
 
-const char* data_sync_method_name(DataSyncMethod m) {
-  switch (m) {
-    case DataSyncMethod::diloco: return "diloco";
-    case DataSyncMethod::sparseloco: return "sparseloco";
-    case DataSyncMethod::all_reduce: break;
-  }
-  return "all_reduce";
+const Words<WeightSync>& weight_sync_words() {
+  static const Words<WeightSync> words = {{"all_reduce", WeightSync::all_reduce}, {"sparse", WeightSync::sparse},
+                                          {"sparse_grad", WeightSync::sparse_grad}, {"topk_grad", WeightSync::topk_grad},
+                                          {"sparse_update", WeightSync::sparse_update},
+                                          {"lowrank_grad", WeightSync::lowrank_grad}};
+  return words;
 }
+
+const char* weight_sync_name(WeightSync w) { return word_of(weight_sync_words(), w).c_str(); }
+
+const Words<DataSyncMethod>& data_sync_method_words() {
+  static const Words<DataSyncMethod> words = {{"all_reduce", DataSyncMethod::all_reduce},
+                                              {"diloco", DataSyncMethod::diloco},
+                                              {"sparseloco", DataSyncMethod::sparseloco}};
+  return words;
+}
+
+const char* data_sync_method_name(DataSyncMethod m) { return word_of(data_sync_method_words(), m).c_str(); }
 
 int CompressionConfig::k_rank(int head_dim) const { return kept_rank(method, k_rank_set, k_ratio, head_dim); }
 int CompressionConfig::v_rank(int head_dim) const { return kept_rank(method, v_rank_set, v_ratio, head_dim); }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/collectives.h"
@@ -12,6 +13,26 @@
 #include "sim/network.h"
 
 namespace lowband {
+
+// The words a scenario file spells an enum's values with, one table per enum:
+// parsing, to_json, the key tables and schema (runtime/scenario/fields.h) and
+// the names in messages read the same one. word_of is the first word of the
+// value (or "" when the table lacks it); words_of lists every word.
+template <class E>
+using Words = std::vector<std::pair<std::string, E>>;
+template <class E>
+const std::string& word_of(const Words<E>& words, E value) {
+  static const std::string none;
+  for (const auto& [word, e] : words)
+    if (e == value) return word;
+  return none;
+}
+template <class E>
+std::vector<std::string> words_of(const Words<E>& words) {
+  std::vector<std::string> out;
+  for (const auto& w : words) out.push_back(w.first);
+  return out;
+}
 
 struct ModelConfig {
   int layers = 0;
@@ -53,6 +74,7 @@ struct ReplicaConfig {
 //  - sparseloco: as diloco, but each replica sends the top-k entries per chunk
 //    of e ← β·e + Δ, 2-bit quantised, with error feedback; outer plain SGD.
 enum class DataSyncMethod { all_reduce, diloco, sparseloco };
+const Words<DataSyncMethod>& data_sync_method_words();
 const char* data_sync_method_name(DataSyncMethod m);  // as parallel.data_sync.method spells it
 // sparseloco: a coordinate's aggregate is the sum of the replicas' decoded values
 // over all replicas (all) or over the replicas whose message holds it (chosen).
@@ -113,6 +135,7 @@ struct ParallelConfig {
 
 // drop: nothing crosses, receivers attend to zeros (the comparisons' floor).
 enum class CompressionMethod { none, mos, topk, quantize, drop };
+const Words<CompressionMethod>& compression_method_words();
 
 // MoS rotation of U0: learned theta = psi(chunk mean) + b (the method), fixed
 // theta = 0 (U0 alone), or a random theta per chunk (not learned): the ablations.
@@ -137,6 +160,7 @@ OwnerKv default_owner_kv(CompressionMethod method);
 // exchange a compressed part of an error-feedback buffer and apply the same aggregate on every
 // rank, so the weights never drift.
 enum class WeightSync { all_reduce, sparse, sparse_grad, topk_grad, sparse_update, lowrank_grad };
+const Words<WeightSync>& weight_sync_words();
 const char* weight_sync_name(WeightSync w);
 
 // What crosses a pipeline stage boundary (compression.boundary):

@@ -415,14 +415,14 @@ TEST(ScenarioPipelineErrors, MicrobatchesNeedStagesOrContextRanksAndFitTheTags) 
 TEST(ScenarioCompressionErrors, OwnerKvNeedsACodec) {
   json d = base();
   d["compression"] = {{"method", "none"}, {"owner_kv", "reconstructed"}};
-  EXPECT_CONTAINS(error_of(d), "compression.owner_kv: only used with method \"mos\" or \"topk\" or \"quantize\"");
+  EXPECT_CONTAINS(error_of(d), "compression.owner_kv: only used with method \"topk\" or \"mos\" or \"quantize\"");
   d["compression"] = {{"method", "topk"}, {"owner_kv", "projected"}};
   EXPECT_CONTAINS(error_of(d), "compression.owner_kv");
   d["compression"]["owner_kv"] = "reconstructed";
   EXPECT_EQ(parse_scenario(d, "test.json").compression.owner_kv, OwnerKv::reconstructed);
   // drop sends nothing: no owner side to choose, no ratio to set.
   d["compression"] = {{"method", "drop"}, {"owner_kv", "exact"}};
-  EXPECT_CONTAINS(error_of(d), "compression.owner_kv: only used with method \"mos\" or \"topk\" or \"quantize\"");
+  EXPECT_CONTAINS(error_of(d), "compression.owner_kv: only used with method \"topk\" or \"mos\" or \"quantize\"");
   d["compression"] = {{"method", "drop"}, {"ratio", 0.5}};
   EXPECT_CONTAINS(error_of(d), "compression.ratio: method \"drop\" has no ratio to set");
 }
