@@ -48,15 +48,15 @@ double typical_longest_outage_seconds(const TraceSpec& t) {
   return down_since >= 0 ? kNever : longest;
 }
 
-const char* to_string(DynamicQuantity quantity) {
-  switch (quantity) {
-    case DynamicQuantity::bandwidth: return "bandwidth";
-    case DynamicQuantity::latency: return "latency";
-    case DynamicQuantity::state: return "state";
-    case DynamicQuantity::speed: return "speed";
-  }
-  return "?";
+const Words<DynamicQuantity>& dynamic_quantity_words() {
+  static const Words<DynamicQuantity> words = {{"bandwidth", DynamicQuantity::bandwidth},
+                                               {"latency", DynamicQuantity::latency},
+                                               {"state", DynamicQuantity::state},
+                                               {"speed", DynamicQuantity::speed}};
+  return words;
 }
+
+const char* to_string(DynamicQuantity quantity) { return word_of(dynamic_quantity_words(), quantity).c_str(); }
 
 Trace::Trace(TraceSpec spec) : spec_(std::move(spec)) {
   rng_state_ = spec_.seed;

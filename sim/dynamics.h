@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "common/words.h"
+
 namespace lowband::sim {
 
 enum class DynamicQuantity { bandwidth, latency, state, speed };
@@ -87,6 +89,7 @@ struct RestartPolicy {
   double relaunch_seconds = 0;
 };
 
+const Words<DynamicQuantity>& dynamic_quantity_words();  // as a network.dynamics entry's key spells it
 const char* to_string(DynamicQuantity quantity);
 // Whether a trace takes a link or node down: what network.restart acts on.
 bool takes_anything_down(const std::vector<NetworkDynamic>& dynamics);

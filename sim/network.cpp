@@ -6,34 +6,44 @@
 
 namespace lowband::sim {
 
-const char* to_string(NetworkModel model) {
-  switch (model) {
-    case NetworkModel::ideal: return "ideal";
-    case NetworkModel::tcp: return "tcp";
-  }
-  return "?";
+const Words<NetworkModel>& network_model_words() {
+  static const Words<NetworkModel> words = {{"ideal", NetworkModel::ideal}, {"tcp", NetworkModel::tcp}};
+  return words;
 }
 
+const Words<Topology>& topology_words() {
+  static const Words<Topology> words = {{"star", Topology::star}, {"full_mesh", Topology::full_mesh},
+                                        {"clusters", Topology::clusters}, {"explicit", Topology::explicit_links}};
+  return words;
+}
+
+const Words<CongestionControl>& congestion_control_words() {
+  static const Words<CongestionControl> words = {{"cubic", CongestionControl::cubic}, {"bbr", CongestionControl::bbr}};
+  return words;
+}
+
+const Words<ConnectionState>& connection_state_words() {
+  static const Words<ConnectionState> words = {
+      {"warm", ConnectionState::warm}, {"fresh", ConnectionState::fresh}, {"idle", ConnectionState::idle}};
+  return words;
+}
+
+const Words<MessageOrder>& message_order_words() {
+  static const Words<MessageOrder> words = {
+      {"concurrent", MessageOrder::concurrent}, {"fifo", MessageOrder::fifo}, {"connection", MessageOrder::connection}};
+  return words;
+}
+
+const char* to_string(NetworkModel model) { return word_of(network_model_words(), model).c_str(); }
+
+// Named as the code names it (describe()), not as a scenario spells it ("explicit").
 const char* to_string(Topology topology) {
-  switch (topology) {
-    case Topology::star: return "star";
-    case Topology::full_mesh: return "full_mesh";
-    case Topology::clusters: return "clusters";
-    case Topology::explicit_links: return "explicit_links";
-  }
-  return "?";
+  return topology == Topology::explicit_links ? "explicit_links" : word_of(topology_words(), topology).c_str();
 }
 
-const char* to_string(CongestionControl cc) { return cc == CongestionControl::cubic ? "cubic" : "bbr"; }
+const char* to_string(CongestionControl cc) { return word_of(congestion_control_words(), cc).c_str(); }
 
-const char* to_string(ConnectionState connections) {
-  switch (connections) {
-    case ConnectionState::warm: return "warm";
-    case ConnectionState::fresh: return "fresh";
-    case ConnectionState::idle: return "idle";
-  }
-  return "warm";
-}
+const char* to_string(ConnectionState connections) { return word_of(connection_state_words(), connections).c_str(); }
 
 namespace {
 

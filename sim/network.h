@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/words.h"
 #include "sim/dynamics.h"
 
 namespace lowband::sim {
@@ -107,6 +108,14 @@ struct NetworkSpec {
   // (sim/dynamics.h). Absent: a step waits for whatever is down.
   std::optional<RestartPolicy> restart;
 };
+
+// The words network.model, network.topology, network.tcp.congestion_control,
+// network.tcp.connections and network.message_order are spelled with.
+const Words<NetworkModel>& network_model_words();
+const Words<Topology>& topology_words();  // "explicit" for explicit_links
+const Words<CongestionControl>& congestion_control_words();
+const Words<ConnectionState>& connection_state_words();
+const Words<MessageOrder>& message_order_words();
 
 const char* to_string(NetworkModel model);
 const char* to_string(Topology topology);

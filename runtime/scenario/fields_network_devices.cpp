@@ -36,7 +36,7 @@ Section network_section() {
       "network",
       "`network`",
       {},
-      {doc_choice("model", {"ideal", "tcp"},
+      {doc_choice("model", words_of(sim::network_model_words()),
                 {"**required**",
                  "ideal: SimGrid CM02, no cross-traffic, no TCP window (α-β times exactly); tcp: lowband's TCP model "
                  "fitted to real Linux TCP (`sim/tcp_model.h`, `analysis/network-fidelity/`): payload 1448/1514 of the "
@@ -44,7 +44,7 @@ Section network_section() {
                  "slow start again after an idle RTO on fresh and idle ones. "
                  "Echoed in every output",
                  "\"tcp\""}),
-       doc_choice("message_order", {"concurrent", "fifo", "connection"},
+       doc_choice("message_order", words_of(sim::message_order_words()),
                 {"\"concurrent\"",
                  "messages of one kind from one node to another that are ready at once: concurrent, each its own "
                  "flow sharing the path; fifo, one stream per source, destination and kind, each message's bytes "
@@ -53,7 +53,7 @@ Section network_section() {
                  "under tcp a message written while the one before still sends follows its bytes without a "
                  "latency of its own",
                  "\"fifo\""}),
-       doc_choice("topology", {"star", "full_mesh", "clusters", "explicit"},
+       doc_choice("topology", words_of(sim::topology_words()),
                 {"**required**", "decides which keys below are allowed", "\"full_mesh\""}),
        doc_only("nodes", Kind::integer, "integer ≥ 1",
                 {"**required** (clusters: the sum of the cluster sizes)",

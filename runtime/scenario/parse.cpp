@@ -105,8 +105,7 @@ ParallelConfig parse_parallel(const ObjectReader& root) {
 // compression.weight_sync and the keys of its methods (runtime/sync/replica_sync.h).
 void parse_weight_sync(const ObjectReader& r, CompressionConfig& c) {
   const std::string sync = r.choice_or("weight_sync", "all_reduce", words_of(weight_sync_words()));
-  for (const auto& [word, w] : weight_sync_words())
-    if (sync == word) c.weight_sync = w;
+  c.weight_sync = value_of(weight_sync_words(), sync);
   c.sync_fraction = r.number_or("sync_fraction", 0.05, Bounds{0, 1, true, false});
   // all_reduce sends every coordinate: a fraction other than the default would do nothing.
   if (c.weight_sync == WeightSync::all_reduce && c.sync_fraction != 0.05)
@@ -132,8 +131,7 @@ CompressionConfig parse_compression(const ObjectReader& root) {
   if (!root.has("compression")) return c;
   const ObjectReader r = root.object("compression", fields::section("compression").keys());
   const std::string method = r.choice_or("method", "none", words_of(compression_method_words()));
-  for (const auto& [word, m] : compression_method_words())
-    if (method == word) c.method = m;
+  c.method = value_of(compression_method_words(), method);
   // A method's own keys under another method: refused, as the table says where each applies.
   for (const fields::Field& f : fields::section("compression").fields)
     if (f.applies.key == "method") only_with(r, f.key, method, f.applies.values);

@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kQuantities = {"bandwidth", "latency", "state", "speed"};
+const std::vector<std::string> kQuantities = words_of(sim::dynamic_quantity_words());
 const std::vector<std::string> kTraceKinds = {"steps", "file", "daily", "random_walk", "outages"};
 
 // A trace's times and durations: SimGrid's clock is a double, but a run is not
@@ -263,12 +263,7 @@ sim::TraceSpec trace(const json& v, const std::string& path, const std::string& 
   return t;
 }
 
-sim::DynamicQuantity quantity_of(const std::string& key) {
-  return key == "bandwidth" ? sim::DynamicQuantity::bandwidth
-         : key == "latency" ? sim::DynamicQuantity::latency
-         : key == "state"   ? sim::DynamicQuantity::state
-                            : sim::DynamicQuantity::speed;
-}
+sim::DynamicQuantity quantity_of(const std::string& key) { return value_of(sim::dynamic_quantity_words(), key); }
 
 sim::DynamicTarget target(const ObjectReader& e, const ObjectReader& net_reader, const sim::NetworkSpec& net) {
   sim::DynamicTarget t;

@@ -35,13 +35,10 @@ sim::TcpSettings tcp_settings(const ObjectReader& r, sim::NetworkModel model) {
       throw SchemaError(t.path_of("send_buffer"), t.path_of("send_buffer") + ": must be at least 4KiB, got " +
                                                       t.need("send_buffer").dump());
   }
-  tcp.congestion_control =
-      t.choice_or("congestion_control", "cubic", {"cubic", "bbr"}) == "cubic" ? sim::CongestionControl::cubic
-                                                                               : sim::CongestionControl::bbr;
-  const std::string connections = t.choice_or("connections", "warm", {"warm", "fresh", "idle"});
-  tcp.connections = connections == "warm"    ? sim::ConnectionState::warm
-                    : connections == "fresh" ? sim::ConnectionState::fresh
-                                             : sim::ConnectionState::idle;
+  tcp.congestion_control = value_of(sim::congestion_control_words(),
+                                    t.choice_or("congestion_control", "cubic", words_of(sim::congestion_control_words())));
+  tcp.connections =
+      value_of(sim::connection_state_words(), t.choice_or("connections", "warm", words_of(sim::connection_state_words())));
   return tcp;
 }
 
@@ -210,12 +207,10 @@ sim::NetworkSpec parse_network(const ObjectReader& root, const std::string& sour
   const std::vector<std::string> all_keys = fields::section("network").keys();
   const ObjectReader all = root.object("network", all_keys);
   sim::NetworkSpec net;
-  net.model = all.choice("model", {"ideal", "tcp"}) == "ideal" ? sim::NetworkModel::ideal : sim::NetworkModel::tcp;
-  const std::string order = all.choice_or("message_order", "concurrent", {"concurrent", "fifo", "connection"});
-  net.message_order = order == "fifo"         ? sim::MessageOrder::fifo
-                      : order == "connection" ? sim::MessageOrder::connection
-                                              : sim::MessageOrder::concurrent;
-  const std::string topology = all.choice("topology", {"star", "full_mesh", "clusters", "explicit"});
+  net.model = value_of(sim::network_model_words(), all.choice("model", words_of(sim::network_model_words())));
+  net.message_order = value_of(sim::message_order_words(),
+                               all.choice_or("message_order", "concurrent", words_of(sim::message_order_words())));
+  const std::string topology = all.choice("topology", words_of(sim::topology_words()));
   const std::vector<std::string> known = keys_for(topology);
   for (const auto& key : all_keys)
     if (all.has(key) && std::find(known.begin(), known.end(), key) == known.end())

@@ -8,31 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/words.h"
 #include "sim/collectives.h"
 #include "sim/device_profile.h"
 #include "sim/network.h"
 
 namespace lowband {
-
-// The words a scenario file spells an enum's values with, one table per enum:
-// parsing, to_json, the key tables and schema (runtime/scenario/fields.h) and
-// the names in messages read the same one. word_of is the first word of the
-// value (or "" when the table lacks it); words_of lists every word.
-template <class E>
-using Words = std::vector<std::pair<std::string, E>>;
-template <class E>
-const std::string& word_of(const Words<E>& words, E value) {
-  static const std::string none;
-  for (const auto& [word, e] : words)
-    if (e == value) return word;
-  return none;
-}
-template <class E>
-std::vector<std::string> words_of(const Words<E>& words) {
-  std::vector<std::string> out;
-  for (const auto& w : words) out.push_back(w.first);
-  return out;
-}
 
 struct ModelConfig {
   int layers = 0;

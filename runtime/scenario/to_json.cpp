@@ -92,16 +92,15 @@ json dynamics_json(const std::vector<sim::NetworkDynamic>& dynamics) {
 }
 
 json network_json(const sim::NetworkSpec& n) {
-  json j = {{"model", n.model == sim::NetworkModel::ideal ? "ideal" : "tcp"}, {"nodes", n.nodes}};
+  json j = {{"model", word_of(sim::network_model_words(), n.model)}, {"nodes", n.nodes}};
+  j["topology"] = word_of(sim::topology_words(), n.topology);
   switch (n.topology) {
     case sim::Topology::star:
     case sim::Topology::full_mesh:
       j.update(link_json(n.link));
-      j["topology"] = n.topology == sim::Topology::star ? "star" : "full_mesh";
       j["overrides"] = n.topology == sim::Topology::star ? node_links_json(n.node_links) : pairs_json(n.pair_links);
       break;
     case sim::Topology::clusters: {
-      j["topology"] = "clusters";
       json clusters = json::array();
       for (const auto& c : n.clusters) {
         json cj = link_json(c.access);
@@ -115,21 +114,20 @@ json network_json(const sim::NetworkSpec& n) {
       break;
     }
     case sim::Topology::explicit_links:
-      j["topology"] = "explicit";
       j["links"] = pairs_json(n.pair_links);
       break;
   }
   if (n.model == sim::NetworkModel::tcp)
     j["tcp"] = {{"send_buffer", units::exact_bytes(n.tcp.send_buffer_bytes)},
-                {"congestion_control", sim::to_string(n.tcp.congestion_control)},
-                {"connections", sim::to_string(n.tcp.connections)}};
+                {"congestion_control", word_of(sim::congestion_control_words(), n.tcp.congestion_control)},
+                {"connections", word_of(sim::connection_state_words(), n.tcp.connections)}};
   if (!n.simgrid_config.empty()) {
     json sg = json::object();
     for (const auto& [key, value] : n.simgrid_config) sg[key] = value;
     j["simgrid"] = sg;
   }
-  if (n.message_order == sim::MessageOrder::fifo) j["message_order"] = "fifo";  // absent: concurrent
-  if (n.message_order == sim::MessageOrder::connection) j["message_order"] = "connection";
+  if (n.message_order != sim::MessageOrder::concurrent)  // absent: concurrent
+    j["message_order"] = word_of(sim::message_order_words(), n.message_order);
   if (!n.dynamics.empty()) j["dynamics"] = dynamics_json(n.dynamics);  // absent: a constant network
   if (n.restart)
     j["restart"] = {{"stall_timeout", units::exact_duration(n.restart->stall_timeout_seconds)},
