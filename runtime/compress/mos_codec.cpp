@@ -64,7 +64,7 @@ MosCodec::MosCodec(const MosOptions& o) : opt_(o), errors_(std::max(o.layers, 1)
 }
 
 std::string MosCodec::describe() const {
-  std::string rot = opt_.rotation == MosRotation::learned ? "learned" : opt_.rotation == MosRotation::fixed ? "fixed" : "random";
+  std::string rot = word_of(mos_rotation_words(), opt_.rotation);
   if (m() > 1) rot += " (" + std::to_string(m()) + " generators)";
   return "mos (K rank " + std::to_string(opt_.k_rank) +
          (opt_.k_frame == KFrame::pre_rope ? " before RoPE" : " after RoPE") + ", V rank " + std::to_string(opt_.v_rank) + " of " +

@@ -26,7 +26,7 @@ Field mos(Field f, std::vector<std::string> sets, std::string from = "") {
 // compression.owner_kv: for every codec that compresses.
 Field owner_kv_field() {
   Field f = choice("owner_kv", kAt, &CompressionConfig::owner_kv,
-                   {{"exact", OwnerKv::exact}, {"reconstructed", OwnerKv::reconstructed}},
+                   owner_kv_words(),
                    {"`\"reconstructed\"` for mos, `\"exact\"` for topk and quantize",
                     "what the owner of a K/V block attends to: `reconstructed`, the reconstruction its receivers "
                     "decode, as the MoS paper constrains the K/V projections to the chunk's rotated subspace (every "
@@ -200,7 +200,7 @@ Section compression_section() {
                           "start compressing at this step (the same warm-up as MoS for a fair comparison)",
                           "10", {}, "steps"})),
        mos(choice("rotation", kAt, &CompressionConfig::rotation,
-                  {{"learned", MosRotation::learned}, {"fixed", MosRotation::fixed}, {"random", MosRotation::random}},
+                  mos_rotation_words(),
            {"`\"learned\"`",
             "θ = ψ·mean(chunk) + b learned; θ = 0 (fixed U₀); or θ drawn per chunk, uniform in [−0.5, 0.5] (ablations)",
             "\"fixed\""}),
@@ -212,7 +212,7 @@ Section compression_section() {
             "warm-up",
             "false"}),
            {"compression.k_ratio=0.5", "compression.v_ratio=0.5", "compression.warmup_steps=0"}),
-       mos(choice("k_frame", kAt, &CompressionConfig::k_frame, {{"pre_rope", KFrame::pre_rope}, {"post_rope", KFrame::post_rope}},
+       mos(choice("k_frame", kAt, &CompressionConfig::k_frame, k_frame_words(),
            {"`\"pre_rope\"`",
             "K's subspace is taken before RoPE (the K projection's output, as the paper factorises it; receivers "
             "re-apply RoPE at the sender's positions) or after it. Measured on tinyshakespeare (4 layers, head_dim 64, "

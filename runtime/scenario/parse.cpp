@@ -158,21 +158,17 @@ CompressionConfig parse_compression(const ObjectReader& root) {
     if (r.has(rank_key)) rank = static_cast<int>(r.integer(rank_key, 1, kMaxInt));
   }
   if (c.method == CompressionMethod::mos) {
-    const std::string rotation = r.choice_or("rotation", "learned", {"learned", "fixed", "random"});
-    c.rotation = rotation == "fixed" ? MosRotation::fixed : rotation == "random" ? MosRotation::random
-                                                                                 : MosRotation::learned;
+    c.rotation = value_of(mos_rotation_words(), r.choice_or("rotation", "learned", words_of(mos_rotation_words())));
     c.warm_start = r.boolean_or("warm_start", true);
-    c.k_frame = r.choice_or("k_frame", "pre_rope", {"pre_rope", "post_rope"}) == "post_rope" ? KFrame::post_rope
-                                                                                            : KFrame::pre_rope;
+    c.k_frame = value_of(k_frame_words(), r.choice_or("k_frame", "pre_rope", words_of(k_frame_words())));
     c.rotation_params = static_cast<int>(r.integer_or("rotation_params", 1, 1, kMaxRotationParams));
     if (c.rotation == MosRotation::fixed && c.rotation_params != 1)
       fail(r.path_of("rotation_params"), "rotation \"fixed\" has no θ to give generators: expected 1 or no key",
            {r.path_of("rotation")});
     c.fit_during_lr_warmup = r.boolean_or("fit_during_lr_warmup", false);
   }
-  const char* owner_default = default_owner_kv(c.method) == OwnerKv::reconstructed ? "reconstructed" : "exact";
-  const std::string owner = r.choice_or("owner_kv", owner_default, {"exact", "reconstructed"});
-  c.owner_kv = owner == "reconstructed" ? OwnerKv::reconstructed : OwnerKv::exact;
+  c.owner_kv = value_of(owner_kv_words(), r.choice_or("owner_kv", word_of(owner_kv_words(), default_owner_kv(c.method)),
+                                                      words_of(owner_kv_words())));
   // MoS fits U0 after a warm-up (500 steps unless told; "none" records the same, to no effect, as it
   // always has); topk, quantize and drop compress from step 0 unless told.
   const bool baseline = c.method == CompressionMethod::topk || c.method == CompressionMethod::quantize ||

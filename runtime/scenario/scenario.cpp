@@ -21,6 +21,22 @@ OwnerKv default_owner_kv(CompressionMethod method) {
   return method == CompressionMethod::mos ? OwnerKv::reconstructed : OwnerKv::exact;
 }
 
+const Words<MosRotation>& mos_rotation_words() {
+  static const Words<MosRotation> words = {
+      {"learned", MosRotation::learned}, {"fixed", MosRotation::fixed}, {"random", MosRotation::random}};
+  return words;
+}
+
+const Words<KFrame>& k_frame_words() {
+  static const Words<KFrame> words = {{"pre_rope", KFrame::pre_rope}, {"post_rope", KFrame::post_rope}};
+  return words;
+}
+
+const Words<OwnerKv>& owner_kv_words() {
+  static const Words<OwnerKv> words = {{"exact", OwnerKv::exact}, {"reconstructed", OwnerKv::reconstructed}};
+  return words;
+}
+
 const Words<CompressionMethod>& compression_method_words() {
   static const Words<CompressionMethod> words = {{"none", CompressionMethod::none}, {"mos", CompressionMethod::mos},
                                                  {"topk", CompressionMethod::topk}, {"quantize", CompressionMethod::quantize},

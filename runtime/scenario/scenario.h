@@ -121,11 +121,13 @@ const Words<CompressionMethod>& compression_method_words();
 // MoS rotation of U0: learned theta = psi(chunk mean) + b (the method), fixed
 // theta = 0 (U0 alone), or a random theta per chunk (not learned): the ablations.
 enum class MosRotation { learned, fixed, random };
+const Words<MosRotation>& mos_rotation_words();
 
 // Where MoS takes K's subspace: before RoPE (the K projection's output, as the
 // paper factorises it; receivers re-apply RoPE at the sender's positions) or
 // after it (RoPE spreads each frequency pair over 2 dimensions: far higher rank).
 enum class KFrame { pre_rope, post_rope };
+const Words<KFrame>& k_frame_words();
 
 // What the owner of a K/V block attends to (compression.owner_kv): its exact K/V
 // (only the wire is compressed; receivers see the reconstruction), or the same
@@ -133,6 +135,7 @@ enum class KFrame { pre_rope, post_rope };
 // projections (every rank attends to Ẑ, gradients through the codec): the
 // default for mos, exact for topk and quantize (default_owner_kv).
 enum class OwnerKv { exact, reconstructed };
+const Words<OwnerKv>& owner_kv_words();
 OwnerKv default_owner_kv(CompressionMethod method);
 
 // How the weights stay equal across context-parallel ranks (runtime/parallel/
