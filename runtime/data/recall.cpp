@@ -12,74 +12,15 @@ namespace lowband::data {
 namespace {
 
 constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-constexpr int kLetterCount = 52;
 constexpr int kDigitCount = 10;
 constexpr int32_t kFiller = '.';
-// A fused pair is one byte, 128 + key·10 + value, for keys a..l: the lookup is
-// then one attention hop (match the key, copy the value) instead of an induction
-// head's two, which a small model learns within a few hundred steps.
-constexpr int kFusedKeys = 12;
+// A fused pair is one byte, 128 + key·10 + value, for keys a..l
+// (kRecallFusedKeys): the lookup is then one attention hop (match the key, copy
+// the value) instead of an induction head's two, which a small model learns
+// within a few hundred steps.
 constexpr int32_t kFusedBase = 128;
 
-
-double key_space(int key_tokens, bool fused) {
-  if (fused) return kFusedKeys;
-  double n = 1;
-  for (int i = 0; i < key_tokens; ++i) n *= kLetterCount;
-  return n;
-}
-
 }  // namespace
-
-std::vector<int> context_owners(const Scenario& s) {
-  const int64_t T = s.model.seq_len;
-  const int P = std::max(1, s.parallel.context);
-  std::vector<int> owner(size_t(T), 0);
-  if (P == 1) return owner;
-  for (int64_t t = 0; t < T; ++t) {
-    if (s.parallel.split == CpSplit::contiguous) {
-      owner[size_t(t)] = int(t / (T / P));
-    } else {
-      const int64_t chunk = t / (T / (2 * P));
-      owner[size_t(t)] = int(chunk < P ? chunk : 2 * P - 1 - chunk);
-    }
-  }
-  return owner;
-}
-
-int64_t recall_pair_block(const RecallShape& shape) {
-  int64_t b = 0;
-  while (b < shape.seq_len && shape.owner[size_t(b)] == shape.owner[0]) ++b;
-  return b;
-}
-
-RecallShape recall_shape(const Scenario& s) {
-  RecallShape shape;
-  shape.seq_len = s.model.seq_len;
-  shape.key_tokens = s.training.recall_key_tokens;
-  shape.value_tokens = s.training.recall_value_tokens;
-  shape.owner = context_owners(s);
-  shape.fused = s.training.recall_form == "fused";
-  if (shape.fused && (shape.key_tokens != 1 || shape.value_tokens != 1))
-    throw InputError(shape.key_tokens != 1 ? "training.recall_key_tokens" : "training.recall_value_tokens",
-                     "recall_form \"fused\" packs one letter and one digit into a byte: expected 1");
-  const int64_t q = shape.key_tokens + shape.value_tokens;  // tokens per query
-  const int64_t pq = shape.fused ? 1 : q;                   // tokens per pair
-  const int64_t block = recall_pair_block(shape);
-  // Pairs in the first block, queries after them: 2·pairs·q ≤ seq_len.
-  const int64_t fit = std::min<int64_t>(block / pq, shape.seq_len / (2 * q));
-  const int64_t keys = int64_t(std::min(key_space(shape.key_tokens, shape.fused), 1e9));
-  const int64_t most = std::min(fit, keys);
-  const int64_t pairs = s.training.recall_pairs > 0 ? s.training.recall_pairs : most;
-  if (pairs < 1 || pairs > most)
-    throw InputError("training.recall_pairs",
-                     std::to_string(pairs) + " pairs of " + std::to_string(pq) + " tokens do not fit: at most " +
-                         std::to_string(most) + " (the first context block holds " + std::to_string(block) +
-                         " of model.seq_len " + std::to_string(shape.seq_len) + " tokens, the queries as many again; " +
-                         std::to_string(keys) + " distinct keys)");
-  shape.pairs = int(pairs);
-  return shape;
-}
 
 void recall_record(const RecallShape& shape, uint64_t seed, RecallStream stream, uint64_t index,
                    std::vector<int32_t>& tokens, std::vector<AnswerKind>& answer) {
@@ -92,7 +33,7 @@ void recall_record(const RecallShape& shape, uint64_t seed, RecallStream stream,
   // Distinct keys (a partial shuffle of the letters for one-letter keys).
   std::vector<std::vector<int32_t>> keys;
   if (kt == 1) {
-    const int n = shape.fused ? kFusedKeys : kLetterCount;
+    const int n = shape.fused ? kRecallFusedKeys : kRecallLetters;
     std::vector<int32_t> letters(kLetters, kLetters + n);
     for (int64_t i = 0; i < P; ++i) {
       std::swap(letters[size_t(i)], letters[size_t(i + int64_t(rng.below(uint64_t(n - i))))]);
@@ -102,7 +43,7 @@ void recall_record(const RecallShape& shape, uint64_t seed, RecallStream stream,
     std::set<std::vector<int32_t>> seen;
     while (int64_t(keys.size()) < P) {
       std::vector<int32_t> key;
-      for (int64_t j = 0; j < kt; ++j) key.push_back(kLetters[rng.below(kLetterCount)]);
+      for (int64_t j = 0; j < kt; ++j) key.push_back(kLetters[rng.below(kRecallLetters)]);
       if (seen.insert(key).second) keys.push_back(key);
     }
   }

@@ -21,20 +21,9 @@
 #include <vector>
 
 #include "runtime/data/batch.h"
-#include "runtime/scenario/scenario.h"
+#include "runtime/scenario/recall_shape.h"
 
 namespace lowband::data {
-
-struct RecallShape {
-  int64_t seq_len = 0;
-  int pairs = 0;         // key→value pairs per sequence (0: as many as fit)
-  int key_tokens = 1;    // letters per key (52 choices each)
-  int value_tokens = 1;  // digits per value (10 choices each)
-  bool fused = false;    // a pair is one byte 128 + key·10 + value (keys a..l), queries as text
-  // (seq_len): the context rank whose forward pass predicts target t (owns input
-  // position t). All zero: one rank, every answer local.
-  std::vector<int> owner;
-};
 
 // What each target is: not an answer, an answer only remote K/V carry, or an
 // answer whose pair the predicting rank holds itself.
@@ -44,17 +33,6 @@ struct RecallBatch {
   Batch batch;
   std::vector<AnswerKind> answer;  // (batch_size, seq_len), per target
 };
-
-// Which rank owns each of seq_len positions under the scenario's context split
-// (contiguous: T/P each; zigzag: chunks r and 2P-1-r of T/(2P)).
-std::vector<int> context_owners(const Scenario& s);
-
-// The shape for a scenario (training.recall_*), pairs resolved. InputError at
-// training.recall_pairs (or _key_tokens) when they do not fit the first block.
-RecallShape recall_shape(const Scenario& s);
-
-// The leading positions the first rank holds: where the pairs must fit.
-int64_t recall_pair_block(const RecallShape& shape);
 
 // Streams: training batches and validation sequences never share a record.
 enum class RecallStream : uint64_t { train = 1, validation = 2 };

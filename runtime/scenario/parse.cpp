@@ -5,10 +5,10 @@
 #include <tuple>
 
 #include "common/error.h"
-#include "runtime/data/recall.h"
 #include "runtime/scenario/fields.h"
 #include "runtime/scenario/load.h"
 #include "runtime/scenario/parse_internal.h"
+#include "runtime/scenario/recall_shape.h"
 
 namespace lowband::scenario_detail {
 
@@ -253,7 +253,7 @@ void check_recall(const Scenario& s) {
     fail("training.tokenizer", "data_source \"recall\" generates byte tokens: expected \"byte\"",
          {"training.data_source"});
   try {
-    data::recall_shape(s);
+    recall_shape(s);
   } catch (const InputError& e) {
     const std::string what = e.what();
     fail(e.place(), what.substr(std::min(what.size(), e.place().size() + 2)),

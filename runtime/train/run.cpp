@@ -90,7 +90,7 @@ struct RunData {
   data::SplitTokens split;
   data::BatchShape shape;
   std::vector<data::Batch> validation;
-  std::optional<data::RecallShape> recall;
+  std::optional<RecallShape> recall;
   int recall_eval_batches = 0;
 
   data::Batch train_batch(uint64_t seed, int k) const {
@@ -110,7 +110,7 @@ struct RunData {
 RunData recall_run_data(const Scenario& s, std::ostream* log) {
   RunData d;
   d.shape = {s.model.seq_len, s.training.batch_size};
-  d.recall = data::recall_shape(s);
+  d.recall = recall_shape(s);
   d.dataset.tokenizer = "byte";
   d.dataset.vocab_size = 256;
   d.dataset.generated = true;

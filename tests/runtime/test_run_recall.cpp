@@ -23,7 +23,7 @@ TEST_F(RunRecall, EvaluationsCountTheMarkedAnswers) {
   const RunResult r = run_training(s, options);
   ASSERT_FALSE(r.diverged);
   // The answer targets of the 3 validation batches, counted from the generator itself.
-  const data::RecallShape shape = data::recall_shape(s);
+  const RecallShape shape = recall_shape(s);
   double remote = 0, local = 0;
   for (int i = 0; i < 3; ++i) {
     const data::RecallBatch v = data::recall_batch(shape, s.training.seed, data::RecallStream::validation,
