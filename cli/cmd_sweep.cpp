@@ -103,6 +103,12 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
   const bool slurm = a.launcher == "slurm";
   for (const char* flag : kSlurmFlags)
     if (cmd.count(flag) && !slurm) throw InputError(flag, "is an sbatch option: only with --launcher slurm");
+  // Each goes on a #SBATCH line of the script: a line break would start a line of shell.
+  std::vector<std::pair<const char*, std::string>> sbatch_values = {{"--sbatch-time", a.slurm.time},
+      {"--sbatch-mem", a.slurm.mem}, {"--partition", a.slurm.partition}, {"--account", a.slurm.account}};
+  for (const std::string& e : a.slurm.extra) sbatch_values.emplace_back("--sbatch", e);
+  for (const auto& [flag, value] : sbatch_values)
+    if (value.find_first_of("\r\n") != std::string::npos) throw InputError(flag, "must be one line");
   if (cmd.count("--training") && (a.resume.empty() || slurm))
     throw InputError("--training", "trains one training of the sweep in --resume DIR (what a cluster's array task "
                                    "runs), not with --launcher");

@@ -157,7 +157,7 @@ bool SweepRun::take_training(size_t g) {
   const std::string path = (dir_ / "groups" / ("g" + std::to_string(g + 1) + ".lock")).string();
   training_lock_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (training_lock_ < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
-  return ::flock(training_lock_, LOCK_EX | LOCK_NB) == 0;  // held until this process exits
+  return ::flock(training_lock_, LOCK_EX | LOCK_NB) == 0;  // held until this SweepRun ends
 }
 
 void SweepRun::mark_todo() {
@@ -233,7 +233,6 @@ void SweepRun::finish(const Running& r, int status) {
   GroupResult g = read_group_result(r.group_file);
   if (!g.ok && g.message == "the worker wrote no result")
     g.message = "the sweep worker " + exit_description(status) + " (log: " + r.log_file + ")";
-
   for (size_t i : plan_.groups[r.group]) {
     if (result_.states[i].status == PointStatus::done) continue;
     result_.states[i].status = g.ok ? PointStatus::done : PointStatus::failed;
@@ -286,12 +285,16 @@ SweepResult SweepRun::run() {
   if (!one_training()) train::remove_stale_temp_files(dir_.string());  // else another's may be in flight
 
   result_.states = previous_states(plan_, dir_.string(), one_training());
-  mark_todo();
-  if (one_training() && !todo_.empty() && !take_training(todo_.front())) {
-    if (options_.log)
-      *options_.log << "training " << options_.only_training << " is being trained by another process: nothing to do\n";
-    return result_;
+  if (one_training()) {
+    if (!take_training(size_t(options_.only_training - 1))) {
+      if (options_.log)
+        *options_.log << "training " << options_.only_training << " is being trained by another process: nothing to do\n";
+      return result_;
+    }
+    // Again, under the training's lock: what a task that held it before wrote.
+    result_.states = previous_states(plan_, dir_.string(), true);
   }
+  mark_todo();
   if (one_training() && todo_.empty() && options_.log)
     *options_.log << "training " << options_.only_training << " is done: nothing to do\n";
   if (!one_training()) write_file_atomically((dir_ / "sweep.json").string(), sweep_document(plan_.spec).dump(2) + "\n");

@@ -78,7 +78,9 @@ TEST_F(SweepSlurm, DryRunPrintsTheBatchScriptAndWritesNothing) {
   // sbatch's options belong to the launcher that uses them; one training to a sweep directory.
   for (const std::string& bad : {std::string("sweep --builtin default --dry-run --partition short"),
                                  std::string("sweep --builtin default --training 1"),
-                                 "sweep --resume " + out.string() + " --training 1 --launcher slurm"}) {
+                                 "sweep --resume " + out.string() + " --training 1 --launcher slurm",
+                                 // one line each: the script's #SBATCH lines would otherwise run shell
+                                 "sweep --builtin default --launcher slurm --dry-run --partition \"$(printf 'a\\necho hi')\""}) {
     r = run(bad);
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.err;
     EXPECT_EQ(lines(r.err), 1) << r.err;
