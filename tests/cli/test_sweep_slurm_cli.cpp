@@ -80,7 +80,8 @@ TEST_F(SweepSlurm, DryRunPrintsTheBatchScriptAndWritesNothing) {
                                  std::string("sweep --builtin default --training 1"),
                                  "sweep --resume " + out.string() + " --training 1 --launcher slurm",
                                  // one line each: the script's #SBATCH lines would otherwise run shell
-                                 "sweep --builtin default --launcher slurm --dry-run --partition \"$(printf 'a\\necho hi')\""}) {
+                                 std::string("sweep --builtin default --launcher slurm --dry-run --partition "
+                                             "\"$(printf 'a\\necho hi')\"")}) {
     r = run(bad);
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.err;
     EXPECT_EQ(lines(r.err), 1) << r.err;
