@@ -23,9 +23,12 @@ const char* to_string(Collective collective) {
   return "?";
 }
 
-const char* to_string(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::direct ? "direct" : "ring";
+const Words<AllReduceAlgorithm>& all_reduce_algorithm_words() {
+  static const Words<AllReduceAlgorithm> words = {{"ring", AllReduceAlgorithm::ring}, {"direct", AllReduceAlgorithm::direct}};
+  return words;
 }
+
+const char* to_string(AllReduceAlgorithm algorithm) { return word_of(all_reduce_algorithm_words(), algorithm).c_str(); }
 
 namespace {
 

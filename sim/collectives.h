@@ -40,6 +40,7 @@ const char* to_string(Collective collective);
 // either way; ring takes 2(p-1) latencies on one link per rank, direct 2 latencies
 // on every link at once. Both sum each element in ring order (comm/communicator.h).
 enum class AllReduceAlgorithm { ring, direct };
+const Words<AllReduceAlgorithm>& all_reduce_algorithm_words();  // as parallel.all_reduce spells them
 const char* to_string(AllReduceAlgorithm algorithm);
 using RankDeps = std::vector<std::vector<TaskId>>;
 

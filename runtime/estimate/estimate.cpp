@@ -124,7 +124,7 @@ PipelineSection pipeline_section(const Scenario& s, int stages, const LayoutStep
   PipelineSection p;
   p.stages = stages;
   p.microbatches = s.parallel.microbatches;
-  p.schedule = s.parallel.schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b";
+  p.schedule = word_of(pipeline_schedule_words(), s.parallel.schedule);
   for (size_t i = 0; i < steps.graphs.size(); ++i) {
     const sim::ReplayResult& r = replayed[i];
     double idle = 0;

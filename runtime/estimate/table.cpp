@@ -84,8 +84,8 @@ void scenario_block(const Scenario& s, const Estimate& e, std::string& out) {
   row("layout", describe_layout(s, e));
   if (e.context)
     row("context ranks", std::to_string(m.seq_len) + " tokens x " + std::to_string(s.training.batch_size) + " seq, " +
-                             (p.split == CpSplit::zigzag ? "zigzag" : "contiguous") + ", " +
-                             (p.exchange == CpExchange::ring ? "ring" : "all_gather") +
+                             word_of(cp_split_words(), p.split) + ", " +
+                             word_of(cp_exchange_words(), p.exchange) +
                              (p.overlap ? ", overlapped" : ", not overlapped") +
                              (e.context->sequences_in_flight > 1
                                   ? ", " + std::to_string(e.context->sequences_in_flight) + " in flight per rank"

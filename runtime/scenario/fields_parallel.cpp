@@ -53,7 +53,7 @@ Section parallel_section() {
                 "others compute (needs `pipeline` or `context` > 1)",
                 "2"}),
        choice("schedule", p, &ParallelConfig::schedule,
-              {{"1f1b", PipelineSchedule::one_f_one_b}, {"gpipe", PipelineSchedule::gpipe}},
+              pipeline_schedule_words(),
               {"`\"1f1b\"`",
                "order of each stage's microbatch forwards (F) and backwards (B): gpipe runs every F then every B; 1f1b "
                "alternates after a warm-up, holding at most `pipeline` microbatches' activations",
@@ -82,15 +82,15 @@ Section parallel_section() {
                  "replica or with boundary method `none`, where it would do nothing); with `parallel.data` every "
                  "replica follows `compression.boundary`",
                  R"([{"pipeline": 2, "context": 4, "nodes": [8, 9, 10, 11, 12, 13, 14, 15]}])"}),
-       choice("split", p, &ParallelConfig::split, {{"zigzag", CpSplit::zigzag}, {"contiguous", CpSplit::contiguous}},
+       choice("split", p, &ParallelConfig::split, cp_split_words(),
               {"`\"zigzag\"`", "zigzag: each rank holds one chunk from each end (balances causal attention)",
                "\"contiguous\""}),
-       choice("exchange", p, &ParallelConfig::exchange, {{"ring", CpExchange::ring}, {"all_gather", CpExchange::all_gather}},
+       choice("exchange", p, &ParallelConfig::exchange, cp_exchange_words(),
               {"`\"ring\"`", "how K/V travel between ranks", "\"all_gather\""}),
        // Written only when not the ring, so that run directories and checkpoints from
        // before the key read as the same scenario.
        written_unless_ring(choice("all_reduce", p, &ParallelConfig::all_reduce,
-                {{"ring", sim::AllReduceAlgorithm::ring}, {"direct", sim::AllReduceAlgorithm::direct}},
+                sim::all_reduce_algorithm_words(),
                 {"`\"ring\"`",
                  "how every all-reduce (gradient sync, loss, codec) moves its bytes: `ring` — 2(P-1) rounds, one "
                  "link per rank; `direct` — each rank sends block j to rank j, then each sends its summed block "

@@ -21,6 +21,22 @@ OwnerKv default_owner_kv(CompressionMethod method) {
   return method == CompressionMethod::mos ? OwnerKv::reconstructed : OwnerKv::exact;
 }
 
+const Words<CpSplit>& cp_split_words() {
+  static const Words<CpSplit> words = {{"zigzag", CpSplit::zigzag}, {"contiguous", CpSplit::contiguous}};
+  return words;
+}
+
+const Words<PipelineSchedule>& pipeline_schedule_words() {
+  static const Words<PipelineSchedule> words = {{"1f1b", PipelineSchedule::one_f_one_b},
+                                                {"gpipe", PipelineSchedule::gpipe}};
+  return words;
+}
+
+const Words<CpExchange>& cp_exchange_words() {
+  static const Words<CpExchange> words = {{"ring", CpExchange::ring}, {"all_gather", CpExchange::all_gather}};
+  return words;
+}
+
 const Words<MosRotation>& mos_rotation_words() {
   static const Words<MosRotation> words = {
       {"learned", MosRotation::learned}, {"fixed", MosRotation::fixed}, {"random", MosRotation::random}};

@@ -32,10 +32,13 @@ struct ModelConfig {
 };
 
 enum class CpSplit { contiguous, zigzag };
+const Words<CpSplit>& cp_split_words();
 // The order in which a pipeline stage runs its microbatches' forwards (F) and
 // backwards (B) within a step (runtime/parallel/pipeline/schedule.h).
 enum class PipelineSchedule { gpipe, one_f_one_b };
+const Words<PipelineSchedule>& pipeline_schedule_words();
 enum class CpExchange { ring, all_gather };
+const Words<CpExchange>& cp_exchange_words();
 
 // One data-parallel replica of a heterogeneous layout (parallel.replicas): its
 // own pipeline and context degrees, the network nodes of its ranks (stage-major,
