@@ -39,7 +39,6 @@ struct SweepArgs {
   sweep::SlurmOptions slurm;
 };
 
-const char* const kSlurmFlags[] = {"--sbatch-time", "--sbatch-mem", "--partition", "--account", "--sbatch"};
 
 // The program itself, started again for each training (runtime/sweep/worker.h).
 std::string self_executable() {
@@ -101,14 +100,15 @@ void submit_sweep(const sweep::SweepPlan& plan, const SweepArgs& a, const std::s
 
 void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
   const bool slurm = a.launcher == "slurm";
-  for (const char* flag : kSlurmFlags)
+  const std::vector<std::pair<const char*, std::vector<std::string>>> sbatch_options = {
+      {"--sbatch-time", {a.slurm.time}}, {"--sbatch-mem", {a.slurm.mem}}, {"--partition", {a.slurm.partition}},
+      {"--account", {a.slurm.account}}, {"--sbatch", a.slurm.extra}};
+  for (const auto& [flag, values] : sbatch_options) {
     if (cmd.count(flag) && !slurm) throw InputError(flag, "is an sbatch option: only with --launcher slurm");
-  // Each goes on a #SBATCH line of the script: a line break would start a line of shell.
-  std::vector<std::pair<const char*, std::string>> sbatch_values = {{"--sbatch-time", a.slurm.time},
-      {"--sbatch-mem", a.slurm.mem}, {"--partition", a.slurm.partition}, {"--account", a.slurm.account}};
-  for (const std::string& e : a.slurm.extra) sbatch_values.emplace_back("--sbatch", e);
-  for (const auto& [flag, value] : sbatch_values)
-    if (value.find_first_of("\r\n") != std::string::npos) throw InputError(flag, "must be one line");
+    // Each goes on a #SBATCH line of the script: a line break would start a line of shell.
+    for (const std::string& value : values)
+      if (value.find_first_of("\r\n") != std::string::npos) throw InputError(flag, "must be one line");
+  }
   if (cmd.count("--training") && (a.resume.empty() || slurm))
     throw InputError("--training", "trains one training of the sweep in --resume DIR (what a cluster's array task "
                                    "runs), not with --launcher");

@@ -15,6 +15,12 @@ namespace {
 
 std::string replica_path(size_t q) { return "parallel.replicas." + std::to_string(q); }
 
+// Whether some replica has more than one pipeline stage.
+bool has_stages(const ParallelConfig& p) {
+  return p.pipeline > 1 ||
+         std::any_of(p.replicas.begin(), p.replicas.end(), [](const ReplicaConfig& r) { return r.pipeline > 1; });
+}
+
 // Keys that would have no effect in this layout: refused rather than ignored.
 void check_keys_in_effect(const Scenario& s) {
   const ParallelConfig& p = s.parallel;
@@ -31,8 +37,7 @@ void check_keys_in_effect(const Scenario& s) {
                                         "expected \"all_reduce\"",
          {"parallel.context", "parallel.pipeline", "parallel.replicas"});
   // Microbatches are a pipeline's, or the sequences a context rank keeps in flight.
-  const bool staged = p.pipeline > 1 || std::any_of(p.replicas.begin(), p.replicas.end(),
-                                                    [](const ReplicaConfig& r) { return r.pipeline > 1; });
+  const bool staged = has_stages(p);
   if (p.microbatches > 1 && !staged && p.context == 1)
     fail("parallel.microbatches", "splits a step over pipeline stages, or keeps several sequences in flight per "
                                   "context-parallel rank, but parallel.pipeline and parallel.context are 1: "
@@ -112,7 +117,7 @@ void check_dimension_keys_in_effect(const Scenario& s) {
   const std::vector<ReplicaConfig> shapes = replica_shapes(p);
   const int replicas = int(shapes.size());
   const int context = shapes.front().context;  // every replica's (check_replica_contexts)
-  const bool staged = std::any_of(shapes.begin(), shapes.end(), [](const ReplicaConfig& r) { return r.pipeline > 1; });
+  const bool staged = has_stages(p);
   if (p.schedule != PipelineSchedule::one_f_one_b && !staged)
     fail("parallel.schedule", "orders the microbatches of pipeline stages, but no replica has more than one stage: "
                               "leave it out", {"parallel.pipeline", "parallel.replicas"});
