@@ -8,7 +8,7 @@
 #include <string>
 
 #include "runtime/estimate/estimate.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"
 
@@ -48,7 +48,7 @@ Scenario cp512_scenario() {
 void BM_Replay512RankContextParallelStep(benchmark::State& state) {
   Scenario s = cp512_scenario();
   if (state.range(0) == 0) s.compression.weight_sync = WeightSync::sparse, s.compression.sync_every = 2;
-  const sim::StepGraph graph = parallel::build_context_parallel_step(s, state.range(0) != 0);
+  const sim::StepGraph graph = parallel::steady_step_graph(s, state.range(0) != 0);
   double step_seconds = 0;
   for (auto _ : state) {
     sim::ReplayResult r = sim::replay(s.network, graph);
@@ -66,7 +66,7 @@ void BM_Build512RankContextParallelStep(benchmark::State& state) {
   const Scenario s = cp512_scenario();
   size_t tasks = 0;
   for (auto _ : state) {
-    sim::StepGraph graph = parallel::build_context_parallel_step(s);
+    sim::StepGraph graph = parallel::steady_step_graph(s);
     benchmark::DoNotOptimize(graph);
     tasks = graph.tasks().size();
   }

@@ -1,7 +1,7 @@
-// Where `lowband estimate` of a context-parallel scenario spends its time and
-// memory, phase by phase: the dry run of every rank (their logs), the assembly
-// of the step graph from the logs, and the replay on SimGrid; with the sizes of
-// each (events, tasks, transfers, dependencies) and the peak RSS after each.
+// Where `lowband estimate` of a scenario spends its time and memory, phase by
+// phase: its trainer built dry, one dry step of every rank (their logs), the
+// assembly of the step graph from the logs, and the replay on SimGrid; with the sizes of
+// each (tasks, transfers, dependencies) and the peak RSS after each.
 //   build/bench_estimate_phases SCENARIO [KEY=VALUE]... [--no-replay]
 //   build/bench_estimate_phases scenarios/mos-paper-mos-300mbps.json
 //       parallel.context=512 network.nodes=512
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/recording.h"
-#include "runtime/parallel/dry_run.h"
+#include "runtime/parallel/dry_steps.h"
+#include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"
 
@@ -52,24 +52,20 @@ int main(int argc, char** argv) {
   const bool no_replay = std::find(sets.begin(), sets.end(), "--no-replay") != sets.end();
   sets.erase(std::remove(sets.begin(), sets.end(), "--no-replay"), sets.end());
   const Scenario s = load_scenario_file(argv[1], sets);
-  const int C = s.parallel.context;
-  const int step = parallel::steady_step(s, true);
   Clock clock;
 
-  parallel::DryGroup world;
-  for (int c = 0; c < C; ++c) world.ranks.push_back(c);
-  std::vector<comm::RankLog> logs(static_cast<size_t>(C));
-  for (int c = 0; c < C; ++c) parallel::dry_context_rank(s, c, step, world, logs[size_t(c)]);
-  const double dry = clock.lap();
-  size_t events = 0;
-  for (const comm::RankLog& log : logs) events += log.events().size();
-  std::printf("dry run     %8.3f s  %zu events (%zu B each)  peak %.0f MB\n", dry, events, sizeof(comm::RankLog::Record),
-              peak_mb());
-
-  std::vector<const comm::RankLog*> views;
-  for (const comm::RankLog& log : logs) views.push_back(&log);
-  sim::StepGraph graph = comm::assemble_step_graph(views);
-  const double assemble = clock.lap();
+  // The trainer run dry (parallel/dry_steps.h): its ranks in turn, then the
+  // assembly of their logs, which the step's record times.
+  parallel::LayoutTrainer trainer(s, parallel::LayoutTrainer::Dry{});
+  const double built = clock.lap();
+  std::printf("trainer     %8.3f s  %d ranks  peak %.0f MB\n", built, trainer.ranks(), peak_mb());
+  const std::vector<int32_t> tokens(size_t(s.training.batch_size) * size_t(s.model.seq_len), 0);
+  parallel::StepRecord rec =
+      trainer.train_step(parallel::steady_step(s, true), tokens.data(), tokens.data(), s.training.batch_size);
+  const double step = clock.lap();
+  sim::StepGraph graph = std::move(rec.graph);
+  std::printf("dry step    %8.3f s  peak %.0f MB\n", step - rec.record_wall_seconds, peak_mb());
+  const double assemble = rec.record_wall_seconds;
   size_t transfers = 0, deps = 0;
   for (size_t i = 0; i < graph.size(); ++i) {
     transfers += graph.records()[i].kind == sim::TaskKind::transfer;
@@ -90,8 +86,6 @@ int main(int argc, char** argv) {
     std::printf("  %-16s %9zu compute  %9zu transfers  %.4g bytes\n", graph.tag_names()[k].c_str(), n_compute[k],
                 n_transfer[k], bytes[k]);
   if (no_replay) return 0;
-  logs.clear();
-  logs.shrink_to_fit();
   clock.lap();
 
   const sim::ReplayResult r = sim::replay(s.network, graph);

@@ -40,4 +40,16 @@ std::unique_ptr<Communicator> NullCommunicator::split(int) {
   throw std::logic_error("null communicator: split needs every rank's colour, which a dry rank does not see");
 }
 
+std::unique_ptr<Communicator> NullCommunicator::split_known(const std::vector<int>& colors) {
+  if (colors.size() != size_t(size_))
+    throw std::logic_error("null communicator: " + std::to_string(colors.size()) + " colors for " +
+                           std::to_string(size_) + " ranks");
+  const int color = colors[size_t(rank_)];
+  if (color < 0) return nullptr;
+  int rank = 0, size = 0;
+  for (int r = 0; r < size_; ++r)
+    if (colors[size_t(r)] == color) rank += r < rank_, ++size;
+  return std::make_unique<NullCommunicator>(rank, size);
+}
+
 }  // namespace lowband::comm

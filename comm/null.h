@@ -1,6 +1,6 @@
 #pragma once
 // A transport that moves nothing, for dry runs (shapes only: kernels::Device::dry,
-// runtime/parallel/dry_run.h): sends complete at once, receives deliver nothing
+// LayoutTrainer run dry, runtime/parallel/dry_steps.h): sends complete at once, receives deliver nothing
 // (recv leaves the buffer as it is, recv_message leaves `out` empty), collectives
 // return at once with the data untouched. Wrapped by comm::RecordingCommunicator
 // it still logs every call with its bytes, so the ranks' programs can run one
@@ -35,6 +35,9 @@ class NullCommunicator final : public Communicator {
   void broadcast(void* data, int64_t count, DType type, int root, const Wire& wire) override;
   // The other ranks' colours are not known on one rank: std::logic_error.
   std::unique_ptr<Communicator> split(int color) override;
+  // Where every rank's colour is given (a layout's groups), the group's null
+  // communicator: this rank's place among the ranks of its colour.
+  std::unique_ptr<Communicator> split_known(const std::vector<int>& colors) override;
 
   using Communicator::all_reduce_sum;
   using Communicator::broadcast;

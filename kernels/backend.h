@@ -8,7 +8,7 @@
 // Device::dry is shapes only, as PyTorch's meta tensors: alloc hands out an
 // address that nothing reads or writes, copies and kernels return at once (0
 // where they return a value). A dry run of the rank programs
-// (runtime/parallel/dry_run.h) goes through their calls, and so their messages
+// (runtime/parallel/dry_steps.h) goes through their calls, and so their messages
 // and their profile-timed compute, without allocating or computing anything.
 #include <cstddef>
 

@@ -1,6 +1,6 @@
 #pragma once
 // The codecs' dry modes. A K/V codec's (shapes only: a dry run of the rank programs,
-// runtime/parallel/dry_run.h): it wraps the scenario's real codec for what does
+// runtime/parallel/dry_steps.h): it wraps the scenario's real codec for what does
 // not depend on values (its description, its message sizes and phase, its
 // parameter count, the size of its error sums) and skips the arithmetic:
 // encode and encode_gradient give messages of no values that carry the modelled

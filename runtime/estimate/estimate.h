@@ -2,7 +2,7 @@
 // `lowband estimate`: one training step of the scenario's layout (context ranks,
 // pipeline stages of them, or data-parallel replicas of either; parallel::layout_kind,
 // the rule LayoutTrainer composes its ranks by), from the training's own rank programs run dry
-// (runtime/parallel/dry_run.h), replayed on the SimGrid network (sim/replay.h).
+// (runtime/parallel/dry_steps.h), replayed on the SimGrid network (sim/replay.h).
 //
 // One result for every layout: the figures every step has, each defined once
 // here, and a section for each part of the layout that applies (they compose: a

@@ -1,7 +1,8 @@
 #pragma once
-// The step graphs `estimate` replays for a scenario's layout, from the one place
-// that picks the graph builder by parallel::layout_kind (as LayoutTrainer composes
-// its ranks), and what each replica's messages would carry uncompressed.
+// The step graphs `estimate` replays for a scenario's layout: its trainer's own
+// steps run dry (parallel/dry_steps.h), the one that syncs and, with a periodic
+// sync, one between; and what each replica's messages would carry uncompressed
+// (the trainer's compressed_traffic_of).
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ struct LayoutSteps {
   int period_steps = 1;
   double tokens = 0, model_flops = 0;
   std::vector<std::string> replica_shapes;  // data layouts
-  std::vector<double> part_message_bytes;   // diloco / sparseloco
+  std::vector<double> part_message_bytes;   // diloco / sparseloco: one holder's message per part
 };
 
 LayoutSteps build_layout_steps(const Scenario& scenario);

@@ -8,11 +8,13 @@
 #include <utility>
 
 #include "common/error.h"
+#include "runtime/compress/dry_codec.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/parallel/context/kv_agreement.h"
 #include "runtime/parallel/context/rank.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/context/costs.h"
 #include "runtime/parallel/data/replicas.h"
+#include "runtime/parallel/pipeline/costs.h"
 #include "runtime/parallel/pipeline/rank.h"
 #include "runtime/parallel/rank_state.h"
 #include "runtime/scenario/layout_check.h"
@@ -34,9 +36,16 @@ const char* world_key(const ParallelConfig& p) {
 }  // namespace
 
 LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, comm::Communicator* comm)
-    : scenario_(s), timing_(timing), k_(&training_backend(s.training)), layout_(s.parallel), R_(0),
-      shapes_(replica_shapes(s.parallel)), first_rank_(replica_first_ranks(shapes_)),
-      world_(layout_.ranks(), comm, world_key(s.parallel)) {
+    : LayoutTrainer(s, timing, training_backend(s.training),
+                    RankWorld(Layout(s.parallel).ranks(), comm, world_key(s.parallel))) {}
+
+LayoutTrainer::LayoutTrainer(const Scenario& s, Dry)
+    : LayoutTrainer(s, ComputeTiming::profile, kernels::backend(kernels::Device::dry),
+                    RankWorld(Layout(s.parallel).ranks(), RankWorld::Dry{})) {}
+
+LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, const kernels::Backend& k, RankWorld world)
+    : scenario_(s), timing_(timing), k_(&k), layout_(s.parallel), R_(0), shapes_(replica_shapes(s.parallel)),
+      first_rank_(replica_first_ranks(shapes_)), world_(std::move(world)) {
   R_ = int(shapes_.size());
   model::check_model_config(s.model);
   check_layout();
@@ -49,12 +58,13 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, comm::Comm
     if (one.parallel.pipeline > 1)
       ranks_.push_back(std::make_unique<PipelineRank>(one, at.stage, at.context_rank, *k_, timing, world_.log(r)));
     else
-      ranks_.push_back(std::make_unique<ContextRank>(one, i, compress::make_kv_codec(one), *k_, timing, world_.log(r)));
+      ranks_.push_back(std::make_unique<ContextRank>(one, i, compress::make_kv_codec_on(one, k_->device), *k_, timing,
+                                                     world_.log(r)));
   }
   holdings_.resize(ranks_.size());
   constrained_.resize(ranks_.size());
   if (local_steps()) {
-    start_constrained();
+    if (!dry()) start_constrained();  // values only: a dry run has none
     build_outer_syncs();
   }
   // Boundaries that centre on the embedding start from its initial snapshot:
@@ -68,12 +78,22 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, comm::Comm
 LayoutTrainer::~LayoutTrainer() = default;
 
 void LayoutTrainer::check_layout() const {
-  if (R_ > 1) return check_replicas(scenario_);
   const ParallelConfig& p = scenario_.parallel;
-  if (p.pipeline == 1) {
+  if (R_ > 1) {
+    check_replicas(scenario_);
+    if (scenario_.network.nodes < p.ranks() && p.placement.empty())
+      throw InputError("network.nodes",
+                       std::to_string(scenario_.network.nodes) + " nodes for " + std::to_string(p.ranks()) + " ranks");
+  } else if (p.pipeline == 1) {
     check_context_parallel(scenario_);  // the split, the nodes and the batch (InputError)
   } else {
+    PipelineCosts{scenario_};           // the pipeline's keys
     lowband::check_layout(scenario_);  // tied embeddings, weight syncs that stages of context ranks do not run
+    const int P = p.pipeline, C = p.context;
+    if (scenario_.network.nodes < P * C)
+      throw InputError("network.nodes", std::to_string(scenario_.network.nodes) + " nodes for " + std::to_string(P) +
+                                            " pipeline stages" +
+                                            (C > 1 ? " x " + std::to_string(C) + " context ranks" : ""));
   }
 }
 
@@ -159,7 +179,8 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
   // Every rank has the lr; the norm and K/V errors are the first local rank's, and
   // with one replica its loss and weight sync too (every rank of a replica has them).
   StepRecord rec = close_step_record(world_, scenario_, step, results[size_t(world_.local_ranks()[0])], kernel, record);
-  const bool whole_context_group = R_ == 1 && scenario_.parallel.pipeline == 1 && int(ranks_.size()) == ranks();
+  const bool whole_context_group =
+      !dry() && R_ == 1 && scenario_.parallel.pipeline == 1 && int(ranks_.size()) == ranks();
   if (whole_context_group && !rec.kv_reconstruction_error_k.empty()) {  // compressing
     const auto start = std::chrono::steady_clock::now();
     std::vector<const ContextAttention*> group;

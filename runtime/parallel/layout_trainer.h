@@ -42,6 +42,13 @@
 // The models, optimisers and attention run on training.backend's kernels
 // (kernels/backend.h); codecs and transports work in host memory.
 //
+// Run dry (LayoutTrainer(scenario, Dry{}); `estimate`, dry_steps.h) the same
+// trainer composes the same ranks on the dry kernels (kernels::Device::dry:
+// shapes only, nothing of the model's size allocated), with their codecs and
+// outer syncs in their dry modes, profile timing, and a RankWorld that runs the
+// ranks in turn over null transports under the recording communicator: a step
+// records the graph a real step of the scenario records, task for task.
+//
 // Checkpoint state: one format for every layout (rank_state.h).
 #include <cstdint>
 #include <functional>
@@ -71,7 +78,12 @@ class LayoutTrainer final : public Trainer {
   // process is comm's rank (comm.size() must be the layout's ranks).
   LayoutTrainer(const Scenario& scenario, ComputeTiming timing = ComputeTiming::measured,
                 comm::Communicator* comm = nullptr);
+  // The trainer run dry (above): its steps' losses mean nothing, their graphs
+  // everything; checkpoints and evaluation are not for it.
+  struct Dry {};
+  LayoutTrainer(const Scenario& scenario, Dry);
   ~LayoutTrainer() override;
+  bool dry() const { return k_->device == kernels::Device::dry; }
 
   int ranks() const override { return layout_.ranks(); }
   int replicas() const { return R_; }
@@ -115,6 +127,7 @@ class LayoutTrainer final : public Trainer {
     BoundaryConstraint constraint;
     std::vector<float> fixed;  // E_fixed where the rank holds the embedding, else empty
   };
+  LayoutTrainer(const Scenario& scenario, ComputeTiming timing, const kernels::Backend& k, RankWorld world);
   bool local_steps() const;  // diloco / sparseloco: replicas step alone between outer steps
   void check_layout() const;
   // fn(rank, world, replica) on every local rank; with one replica `replica` is `world`.

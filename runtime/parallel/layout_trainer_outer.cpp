@@ -37,6 +37,10 @@ int constrained_end(const Scenario& one) {
   return subspace(one) ? one.parallel.stage_first_layer(one.parallel.pipeline - 1, one.model.layers) : 0;
 }
 
+// A part's parameters in the rank's host view; null in a dry run's empty one.
+float* at(std::vector<float>& host, int64_t offset) { return host.empty() ? nullptr : host.data() + offset; }
+const float* at(const std::vector<float>& host, int64_t offset) { return host.empty() ? nullptr : host.data() + offset; }
+
 }  // namespace
 
 void LayoutTrainer::start_constrained() {
@@ -81,6 +85,7 @@ void LayoutTrainer::start_constrained() {
 }
 
 std::vector<float> LayoutTrainer::sync_view(int r) const {
+  if (dry()) return {};  // no weights
   const size_t li = size_t(world_.local_index(r));
   const model::Model& m = ranks_[li]->model();
   std::vector<float> host = m.params_to_host();
@@ -103,7 +108,7 @@ void LayoutTrainer::build_outer_syncs() {
       holdings_[li].push_back({p, offset,
                                std::make_unique<sync::OuterSync>(scenario_.parallel.data_sync,
                                                                  model::ParamLayout(scenario_.model, part.span()),
-                                                                 host.data() + offset)});
+                                                                 at(host, offset))});
     }
   }
 }
@@ -145,16 +150,17 @@ void LayoutTrainer::outer_step(int r, const std::vector<comm::Communicator*>& pa
   const auto since_t0 = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   for (Holding& h : holdings_[li]) {
     t0 = std::chrono::steady_clock::now();
-    h.sync->start(*part_groups[size_t(h.part)], host.data() + h.offset,
+    h.sync->start(*part_groups[size_t(h.part)], at(host, h.offset),
                   [&] { span(sync::OuterSync::before_exchange_cost(config, h.sync->elements()), since_t0()); });
   }
   if (!holdings_[li].empty()) part_groups[size_t(holdings_[li].front().part)]->wait_deferred();
   world_.log(r).join_deferred();
   for (Holding& h : holdings_[li]) {
     t0 = std::chrono::steady_clock::now();
-    h.sync->finish(host.data() + h.offset);
+    h.sync->finish(at(host, h.offset));
     span(sync::OuterSync::after_exchange_cost(config, h.sync->elements()), since_t0());
   }
+  if (dry()) return;  // no weights to put back
   Constrained* con = constrained_[li].get();
   if (con)
     for (size_t i = 0; i < con->fixed.size(); ++i) host[size_t(m.layout().embedding()) + i] -= con->fixed[i];

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "comm/null.h"
 #include "common/error.h"
 
 #include "runtime/parallel/layout.h"
@@ -43,6 +44,11 @@ RankWorld::RankWorld(int ranks, comm::Communicator* comm, const std::string& key
   logs_.resize(1);
 }
 
+RankWorld::RankWorld(int ranks, Dry) : ranks_(ranks), dry_(true) {
+  for (int r = 0; r < ranks_; ++r) local_.push_back(r);
+  logs_.resize(size_t(ranks_));
+}
+
 int RankWorld::local_index(int rank) const {
   if (!external_) return rank >= 0 && rank < ranks_ ? rank : -1;
   return rank == external_->rank() ? 0 : -1;
@@ -57,6 +63,13 @@ void RankWorld::run(const std::function<void(int, comm::Communicator&)>& fn, boo
     fn(comm.rank(), recording);
   };
   if (external_) return one(*external_);
+  if (dry_) {
+    for (int r = 0; r < ranks_; ++r) {
+      comm::NullCommunicator null(r, ranks_);
+      one(null);
+    }
+    return;
+  }
   const int threads = omp_get_max_threads();  // a new thread starts from OpenMP's default
   world_->run([&](comm::Communicator& comm) {
     omp_set_num_threads(threads);

@@ -1,7 +1,9 @@
 #pragma once
 // The ranks a trainer drives and how they meet: P threads of one process joined
 // by a comm::InProcessWorld (whose baton lets one rank compute at a time), or
-// this process's one rank on a given communicator (MPI: `mpirun -np P`). Each
+// this process's one rank on a given communicator (MPI: `mpirun -np P`), or, for
+// a dry run (shapes only), P ranks in turn on the caller's thread, each on a
+// comm::NullCommunicator (no rank waits for another: none receives a value). Each
 // local rank has a comm::RankLog; a recorded step's graph is assembled from the
 // logs (under MPI gathered on rank 0, which alone gets the graph).
 #include <functional>
@@ -21,6 +23,8 @@ class RankWorld {
   // In-process when comm is null; else comm.size() must be `ranks`, or
   // InputError(`key`, "... processes (mpirun -np ranks)").
   RankWorld(int ranks, comm::Communicator* comm, const std::string& key);
+  struct Dry {};
+  RankWorld(int ranks, Dry);
 
   int ranks() const { return ranks_; }
   // The ranks this process holds, in order (in-process: all).
@@ -55,6 +59,7 @@ class RankWorld {
 
  private:
   int ranks_;
+  bool dry_ = false;
   comm::Communicator* external_ = nullptr;
   std::unique_ptr<comm::InProcessWorld> world_;
   std::vector<int> local_;

@@ -8,7 +8,6 @@
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/compress/make_codec.h"
 #include "runtime/parallel/context/costs.h"
-#include "runtime/parallel/context/step_graph.h"
 #include "runtime/parallel/layout_trainer.h"
 
 namespace lowband::parallel {
@@ -43,22 +42,33 @@ StepRecord close_step_record(RankWorld& world, const Scenario& scenario, int ste
 
 CompressedTraffic compressed_traffic_of(const Scenario& s) {
   const ModelConfig& m = s.model;
-  const int P = s.parallel.pipeline;
+  const int P = s.parallel.pipeline, C = s.parallel.context;
   auto uncompressed_kv = [](Scenario whole) {  // the K/V exchange of one replica of the whole model
     whole.parallel.pipeline = 1, whole.parallel.microbatches = 1, whole.parallel.stage_layers.clear();
     whole.parallel.data = 1, whole.parallel.replicas.clear(), whole.parallel.placement.clear();
     return ContextCosts(whole).uncompressed_kv_bytes();
   };
+  CompressedTraffic t;
   const std::string kv_codec = compress::make_kv_codec(s)->describe();
-  if (P == 1) return {"kv", {"kv", "dkv"}, kv_codec, uncompressed_kv(s)};
+  if (C > 1) t.uncompressed_kv_bytes = uncompressed_kv(s), t.kv_codec = kv_codec;
+  if (P == 1) {
+    t.name = "kv", t.kinds = {"kv", "dkv"}, t.codec = kv_codec;
+    t.uncompressed_bytes_per_step = uncompressed_kv(s);
+    return t;
+  }
   // Each of the P - 1 boundaries carries every microbatch's rows once each way.
-  const double dense =
+  t.uncompressed_boundary_bytes =
       2.0 * (P - 1) * double(s.training.batch_size) * double(m.seq_len) * m.d_model * m.bytes_per_element;
-  const std::string boundary_codec = compress::make_boundary_codec(s)->describe();
-  if (s.parallel.context == 1) return {"boundary", {"act", "act_grad"}, boundary_codec, dense};
+  t.boundary_codec = compress::make_boundary_codec(s)->describe();
+  t.uncompressed_bytes_per_step = t.uncompressed_boundary_bytes + t.uncompressed_kv_bytes;
+  if (C == 1) {
+    t.name = "boundary", t.kinds = {"act", "act_grad"}, t.codec = t.boundary_codec;
+    return t;
+  }
   // With context ranks inside: both codecs' messages, measured together.
-  return {"exchange", {"kv", "dkv", "act", "act_grad"}, "K/V: " + kv_codec + "; boundary: " + boundary_codec,
-          dense + uncompressed_kv(s)};
+  t.name = "exchange", t.kinds = {"kv", "dkv", "act", "act_grad"};
+  t.codec = "K/V: " + kv_codec + "; boundary: " + t.boundary_codec;
+  return t;
 }
 
 std::unique_ptr<Trainer> make_trainer(const Scenario& scenario, ComputeTiming timing, comm::Communicator* comm) {

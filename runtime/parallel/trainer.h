@@ -49,6 +49,11 @@ struct CompressedTraffic {
   std::vector<std::string> kinds;
   std::string codec;
   double uncompressed_bytes_per_step = 0;
+  // The same per exchange: the K/V messages ("kv", "dkv"; context ranks > 1) and
+  // the stage boundaries ("act", "act_grad"; stages > 1), and their codecs ("" where
+  // the replica has no such exchange).
+  double uncompressed_kv_bytes = 0, uncompressed_boundary_bytes = 0;
+  std::string kv_codec, boundary_codec;
   double sent(const sim::StepGraph& graph) const;  // those kinds' bytes, all ranks
 };
 

@@ -21,11 +21,14 @@ comm::Wire gather_wire(const DataSyncConfig& config, int64_t S, int replicas) {
 }  // namespace
 
 OuterSync::OuterSync(const DataSyncConfig& config, const model::ParamLayout& part, const float* params_host)
-    : config_(config), elements_(part.count()), theta_start_(params_host, params_host + part.count()) {
+    : config_(config), elements_(part.count()), message_bytes_(0), dry_(params_host == nullptr) {
   if (config.method == DataSyncMethod::all_reduce)
     throw std::invalid_argument("OuterSync: method all_reduce has no outer step (parallel::ReplicaSync sums the "
                                 "gradients every step)");
   if (config.inner_steps < 1) throw std::invalid_argument("OuterSync: inner_steps must be >= 1");
+  message_bytes_ = message_bytes(config, part);
+  if (dry_) return;  // no weights, no state
+  theta_start_.assign(params_host, params_host + elements_);
   if (config.method == DataSyncMethod::diloco) {
     momentum_.assign(size_t(elements_), 0.0f);
     return;
@@ -38,21 +41,9 @@ OuterSync::OuterSync(const DataSyncConfig& config, const model::ParamLayout& par
   error_.assign(size_t(elements_), 0.0f);
 }
 
-int64_t OuterSync::message_bytes() const {
-  return config_.method == DataSyncMethod::diloco ? int64_t(sizeof(float)) * elements_ : packed_bytes(plan_, codec_);
-}
-
-void OuterSync::exchange_sizes(comm::Communicator& data_group, const DataSyncConfig& config,
-                               const model::ParamLayout& part, bool deferred) {
-  const int replicas = data_group.size();
-  if (config.method == DataSyncMethod::diloco) {
-    data_group.all_reduce_sum(nullptr, part.count(), comm::DType::f32, comm::Wire("pseudo_grad", -1, deferred));
-    return;
-  }
-  const int64_t S = packed_bytes(part.tensors(), config.chunk, {config.topk_per_chunk, config.value_bits});
-  comm::Wire wire = gather_wire(config, S, replicas);
-  wire.deferred = deferred;
-  data_group.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(replicas), S), comm::DType::u8, wire);
+int64_t OuterSync::message_bytes(const DataSyncConfig& config, const model::ParamLayout& part) {
+  if (config.method == DataSyncMethod::diloco) return int64_t(sizeof(float)) * part.count();
+  return packed_bytes(part.tensors(), config.chunk, {config.topk_per_chunk, config.value_bits});
 }
 
 // Passes over the part's float32 values, each read or written once: the sync is
@@ -95,6 +86,18 @@ void OuterSync::start_collective(comm::Communicator& data_group, const float* pa
   Pending& p = pending_;
   p.started = true;
   p.replicas = data_group.size();
+  if (dry_) {  // the collective of the message's size, nothing computed
+    if (before_exchange) before_exchange();
+    if (config_.method == DataSyncMethod::diloco) {
+      data_group.all_reduce_sum(nullptr, n, comm::DType::f32, comm::Wire("pseudo_grad", -1, deferred));
+      return;
+    }
+    comm::Wire wire = gather_wire(config_, message_bytes_, p.replicas);
+    wire.deferred = deferred;
+    data_group.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(p.replicas), message_bytes_), comm::DType::u8,
+                          wire);
+    return;
+  }
   p.delta.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) p.delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
   if (config_.method == DataSyncMethod::diloco) {
@@ -121,8 +124,13 @@ OuterStats OuterSync::finish(float* params_host) {
   const int64_t n = elements_;
   OuterStats stats;
   stats.elements = n;
-  stats.wire_bytes = double(message_bytes());
+  stats.wire_bytes = double(message_bytes_);
   stats.sent = p.sent;
+  if (dry_) {
+    stats.outer_step = ++outer_steps_;
+    p = Pending{};
+    return stats;
+  }
   std::vector<float> g(static_cast<size_t>(n));
   if (config_.method == DataSyncMethod::diloco) {
     for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(p.delta[size_t(i)]) / p.replicas);

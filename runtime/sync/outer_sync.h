@@ -45,7 +45,10 @@ struct OuterStats {
 class OuterSync {
  public:
   // Throws std::invalid_argument for method all_reduce (the every-step gradient
-  // all-reduce is parallel::ReplicaSync's).
+  // all-reduce is parallel::ReplicaSync's). params_host null: a dry run's
+  // (kernels::Device::dry), which holds no weights: start() makes the
+  // collective of the message's size over data_group and computes nothing,
+  // finish() and rebase() change nothing.
   OuterSync(const DataSyncConfig& config, const model::ParamLayout& part, const float* params_host);
 
   // Whether the outer step follows inner step `step` (from 0): every H steps.
@@ -70,19 +73,18 @@ class OuterSync {
   // timing).
   static cost::Cost before_exchange_cost(const DataSyncConfig& config, int64_t elements);
   static cost::Cost after_exchange_cost(const DataSyncConfig& config, int64_t elements);
-  // One replica's message on the wire: diloco 4 bytes per parameter; sparseloco
-  // packed_bytes (pack.h).
-  int64_t message_bytes() const;
+  // One replica's message on the wire for `part`: diloco 4 bytes per parameter;
+  // sparseloco packed_bytes (pack.h).
+  static int64_t message_bytes(const DataSyncConfig& config, const model::ParamLayout& part);
+  int64_t message_bytes() const { return message_bytes_; }
   int64_t elements() const { return elements_; }
-  // The outer step's collective over `data_group` for `part`, of its sizes, and
-  // nothing drawn, kept or computed: a dry run's (comm/null.h), which holds no
-  // weights to start from; deferred as start() makes it.
-  static void exchange_sizes(comm::Communicator& data_group, const DataSyncConfig& config,
-                             const model::ParamLayout& part, bool deferred = false);
+  bool dry() const { return dry_; }
   // θ_start <- params_host: the caller moved the part's weights after the outer
   // step (projected them back into a constraint), so that the next Δ measures
   // the inner steps alone.
-  void rebase(const float* params_host) { theta_start_.assign(params_host, params_host + elements_); }
+  void rebase(const float* params_host) {
+    if (!dry_) theta_start_.assign(params_host, params_host + elements_);
+  }
 
   // θ_start, the outer momentum (diloco), the error buffer (sparseloco), the
   // outer step count; bit-exact.
@@ -99,6 +101,8 @@ class OuterSync {
  private:
   DataSyncConfig config_;
   int64_t elements_;
+  int64_t message_bytes_;
+  bool dry_;
   ChunkPlan plan_;  // sparseloco only
   SparseCodec codec_;
   std::vector<float> theta_start_, momentum_, error_;

@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "runtime/cost_model.h"
 #include "runtime/parallel/context/costs.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "sim/bound.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
@@ -18,8 +18,7 @@
 namespace lowband {
 namespace {
 
-using parallel::build_context_parallel;
-using parallel::build_context_parallel_step;
+using parallel::steady_step_graph;
 
 TEST(ContextSchedule, TokenRangesCoverTheSequenceOnce) {
   for (CpSplit split : {CpSplit::contiguous, CpSplit::zigzag})
@@ -45,7 +44,7 @@ TEST(ContextSchedule, ForwardKvBytesPerRankMatchClosedForm) {
     for (int P : {2, 4, 8}) {
       Scenario s = testing::small_cp_scenario(P);
       s.parallel.exchange = exchange;
-      const sim::StepGraph g = build_context_parallel_step(s);
+      const sim::StepGraph g = steady_step_graph(s);
       const double T = 4096, d_kv = 256, bpe = 2, layers = 2;
       const double expected = layers * 2.0 * (P - 1) / P * T * d_kv * bpe;
       for (int r = 0; r < P; ++r) {
@@ -60,7 +59,7 @@ TEST(ContextSchedule, BatchAndGqaScaleTheBytes) {
   Scenario s = testing::small_cp_scenario(4);
   s.training.batch_size = 3;
   s.model.kv_heads = 2;
-  const sim::StepGraph g = build_context_parallel_step(s);
+  const sim::StepGraph g = steady_step_graph(s);
   EXPECT_DOUBLE_EQ(g.bytes_sent(2, "kv"), 2 * 3 * 2.0 * 3 / 4 * 4096 * 128 * 2);
 }
 
@@ -71,17 +70,17 @@ TEST(ContextSchedule, GradientAllReduceBytesMatchRingClosedForm) {
   const int P = 4;
   Scenario s = testing::small_cp_scenario(P);
   const double S = s.model.parameters() * 2;
-  EXPECT_NEAR(build_context_parallel_step(s).bytes_sent(1, "grad_sync"), 2.0 * (P - 1) / P * S, 1e-6 * S);
+  EXPECT_NEAR(steady_step_graph(s).bytes_sent(1, "grad_sync"), 2.0 * (P - 1) / P * S, 1e-6 * S);
   s.compression.weight_sync = WeightSync::sparse;
   s.compression.sync_fraction = 0.05;
   s.compression.sync_every = 2;
-  EXPECT_NEAR(build_context_parallel_step(s).bytes_sent(1, "grad_sync"), 0.05 * 2.0 * (P - 1) / P * S,
+  EXPECT_NEAR(steady_step_graph(s).bytes_sent(1, "grad_sync"), 0.05 * 2.0 * (P - 1) / P * S,
               1e-6 * S);
-  EXPECT_EQ(build_context_parallel_step(s, false).bytes_sent(1, "grad_sync"), 0);
+  EXPECT_EQ(steady_step_graph(s, false).bytes_sent(1, "grad_sync"), 0);
 }
 
 TEST(ContextSchedule, SingleRankHasNoTransfers) {
-  const sim::StepGraph g = build_context_parallel_step(testing::small_cp_scenario(1));
+  const sim::StepGraph g = steady_step_graph(testing::small_cp_scenario(1));
   for (const sim::Task& t : g.tasks()) EXPECT_EQ(t.kind, sim::TaskKind::compute);
   EXPECT_EQ(g.bytes_sent(0), 0);
 }
@@ -102,10 +101,10 @@ TEST(ContextSchedule, MosShrinksKvBytesByTheRankRatio) {
   for (bool all : {false, true}) {
     SCOPED_TRACE(all ? "every layer compressed" : "final layer uncompressed");
     s.compression.compress_final_layer = all;
-    const parallel::ContextStep step = build_context_parallel(s);
+    const sim::StepGraph graph = steady_step_graph(s);
     const double per_rank = (P - 1) * (all ? layers * block : block + plain);
-    for (int r = 0; r < P; ++r) EXPECT_DOUBLE_EQ(step.graph.bytes_sent(r, "kv"), per_rank);
-    EXPECT_DOUBLE_EQ(step.uncompressed_kv_bytes, 2 * P * layers * (P - 1) * plain);  // kv and dkv
+    for (int r = 0; r < P; ++r) EXPECT_DOUBLE_EQ(graph.bytes_sent(r, "kv"), per_rank);
+    EXPECT_DOUBLE_EQ(parallel::ContextCosts(s).uncompressed_kv_bytes(), 2 * P * layers * (P - 1) * plain);  // kv and dkv
   }
 }
 
@@ -117,13 +116,13 @@ TEST(ContextSchedule, ModelFlopsMatchClosedForm) {
   const double layer = 2 * 4 * T * d + 2 * T * d * 3 * d + 2 * T * d * d + 6 * T * d * ffn +
                        4 * 64 * 4 * T * (T + 1) / 2;
   const double expected = 3 * (L * layer + 4 * T * d + 2 * T * d * vocab);
-  EXPECT_NEAR(build_context_parallel(s).model_flops, expected, 1e-12 * expected);
+  EXPECT_NEAR(parallel::ContextCosts(s).step_model_flops(), expected, 1e-12 * expected);
 }
 
 TEST(ContextSchedule, ComputeOnEachRankRunsInOneChain) {
   // A GPU runs its kernels one after another: every compute task of a rank but the
   // first depends on the rank's previous compute task.
-  const sim::StepGraph g = build_context_parallel_step(testing::small_cp_scenario(4));
+  const sim::StepGraph g = steady_step_graph(testing::small_cp_scenario(4));
   std::vector<sim::TaskId> last(4, -1);
   for (sim::TaskId id = 0; id < static_cast<sim::TaskId>(g.tasks().size()); ++id) {
     const sim::Task& t = g.task(id);
@@ -142,7 +141,7 @@ TEST(ContextSchedule, RingForwardsToTheNextRankAndAllGatherSendsToEveryPeer) {
   // All-gather: per layer, each rank sends K/V once to each of its P-1 peers.
   const int P = 4, layers = 2;
   Scenario s = testing::small_cp_scenario(P);
-  const sim::StepGraph ring = build_context_parallel_step(s);
+  const sim::StepGraph ring = steady_step_graph(s);
   std::vector<int> sends(P, 0);
   for (const sim::Task& t : ring.tasks()) {
     if (t.kind != sim::TaskKind::transfer || (t.kind_tag != "kv" && t.kind_tag != "dkv")) continue;
@@ -151,7 +150,7 @@ TEST(ContextSchedule, RingForwardsToTheNextRankAndAllGatherSendsToEveryPeer) {
   }
   for (int r = 0; r < P; ++r) EXPECT_EQ(sends[r], 2 * layers * (P - 1));
   s.parallel.exchange = CpExchange::all_gather;
-  const sim::StepGraph gather = build_context_parallel_step(s);
+  const sim::StepGraph gather = steady_step_graph(s);
   std::vector<std::vector<int>> kv(P, std::vector<int>(P, 0));
   for (const sim::Task& t : gather.tasks())
     if (t.kind == sim::TaskKind::transfer && t.kind_tag == "kv") ++kv[t.rank][t.peer];
@@ -165,7 +164,7 @@ TEST(ContextSchedule, WithoutOverlapAttentionWaitsForTheWholeExchange) {
   const int P = 4;
   Scenario s = testing::small_cp_scenario(P);
   s.parallel.overlap = false;
-  const sim::StepGraph g = build_context_parallel_step(s);
+  const sim::StepGraph g = steady_step_graph(s);
   int checked = 0;
   std::vector<bool> waiting(P, true);  // the next attention task is a layer's first
   for (const sim::Task& t : g.tasks()) {
@@ -200,7 +199,7 @@ TEST(ContextSchedule, SequencesInFlightMoveTheSameBytesAndHideTheExchange) {
   const std::vector<int> in_flight = {1, 2, 4};
   for (int m : in_flight) {
     s.parallel.microbatches = m;
-    graphs.push_back(build_context_parallel_step(s));
+    graphs.push_back(steady_step_graph(s));
     step.push_back(sim::replay(s.network, graphs.back()).step_seconds);
     Scenario fast = s;
     fast.network.link = {1e18, 0.0};
@@ -240,21 +239,21 @@ TEST(ContextSchedule, RejectsWhatItCannotSchedule) {
   Scenario s = testing::small_cp_scenario(4);
   s.network.nodes = 3;
   try {
-    build_context_parallel_step(s);
+    steady_step_graph(s);
     FAIL() << "4 ranks on 3 nodes accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.place(), "network.nodes");
   }
   s = testing::small_cp_scenario(4);
   s.parallel.pipeline = 2;
-  EXPECT_THROW(build_context_parallel_step(s), InputError);
+  EXPECT_THROW(steady_step_graph(s), InputError);
   s = testing::small_cp_scenario(4);
   s.model.seq_len = 7;  // zigzag needs 8 chunks
-  EXPECT_THROW(build_context_parallel_step(s), InputError);
+  EXPECT_THROW(steady_step_graph(s), InputError);
   s = testing::small_cp_scenario(4);
   s.devices.node_profiles.push_back({1, sim::DeviceProfile{}});  // all zeros: no time is finite
   try {
-    build_context_parallel_step(s);
+    steady_step_graph(s);
     FAIL() << "a device with no FLOP/s accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.place(), "devices");

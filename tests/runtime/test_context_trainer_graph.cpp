@@ -1,7 +1,7 @@
 // Two independent graphs of one context-parallel step: the one assembled from
 // what the ranks of a real step did (their messages and collectives, recorded
 // by comm::RecordingCommunicator) and the one `estimate` builds from the shapes
-// (build_context_parallel_step: the same rank programs run dry, dry_run.h).
+// (steady_step_graph: the same trainer run dry, dry_steps.h).
 // They must hold the same multiset of (source, destination, bytes, kind)
 // transfers — bytes in the first come from the codecs' real messages. With
 // measured timing every compute task carries a measured (positive) time; with
@@ -18,7 +18,7 @@
 
 #include "runtime/compress/make_codec.h"
 #include "runtime/estimate/estimate.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"
@@ -46,7 +46,7 @@ TEST_P(RecordedGraph, MatchesTheScheduleTransferForTransfer) {
   const std::vector<int32_t> in = tokens(s);
   for (int step = 0; step < 2; ++step) {  // with a sparse sync every 2 steps: one without, one with
     const StepRecord rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size);
-    const sim::StepGraph expected = build_context_parallel_step(s, rec.weight_sync);
+    const sim::StepGraph expected = steady_step_graph(s, rec.weight_sync);
     // Expected: identical transfers (bytes of K/V equal uncompressed n·2·d_kv·2
     // per message for the identity codec, and the same codec's message_bytes for
     // MoS; the loss, gradient buckets and codec sums as ring all-reduces).
@@ -97,7 +97,7 @@ TEST_P(ProfileTimedGraph, IsTheEstimatesGraphTaskForTask) {
     SCOPED_TRACE("step " + std::to_string(step));
     const StepRecord rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size);
     EXPECT_EQ(rec.weight_sync, step == period - 1);
-    expect_same_tasks(build_context_parallel_step(s, rec.weight_sync), rec.graph);
+    expect_same_tasks(steady_step_graph(s, rec.weight_sync), rec.graph);
     replayed += sim::replay(s.network, rec.graph).step_seconds / period;
   }
   EXPECT_NEAR(estimate(s).step_seconds, replayed, 1e-12 * replayed);
@@ -141,7 +141,7 @@ TEST(RecordedGraph, ProfileTimingTakesTheDeviceProfilesSeconds) {
   LayoutTrainer cp(s, ComputeTiming::profile);
   const std::vector<int32_t> in = tokens(s);
   const StepRecord rec = cp.train_step(0, in.data(), in.data(), s.training.batch_size);
-  const sim::StepGraph expected = build_context_parallel_step(s, true);
+  const sim::StepGraph expected = steady_step_graph(s, true);
   for (int r = 0; r < 4; ++r) {
     EXPECT_GT(expected.compute_seconds(r), 0.0);
     EXPECT_NEAR(rec.graph.compute_seconds(r), expected.compute_seconds(r), 1e-12 * expected.compute_seconds(r)) << r;

@@ -1,5 +1,5 @@
-// `estimate` for data parallelism: the graph it builds from the shapes
-// (build_data_parallel) against the graph a real LayoutTrainer step records,
+// `estimate` for data parallelism: the graph of the trainer's step run dry
+// (dry_steps.h) against the graph a real LayoutTrainer step records,
 // transfer for transfer and task for task, for synchronous all-reduce replicas,
 // SparseLoCo and DiLoCo at a sync step and between, and the heterogeneous
 // layout of scenarios/hetero-sparseloco-small.json; the outer sync's time on an
@@ -14,7 +14,8 @@
 #include "runtime/cost_model.h"
 #include "runtime/estimate/estimate.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/data/step_graph.h"
+#include "runtime/parallel/data/replicas.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/chunks.h"
@@ -49,7 +50,7 @@ Scenario replicas(int R, int P, int C, DataSyncMethod method, int H, std::vector
 }
 
 // Steps 0 .. steps-1 of a real trainer on fixed batches; each step's recorded
-// graph against the estimate's for a step with (or without) the outer sync.
+// graph against the same step of the trainer run dry.
 void expect_recorded_is_estimated(const Scenario& s, int steps) {
   LayoutTrainer t(s, ComputeTiming::profile);
   const int64_t n = s.training.batch_size * s.model.seq_len;
@@ -58,8 +59,7 @@ void expect_recorded_is_estimated(const Scenario& s, int steps) {
   for (int k = 0; k < steps; ++k) {
     SCOPED_TRACE("step " + std::to_string(k));
     const StepRecord rec = t.train_step(k, inputs.data(), targets.data(), s.training.batch_size, true);
-    const bool outer = s.parallel.data_sync.method != DataSyncMethod::all_reduce && rec.weight_sync;
-    const sim::StepGraph built = build_data_parallel(s, outer).graph;
+    const sim::StepGraph built = dry_step_graph(s, k);
     EXPECT_EQ(transfers(built), transfers(rec.graph));
     test_support::expect_same_tasks(built, rec.graph);
   }
@@ -74,7 +74,7 @@ int count_kind(const sim::StepGraph& g, const std::string& kind) {
 TEST(DataEstimateGraph, AllReduceReplicasOfContextRanksAreTheRecordedStep) {
   const Scenario s = replicas(2, 1, 2, DataSyncMethod::all_reduce, 1);
   expect_recorded_is_estimated(s, 1);
-  EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "grad_sync"), 0);
+  EXPECT_GT(count_kind(steady_step_graph(s, true), "grad_sync"), 0);
 }
 
 TEST(DataEstimateGraph, AllReduceReplicasOfPipelinesAreTheRecordedStep) {
@@ -86,8 +86,8 @@ TEST(DataEstimateGraph, AllReduceReplicasOfPipelinesAreTheRecordedStep) {
 TEST(DataEstimateGraph, SparselocoReplicasAtAndBetweenSyncsAreTheRecordedSteps) {
   const Scenario s = replicas(2, 1, 1, DataSyncMethod::sparseloco, 2);
   expect_recorded_is_estimated(s, 2);  // step 0 without the outer sync, step 1 with it
-  EXPECT_EQ(count_kind(build_data_parallel(s, false).graph, "pseudo_grad"), 0);
-  EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "pseudo_grad"), 0);
+  EXPECT_EQ(count_kind(steady_step_graph(s, false), "pseudo_grad"), 0);
+  EXPECT_GT(count_kind(steady_step_graph(s, true), "pseudo_grad"), 0);
 }
 
 TEST(DataEstimateGraph, DilocoPipelineReplicasAtASyncAreTheRecordedStep) {
@@ -101,9 +101,8 @@ TEST(DataEstimateGraph, HeterogeneousSparselocoScenarioIsTheRecordedStep) {
   const Scenario s = load_scenario_file(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-sparseloco-small.json",
                                         {"parallel.data_sync.inner_steps=2"});
   expect_recorded_is_estimated(s, 2);
-  const DataStepGraph g = build_data_parallel(s, true);
-  ASSERT_EQ(g.parts.size(), 2u);  // layers [0,2) with the embedding, [2,4) with the head
-  EXPECT_GT(count_kind(g.graph, "act"), 0);
+  ASSERT_EQ(parallel::replica_parts(s).size(), 2u);  // layers [0,2) with the embedding, [2,4) with the head
+  EXPECT_GT(count_kind(steady_step_graph(s, true), "act"), 0);
 }
 
 // The same with boundaries that centre on the embedding: the snapshot the first
@@ -117,8 +116,8 @@ TEST(DataEstimateGraph, EmbeddingResidualSnapshotIsTheRecordedStep) {
     const Scenario s =
         load_scenario_file(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-sparseloco-small.json", sets);
     expect_recorded_is_estimated(s, 2);
-    EXPECT_EQ(count_kind(build_data_parallel(s, false).graph, "embed_snapshot"), 0);
-    EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "embed_snapshot"), 0);
+    EXPECT_EQ(count_kind(steady_step_graph(s, false), "embed_snapshot"), 0);
+    EXPECT_GT(count_kind(steady_step_graph(s, true), "embed_snapshot"), 0);
   }
 }
 
@@ -132,7 +131,7 @@ TEST(DataEstimateGraph, ContextReplicaBesidePipelineContextReplicaIsTheRecordedS
       {"parallel.data_sync.inner_steps=2", "model.seq_len=32",
        R"(parallel.replicas=[{"context":2,"nodes":[0,1]},{"pipeline":2,"context":2,"nodes":[2,3,4,5]}])"});
   expect_recorded_is_estimated(s, 2);
-  EXPECT_GT(count_kind(build_data_parallel(s, true).graph, "pseudo_grad"), 0);
+  EXPECT_GT(count_kind(steady_step_graph(s, true), "pseudo_grad"), 0);
 }
 
 // The outer step's two compute spans on node 0's device (sync::OuterSync's costs).
@@ -189,7 +188,7 @@ TEST(DataEstimate, OneNodeReplicaSyncsItsPartsTogether) {
   s.parallel.placement = {0, 1, 2};
   expect_recorded_is_estimated(s, 1);
   const Estimate e = lowband::estimate(s);
-  ASSERT_EQ(build_data_parallel(s, true).parts.size(), 2u);
+  ASSERT_EQ(parallel::replica_parts(s).size(), 2u);
   EXPECT_GT(e.sync->comm_per_sync_seconds, 0.045);
   EXPECT_LT(e.sync->comm_per_sync_seconds, 0.06) << "one after the other would take 2 x 50 ms";
 }
@@ -213,7 +212,7 @@ TEST(DataEstimateGraph, SparselocoThroughTheRelayIsTheRecordedStep) {
     Scenario s = through_relay(replicas(3, P, 1, DataSyncMethod::sparseloco, 2));
     s.parallel.microbatches = P;
     expect_recorded_is_estimated(s, 2);
-    const sim::StepGraph g = build_data_parallel(s, true).graph;
+    const sim::StepGraph g = steady_step_graph(s, true);
     const int relay = 3 * P;
     ASSERT_EQ(g.ranks(), relay + 1);
     int up = 0, down = 0;
@@ -231,7 +230,7 @@ TEST(DataEstimateGraph, SparselocoThroughTheRelayIsTheRecordedStep) {
     }
     EXPECT_EQ(up, 3 * P);        // every rank its part's message, once
     EXPECT_EQ(down, 3 * P * 2);  // on to the 2 other replicas
-    EXPECT_EQ(build_data_parallel(s, false).graph.ranks(), relay);  // no sync, no relay
+    EXPECT_EQ(steady_step_graph(s, false).ranks(), relay);  // no sync, no relay
   }
   const Scenario hetero = load_scenario_file(
       std::string(LOWBAND_SOURCE_DIR) + "/scenarios/hetero-sparseloco-small.json",
@@ -303,7 +302,7 @@ TEST(DataEstimate, DilocoSyncOnAStarIsTheRingAllReduce) {
 
 std::string place_of(const Scenario& s) {
   try {
-    build_data_parallel(s, true);
+    steady_step_graph(s, true);
   } catch (const InputError& e) {
     return e.place();
   }

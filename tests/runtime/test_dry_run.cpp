@@ -1,4 +1,4 @@
-// A dry run of the context-parallel rank programs (runtime/parallel/dry_run.h):
+// The trainer run dry (runtime/parallel/dry_steps.h) with context ranks:
 // task for task the graph a profile-timed real step records, for every split,
 // exchange, overlap, codec (warm-up and compressing steps) and weight sync; and
 // at the MoS paper's scale (743M parameters) it allocates nothing of the model's size.
@@ -9,12 +9,11 @@
 #include <fstream>
 #include <string>
 
-#include <string>
 #include <vector>
 
-#include "runtime/parallel/dry_run.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/parallel/layout_trainer.h"
-#include "runtime/parallel/pipeline/step_graph.h"
+#include "runtime/parallel/pipeline/costs.h"
 #include "runtime/scenario/load.h"
 #include "tests/runtime/test_graph_support.h"
 
@@ -41,7 +40,7 @@ TEST_P(DryRun, IsTheRecordedProfileTimedStep) {
     SCOPED_TRACE("step " + std::to_string(step));
     const StepRecord rec = cp.train_step(step, in.data(), in.data(), s.training.batch_size);
     if (mos && warmup > 0 && step == warmup) continue;  // the fit's all-reduce: not in a dry step (dry_codec.h)
-    expect_same_tasks(dry_context_step(s, step), rec.graph);
+    expect_same_tasks(dry_step_graph(s, step), rec.graph);
   }
 }
 
@@ -117,12 +116,12 @@ TEST(DryRun, AllocatesNothingOfTheModelsSize) {
   const Scenario s = builtin_scenario("mos-paper-mos-300mbps", {"compression.warmup_steps=0"});
   const double copy_kib = double(s.model.parameters()) * sizeof(float) / 1024;
   ASSERT_GT(s.model.parameters(), 700e6);
-  EXPECT_LT(child_peak_growth_kib([&] { dry_context_step(s, 0); }), 0.1 * copy_kib);
+  EXPECT_LT(child_peak_growth_kib([&] { dry_step_graph(s, 0); }), 0.1 * copy_kib);
   Scenario pp = builtin_scenario("mos-paper-mos-300mbps",
                                  {"compression.warmup_steps=0", "compression.weight_sync=all_reduce",
                                   "parallel.pipeline=2", "parallel.context=4", "parallel.microbatches=2", "training.batch_size=2",
                                   "model.tie_embeddings=false"});
-  EXPECT_LT(child_peak_growth_kib([&] { build_pipeline_parallel(pp); }), 0.1 * copy_kib);
+  EXPECT_LT(child_peak_growth_kib([&] { steady_step_graph(pp); }), 0.1 * copy_kib);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include "runtime/estimate/estimate.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/sync/replica_sync.h"
 #include "sim/replay.h"
 #include "test_estimate_support.h"
@@ -17,7 +17,7 @@ TEST(Estimate, SingleRankStepIsItsCompute) {
   // P = 1: nothing to send, so the step is exactly the sum of the rank's compute.
   const Scenario s = testing::small_cp_scenario(1);
   const Estimate e = estimate(s);
-  const double compute = parallel::build_context_parallel_step(s).compute_seconds(0);
+  const double compute = parallel::steady_step_graph(s).compute_seconds(0);
   EXPECT_GT(compute, 0);
   EXPECT_NEAR(e.step_seconds, compute, 1e-9 * compute);
   EXPECT_NEAR(e.compute_seconds, compute, 1e-9 * compute);
@@ -56,7 +56,7 @@ TEST(Estimate, ZeroComputeStepIsTheAlphaBetaExchangeTime) {
     s.compression.sync_every = 2;
     const double rounds = exchange == CpExchange::ring ? P - 1 : 1;
     const double expected = 2 * layers * rounds * (L + S / B);
-    const sim::ReplayResult r = sim::replay(s.network, parallel::build_context_parallel_step(s, false));
+    const sim::ReplayResult r = sim::replay(s.network, parallel::steady_step_graph(s, false));
     EXPECT_NEAR(r.step_seconds, expected, 1e-3 * expected);
     EXPECT_NEAR(r.exposed_comm_seconds, expected, 1e-3 * expected);
   }
@@ -212,8 +212,8 @@ TEST(Estimate, SparseSyncAveragesOverItsPeriod) {
   s.compression.weight_sync = WeightSync::sparse;
   s.compression.sync_fraction = 0.5;
   s.compression.sync_every = 4;
-  const double with = sim::replay(s.network, parallel::build_context_parallel_step(s, true)).step_seconds;
-  const double without = sim::replay(s.network, parallel::build_context_parallel_step(s, false)).step_seconds;
+  const double with = sim::replay(s.network, parallel::steady_step_graph(s, true)).step_seconds;
+  const double without = sim::replay(s.network, parallel::steady_step_graph(s, false)).step_seconds;
   ASSERT_GT(with, without);
   const Estimate e = estimate(s);
   EXPECT_NEAR(e.step_seconds, (with + 3 * without) / 4, 1e-9 * with);

@@ -10,10 +10,9 @@
 #include <vector>
 
 #include "runtime/estimate/estimate.h"
-#include "runtime/parallel/context/step_graph.h"
-#include "runtime/parallel/data/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/parallel/layout.h"
-#include "runtime/parallel/pipeline/step_graph.h"
+#include "runtime/parallel/pipeline/costs.h"
 #include "runtime/scenario/load.h"
 #include "sim/replay.h"
 
@@ -54,9 +53,9 @@ Scenario layout(int R, int P, int C, std::vector<std::string> extra = {}) {
 
 sim::StepGraph sync_step_graph(const Scenario& s) {
   switch (parallel::layout_kind(s.parallel)) {
-    case parallel::LayoutKind::data: return parallel::build_data_parallel(s, true).graph;
-    case parallel::LayoutKind::pipeline: return parallel::build_pipeline_parallel(s).graph;
-    default: return parallel::build_context_parallel_step(s, true);
+    case parallel::LayoutKind::data: return parallel::steady_step_graph(s, true);
+    case parallel::LayoutKind::pipeline: return parallel::steady_step_graph(s);
+    default: return parallel::steady_step_graph(s, true);
   }
 }
 

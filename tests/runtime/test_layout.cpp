@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
@@ -95,7 +95,7 @@ TEST(Layout, ATrainedStepRunsOnThePlacedNodes) {
   std::vector<int32_t> tokens(size_t(placed.model.seq_len));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i * 7 % 256);
   const StepRecord rec = cp.train_step(0, tokens.data(), tokens.data(), 1);
-  const sim::StepGraph estimated = build_context_parallel_step(placed);
+  const sim::StepGraph estimated = steady_step_graph(placed);
   EXPECT_EQ(transfers(rec.graph), transfers(estimated));
   // Rank 0's ring send to rank 1 leaves node 4 for node 0; nodes 1 and 3 hold no rank.
   bool found = false;

@@ -10,9 +10,8 @@
 #include "common/error.h"
 #include "runtime/compress/boundary_codec.h"
 #include "runtime/model/param_layout.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/parallel/pipeline/costs.h"
-#include "runtime/parallel/pipeline/step_graph.h"
 #include "runtime/sync/replica_sync.h"
 #include "runtime/estimate/estimate.h"
 #include "sim/replay.h"
@@ -21,7 +20,7 @@
 namespace lowband {
 namespace {
 
-using parallel::build_pipeline_parallel;
+using parallel::steady_step_graph;
 using parallel::PipelineCosts;
 
 // small_pp_scenario (4 layers, d_model 256, 4 kv heads of 64, 4 sequences of 4096
@@ -35,7 +34,7 @@ Scenario pp_cp(int P, int C, int M) {
 
 std::string place_of(const Scenario& s) {
   try {
-    build_pipeline_parallel(s);
+    steady_step_graph(s);
   } catch (const InputError& e) {
     return e.place();
   }
@@ -52,7 +51,7 @@ TEST(PipelineContextGraph, KvBytesPerRankAreTheContextParallelFormula) {
       const int P = 2, C = 2;
       Scenario s = pp_cp(P, C, M);
       s.parallel.exchange = exchange;
-      const sim::StepGraph g = build_pipeline_parallel(s).graph;
+      const sim::StepGraph g = steady_step_graph(s);
       const double expected = 2 * 4 * 2.0 * (C - 1) / C * 4096 * 256 * 2;
       for (int r = 0; r < P * C; ++r) {
         EXPECT_DOUBLE_EQ(g.bytes_sent(r, "kv"), expected) << "rank " << r << " M=" << M;
@@ -78,16 +77,16 @@ TEST(PipelineContextGraph, EachStageExchangesWhatContextParallelismAloneWould) {
       s.compression.method = method;
       if (method == CompressionMethod::mos) s.compression.k_rank_set = 4, s.compression.v_rank_set = 8;
       s.compression.compress_final_layer = all;
-      const sim::StepGraph g = build_pipeline_parallel(s).graph;
+      const sim::StepGraph g = steady_step_graph(s);
       Scenario cp = s;  // one microbatch of one stage's 2 layers, context parallelism alone
       cp.parallel.pipeline = 1;
       cp.parallel.microbatches = 1;
       cp.model.layers = 2;
       cp.training.batch_size = 4 / M;
       cp.network.nodes = C;
-      const sim::StepGraph alone = parallel::build_context_parallel_step(cp);
+      const sim::StepGraph alone = parallel::steady_step_graph(cp);
       cp.compression.compress_final_layer = true;
-      const sim::StepGraph alone_all = parallel::build_context_parallel_step(cp);
+      const sim::StepGraph alone_all = parallel::steady_step_graph(cp);
       for (int st = 0; st < P; ++st)
         for (int c = 0; c < C; ++c)
           for (const char* kind : {"kv", "dkv"})
@@ -112,7 +111,7 @@ TEST(PipelineContextGraph, BoundaryMessagesGoToTheSameContextRank) {
     const int64_t rows = 2 * 4096 / C;
     const double act = codec->message_bytes(rows), act_grad = codec->gradient_bytes(rows);
     EXPECT_DOUBLE_EQ(act, method == BoundaryMethod::none ? rows * 256.0 * 2 : rows * 9.0 * 2);
-    const sim::StepGraph g = build_pipeline_parallel(s).graph;
+    const sim::StepGraph g = steady_step_graph(s);
     std::map<std::pair<int, int>, std::vector<double>> acts, grads;
     for (const sim::Task& t : g.tasks()) {
       if (t.kind_tag == "act") acts[{t.rank, t.peer}].push_back(t.bytes);
@@ -138,7 +137,7 @@ TEST(PipelineContextGraph, EachRankComputesItsShareOfEveryMicrobatch) {
   const Scenario s = pp_cp(P, C, M);
   const PipelineCosts costs(s);
   const parallel::ContextCosts& cc = costs.context();
-  const sim::StepGraph g = build_pipeline_parallel(s).graph;
+  const sim::StepGraph g = steady_step_graph(s);
   const sim::DeviceProfile a100 = testing::builtin_device("A100-80GB");
   auto sec = [&](const cost::Cost& c) { return cost::seconds(a100, c, sim::DType::bf16); };
   for (int st = 0; st < P; ++st)
@@ -163,7 +162,7 @@ TEST(PipelineContextGraph, RankProgramFollowsTheSpec) {
   // "stage_in", per layer qkv, attention (own) and attention (rank 1's block),
   // mlp, then "stage_out" (the head); backward mirrored, last layer first.
   const int C = 2;
-  const sim::StepGraph g = build_pipeline_parallel(pp_cp(2, C, 1)).graph;
+  const sim::StepGraph g = steady_step_graph(pp_cp(2, C, 1));
   std::vector<std::string> got;
   for (const sim::Task& t : g.tasks())
     if (t.kind == sim::TaskKind::compute && t.rank == 2 && t.seconds > 0) got.push_back(t.kind_tag);
@@ -186,7 +185,7 @@ TEST(PipelineContextGraph, CollectivesPerRank) {
   const int P = 2, C = 4, M = 2, N = P * C;
   Scenario s = pp_cp(P, C, M);
   const PipelineCosts costs(s);
-  const sim::StepGraph plain = build_pipeline_parallel(s).graph;
+  const sim::StepGraph plain = steady_step_graph(s);
   for (int r = 0; r < N; ++r) {
     const double params = costs.parameters(r / C);
     EXPECT_NEAR(plain.bytes_sent(r, "grad_sync"), 2.0 * (C - 1) / C * params * 2, 1e-9 * params);
@@ -200,7 +199,7 @@ TEST(PipelineContextGraph, CollectivesPerRank) {
   }
   s.compression.method = CompressionMethod::mos;
   s.compression.k_rank_set = 4, s.compression.v_rank_set = 8;
-  const sim::StepGraph mos = build_pipeline_parallel(s).graph;
+  const sim::StepGraph mos = steady_step_graph(s);
   // Learned rotation: ψ (head_dim) and b per (layer, K/V, kv head), float32; error
   // sums 4 doubles per layer, on the loss's all-reduce (no collective of their own).
   const double codec_params = 4.0 * 2 * 4 * (64 + 1);
@@ -221,7 +220,7 @@ TEST(PipelineContextGraph, FreeNetworkStepIsTheComputeCriticalPath) {
       s.parallel.schedule = schedule;
       s.parallel.exchange = exchange;
       s.network.link = {1e30, 0};
-      const sim::StepGraph g = build_pipeline_parallel(s).graph;
+      const sim::StepGraph g = steady_step_graph(s);
       const double path = free_network_step_seconds(g);  // against the replay on a free network
       const sim::ReplayResult r = sim::replay(s.network, g);
       EXPECT_NEAR(r.step_seconds, path, 1e-9 * path);
@@ -270,7 +269,7 @@ TEST(PipelineContextGraph, GradientBucketsOfAStage) {
 TEST(PipelineContextGraph, ContextOneKeepsTheStageProgram) {
   // C = 1: one "stage_fwd" per F and one "stage_bwd" per B, no K/V traffic, no
   // gradient sync: today's pipeline program.
-  const sim::StepGraph g = build_pipeline_parallel(testing::small_pp_scenario(2, 2)).graph;
+  const sim::StepGraph g = steady_step_graph(testing::small_pp_scenario(2, 2));
   std::set<std::string> kinds;
   for (const sim::Task& t : g.tasks()) kinds.insert(t.kind_tag);
   EXPECT_EQ(kinds, (std::set<std::string>{"act", "act_grad", "loss", "optimizer", "stage_bwd", "stage_fwd"}));
@@ -332,7 +331,7 @@ TEST(PipelineContextGraph, ErrorsNameTheirKeys) {
   try {
     Scenario few = pp_cp(2, 2, 2);
     few.network.nodes = 3;
-    build_pipeline_parallel(few);
+    steady_step_graph(few);
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("2 pipeline stages x 2 context ranks"), std::string::npos) << e.what();
   }

@@ -15,7 +15,8 @@
 #include "runtime/estimate/estimate.h"
 #include "runtime/model/param_layout.h"
 #include "runtime/parallel/layout_trainer.h"
-#include "runtime/parallel/pipeline/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
+#include "runtime/parallel/pipeline/costs.h"
 #include "runtime/sync/replica_sync.h"
 #include "tests/runtime/test_estimate_support.h"
 #include "tests/runtime/test_numeric_support.h"
@@ -166,7 +167,7 @@ TEST(PipelineContextSync, GraphCarriesTheStagesSyncMessages) {
   s.network.nodes = kP * kC;
   for (WeightSync w : {WeightSync::sparse_grad, WeightSync::topk_grad, WeightSync::lowrank_grad}) {
     s.compression.weight_sync = w;
-    const sim::StepGraph g = build_pipeline_parallel(s).graph;
+    const sim::StepGraph g = steady_step_graph(s);
     for (int st = 0; st < kP; ++st) {
       const model::ParamLayout stage(s.model, {st * 2, 2, st == 0, st == kP - 1});
       const double expected = sync::weight_sync_wire_bytes(s, stage);
@@ -177,8 +178,8 @@ TEST(PipelineContextSync, GraphCarriesTheStagesSyncMessages) {
   }
   s.compression.weight_sync = WeightSync::sparse;
   s.compression.sync_every = 4;
-  EXPECT_GT(build_pipeline_parallel(s, true).graph.bytes_sent(0, "grad_sync"), 0);
-  EXPECT_EQ(build_pipeline_parallel(s, false).graph.bytes_sent(0, "grad_sync"), 0);
+  EXPECT_GT(steady_step_graph(s, true).bytes_sent(0, "grad_sync"), 0);
+  EXPECT_EQ(steady_step_graph(s, false).bytes_sent(0, "grad_sync"), 0);
   const Estimate e = lowband::estimate(s);
   ASSERT_TRUE(e.sync.has_value());
   EXPECT_EQ(e.sync->method, "sparse");

@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "runtime/parallel/pipeline/costs.h"
-#include "runtime/parallel/pipeline/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/parallel/pipeline/schedule.h"
 #include "runtime/estimate/estimate.h"
 #include "sim/collectives.h"
@@ -17,7 +17,7 @@
 namespace lowband {
 namespace {
 
-using parallel::build_pipeline_parallel;
+using parallel::steady_step_graph;
 using parallel::PipelineCosts;
 using test_support::Transfer;
 using lowband::BoundaryTraffic;
@@ -50,7 +50,8 @@ TEST(PipelineGraph, TransfersPerStagePair) {
       for (int M : {1, 4}) {
         Scenario s = testing::small_pp_scenario(P, M);
         s.parallel.schedule = schedule;
-        const parallel::PipelineStep step = build_pipeline_parallel(s);
+        const parallel::PipelineStep step = parallel::pipeline_step_figures(s);
+        const sim::StepGraph graph = steady_step_graph(s);
         const double n = 4.0 / M * 4096, dense = n * 256 * 2;
         EXPECT_DOUBLE_EQ(step.message_bytes, dense);
         EXPECT_DOUBLE_EQ(step.gradient_bytes, dense);
@@ -64,7 +65,7 @@ TEST(PipelineGraph, TransfersPerStagePair) {
         for (int r = 0; r < P; ++r)
           for (int k = 0; k < 2 * (P - 1); ++k) expected.emplace_back(r, (r + 1) % P, 16.0 / P, "loss");
         std::sort(expected.begin(), expected.end());
-        EXPECT_EQ(test_support::transfers(step.graph), expected) << "P=" << P << " M=" << M;
+        EXPECT_EQ(test_support::transfers(graph), expected) << "P=" << P << " M=" << M;
         EXPECT_DOUBLE_EQ(step.tokens, 4 * 4096.0);
       }
 }
@@ -76,13 +77,14 @@ TEST(PipelineGraph, SubspaceBoundaryShrinksTheMessages) {
   Scenario s = testing::small_pp_scenario(4, 2);
   s.compression.boundary.method = BoundaryMethod::subspace;
   s.compression.boundary.rank = k;
-  const parallel::PipelineStep step = build_pipeline_parallel(s);
+  const parallel::PipelineStep step = parallel::pipeline_step_figures(s);
+  const sim::StepGraph graph = steady_step_graph(s);
   const double n = 2 * 4096;
   EXPECT_DOUBLE_EQ(step.message_bytes, n * (k + 1) * 2);
   EXPECT_DOUBLE_EQ(step.gradient_bytes, n * k * 2);
   for (int b = 0; b < 3; ++b) {
-    EXPECT_DOUBLE_EQ(step.graph.bytes_sent(b, "act"), 2 * n * (k + 1) * 2);
-    EXPECT_DOUBLE_EQ(step.graph.bytes_sent(b + 1, "act_grad"), 2 * n * k * 2);
+    EXPECT_DOUBLE_EQ(graph.bytes_sent(b, "act"), 2 * n * (k + 1) * 2);
+    EXPECT_DOUBLE_EQ(graph.bytes_sent(b + 1, "act_grad"), 2 * n * k * 2);
   }
   EXPECT_NEAR(lowband::estimate(s).pipeline->boundary_bytes_ratio, (2.0 * k + 1) / (2 * 256), 1e-15);
 }
@@ -96,7 +98,7 @@ TEST(PipelineGraph, EachStageComputesInScheduleOrder) {
     const int P = 4, M = 4;
     Scenario s = testing::small_pp_scenario(P, M);
     s.parallel.schedule = schedule;
-    const sim::StepGraph g = build_pipeline_parallel(s).graph;
+    const sim::StepGraph g = steady_step_graph(s);
     for (int st = 0; st < P; ++st) {
       std::vector<std::string> want;
       for (const auto& op : parallel::pipeline_schedule(schedule, P, st, M))
@@ -142,7 +144,7 @@ TEST(PipelineGraph, FreeNetworkStepIsTheBubbleClosedForm) {
           optimizer = std::max(optimizer, costs.seconds(st, costs.optimizer(st), "optimizer"));
         }
         const double expected = (M + P - 1) * (t_f + 2 * t_f) + optimizer;
-        const sim::ReplayResult r = sim::replay(s.network, build_pipeline_parallel(s).graph);
+        const sim::ReplayResult r = sim::replay(s.network, steady_step_graph(s));
         EXPECT_NEAR(r.step_seconds, expected, 1e-9 * expected) << "P=" << P << " M=" << M;
       }
 }
@@ -162,7 +164,7 @@ TEST(PipelineGraph, TwoStagesOneMicrobatchOnALink) {
                             sec(1, c.backward(1)) + sim::point_to_point_seconds(S, B, L) + sec(0, c.backward(0)) +
                             sim::ring_all_reduce_seconds(2, 16, B, L) +
                             std::max(sec(0, c.optimizer(0)), sec(1, c.optimizer(1)));
-    const sim::ReplayResult r = sim::replay(s.network, build_pipeline_parallel(s).graph);
+    const sim::ReplayResult r = sim::replay(s.network, steady_step_graph(s));
     EXPECT_NEAR(r.step_seconds, expected, 1e-6 * expected);
   }
 }
@@ -221,7 +223,7 @@ TEST(PipelineGraph, PlacementMovesStagesOntoNodes) {
   Scenario s = testing::small_pp_scenario(2, 1);
   s.network.nodes = 3;
   s.parallel.placement = {2, 0};
-  const sim::StepGraph g = build_pipeline_parallel(s).graph;
+  const sim::StepGraph g = steady_step_graph(s);
   int acts = 0;
   for (const Transfer& t : test_support::transfers(g)) {
     if (std::get<3>(t) != "act") continue;
@@ -235,7 +237,7 @@ TEST(PipelineGraph, FewerNodesThanStagesNameTheKey) {
   Scenario s = testing::small_pp_scenario(4, 1);
   s.network.nodes = 3;
   try {
-    build_pipeline_parallel(s);
+    steady_step_graph(s);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(e.place(), "network.nodes");

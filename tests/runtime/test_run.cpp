@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/estimate/estimate.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/scenario/load.h"
 #include "runtime/train/run.h"
 #include "sim/replay.h"
@@ -120,7 +120,7 @@ TEST_F(Run, ProfileTimingMatchesTheEstimatedGraph) {
   options.out_dir = dir_.string();
   options.steps = 3;
   const RunResult r = run_training(s, options);
-  const double expected = sim::replay(s.network, parallel::build_context_parallel_step(s)).step_seconds;
+  const double expected = sim::replay(s.network, parallel::steady_step_graph(s)).step_seconds;
   for (const auto& j : read_jsonl(dir_ / "steps.jsonl"))
     EXPECT_NEAR(j.at("sim_step_seconds").get<double>(), expected, 1e-9 * expected);
   EXPECT_NEAR(r.sim_total_seconds, 3 * expected, 1e-9 * expected);

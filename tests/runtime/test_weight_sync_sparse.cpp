@@ -18,7 +18,7 @@
 #include "comm/in_process.h"
 #include "common/binary_io.h"
 #include "common/error.h"
-#include "runtime/parallel/context/step_graph.h"
+#include "runtime/parallel/dry_steps.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/pack.h"
@@ -296,7 +296,7 @@ TEST_P(SparseVariant, RecordedBytesAreTheFormulaAndTheEstimatesGraph) {
   LayoutTrainer t(s);
   const StepRecord rec = step(t, s, 0, /*record=*/true);
   const auto got = test_support::transfers(rec.graph);
-  EXPECT_EQ(got, test_support::transfers(build_context_parallel_step(s, rec.weight_sync)));
+  EXPECT_EQ(got, test_support::transfers(steady_step_graph(s, rec.weight_sync)));
   // Per rank over a ring of P: an all-reduce of S sends 2(P−1)/P·S, an all-gather of P·S sends (P−1)·S.
   const int P = s.parallel.context;
   double sent_by_rank0 = 0;

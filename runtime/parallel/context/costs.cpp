@@ -1,5 +1,7 @@
 #include "runtime/parallel/context/costs.h"
 
+#include "common/error.h"
+
 #include "runtime/compress/identity_codec.h"
 
 namespace lowband::parallel {
@@ -90,6 +92,29 @@ double ContextCosts::uncompressed_kv_bytes() const {
 
 double ContextCosts::seconds(int rank, const cost::Cost& c, const char* tag) const {
   return cost::node_seconds(s_, s_.parallel.node_of(rank), c, tag);
+}
+
+void check_context_parallel(const Scenario& s) {
+  const auto& m = s.model;
+  const int P = s.parallel.context;
+  if (P < 1) throw InputError("parallel.context", "must be at least 1");
+  if (s.parallel.pipeline != 1)
+    throw InputError("parallel.pipeline", "a context-parallel replica has one stage (expected 1)");
+  if (s.parallel.data != 1)
+    throw InputError("parallel.data", "a context-parallel replica has one stage (expected 1)");
+  if (m.layers < 1) throw InputError("model.layers", "must be at least 1");
+  if (m.heads < 1 || m.d_model % m.heads != 0)
+    throw InputError("model.heads", "must divide model.d_model");
+  if (m.kv_heads < 1 || m.heads % m.kv_heads != 0)
+    throw InputError("model.kv_heads", "must divide model.heads");
+  const int64_t chunks = s.parallel.split == CpSplit::zigzag ? 2LL * P : P;
+  if (m.seq_len < chunks)
+    throw InputError("model.seq_len", "fewer tokens (" + std::to_string(m.seq_len) + ") than the " +
+                                          std::to_string(chunks) + " context-parallel chunks");
+  if (s.network.nodes < P)
+    throw InputError("network.nodes", std::to_string(s.network.nodes) + " nodes for " +
+                                          std::to_string(P) + " context-parallel ranks");
+  if (s.training.batch_size < 1) throw InputError("training.batch_size", "must be at least 1");
 }
 
 }  // namespace lowband::parallel

@@ -2,7 +2,7 @@
 // The cost (FLOPs, memory bytes) of each compute task of one context-parallel
 // step, from the model's shapes, and its seconds on a node's device profile: what
 // the rank programs' spans charge with profile timing (context/rank.cpp,
-// context/attention.cpp), in a real run and in `estimate`'s dry one (dry_run.h).
+// context/attention.cpp), in a real run and in `estimate`'s dry one (dry_steps.h).
 #include <vector>
 
 #include "runtime/cost_model.h"
@@ -20,6 +20,11 @@ std::vector<TokenRange> rank_token_ranges(int64_t seq_len, int ranks, CpSplit sp
 // Causal (query, key) pairs between the queries of one set of ranges and the keys
 // of another (one sequence).
 double causal_pairs(const std::vector<TokenRange>& queries, const std::vector<TokenRange>& keys);
+
+// InputError naming the scenario key when one replica's context ranks cannot
+// train it (pipeline or data parallelism, fewer nodes than ranks, chunks with no
+// tokens, heads that do not divide).
+void check_context_parallel(const Scenario& scenario);
 
 class ContextCosts {
  public:

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "common/error.h"
+#include "runtime/compress/boundary_codec.h"
+#include "runtime/compress/make_codec.h"
 #include "runtime/scenario/layout_check.h"
 
 namespace lowband::parallel {
@@ -82,6 +84,28 @@ double PipelineCosts::seconds(int stage, const cost::Cost& c, const char* tag) c
 
 double PipelineCosts::rank_seconds(int rank, const cost::Cost& c, const char* tag) const {
   return cost::node_seconds(s_, s_.parallel.node_of(rank), c, tag);
+}
+
+PipelineStep pipeline_step_figures(const Scenario& s) {
+  const PipelineCosts costs(s);  // validates the pipeline keys first
+  const int P = costs.stages(), C = costs.context_ranks(), M = s.parallel.microbatches;
+  const int64_t n = costs.microbatch_rows();
+  const auto codec = compress::make_boundary_codec(s);
+  PipelineStep out;
+  out.tokens = double(s.training.batch_size) * double(s.model.seq_len);
+  out.context_ranks = C;
+  out.message_bytes = codec->message_bytes(n);
+  out.gradient_bytes = codec->gradient_bytes(n);
+  out.boundary_codec = codec->describe();
+  out.uncompressed_boundary_bytes = 2.0 * M * double(n) * s.model.d_model * s.model.bytes_per_element;
+  double forward_flops = 0;
+  for (int st = 0; st < P; ++st) forward_flops += M * costs.forward(st).flops;
+  out.model_flops = 3.0 * forward_flops;  // the model's: the same however a stage's ranks split it
+  if (C > 1) {
+    out.uncompressed_kv_bytes = costs.context().uncompressed_kv_bytes() * M;  // per microbatch, M of them
+    out.kv_codec = compress::make_kv_codec(s)->describe();
+  }
+  return out;
 }
 
 }  // namespace lowband::parallel

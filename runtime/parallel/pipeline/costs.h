@@ -2,7 +2,7 @@
 // The cost (FLOPs, memory bytes) of one microbatch's forward and backward on each
 // pipeline stage, and of the stage's optimizer step, from the model's shapes;
 // seconds on the stage's node's device profile: what PipelineRank's spans charge
-// with profile timing, in a real run and in `estimate`'s dry one (dry_run.h).
+// with profile timing, in a real run and in `estimate`'s dry one (dry_steps.h).
 //
 // One replica (parallel.data = 1) of P stages of C context ranks each: rank
 // (s, c) is world rank s·C + c (layout.h). A stage holds layers
@@ -13,6 +13,7 @@
 // training.batch_size = one microbatch's sequences).
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "runtime/cost_model.h"
 #include "runtime/parallel/context/costs.h"
@@ -60,5 +61,27 @@ class PipelineCosts {
   double elem_;
   double pairs_;  // causal (query, key) pairs of one microbatch
 };
+
+// The figures of one step of a pipeline replica: what `estimate` reports beside
+// the step's graph.
+struct PipelineStep {
+  double tokens = 0;       // tokens per step: batch_size · seq_len
+  double model_flops = 0;  // forward + backward (3 x forward, no recompute), all stages
+  double message_bytes = 0;   // one microbatch's "act" message (n rows through the codec)
+  double gradient_bytes = 0;  // one microbatch's "act_grad" message
+  // What one boundary's two directions carry per step uncompressed (2·M·n·d·b),
+  // to measure the compression ratio against.
+  double uncompressed_boundary_bytes = 0;
+  std::string boundary_codec;  // the codec's description
+  // parallel.context: ranks per stage (ContextAttention inside each stage when > 1).
+  int context_ranks = 1;
+  // C > 1: what the graph's "kv" and "dkv" transfers would carry uncompressed (all
+  // ranks, per step), and the K/V codec's description.
+  double uncompressed_kv_bytes = 0;
+  std::string kv_codec;
+};
+
+// Throws InputError naming the key for a pipeline PipelineCosts refuses.
+PipelineStep pipeline_step_figures(const Scenario& scenario);
 
 }  // namespace lowband::parallel

@@ -110,9 +110,12 @@ template <class F>
 auto PipelineRank::with_groups(comm::Communicator& world, F f) {
   if (context_ranks_ == 1) return f(Groups{world, world, nullptr});
   // Split in rank order: the pipeline of context rank c_ ranks its stages in
-  // order, the context group of stage_ its context ranks.
-  const std::unique_ptr<comm::Communicator> pipeline = world.split(c_);
-  const std::unique_ptr<comm::Communicator> context = world.split(stage_);
+  // order, the context group of stage_ its context ranks. The replica's rank w
+  // is stage w / C, context rank w % C (layout.h): every rank knows every color.
+  std::vector<int> by_context, by_stage;
+  for (int w = 0; w < world.size(); ++w) by_context.push_back(w % context_ranks_), by_stage.push_back(w / context_ranks_);
+  const std::unique_ptr<comm::Communicator> pipeline = world.split_known(by_context);
+  const std::unique_ptr<comm::Communicator> context = world.split_known(by_stage);
   return f(Groups{world, *pipeline, context.get()});
 }
 

@@ -1,0 +1,31 @@
+#pragma once
+// The scenario's training steps run dry: its LayoutTrainer (layout_trainer.h)
+// on the dry kernels (shapes only) over null transports, recorded, so that a
+// step's graph is the graph a real step of the same trainer records, task for
+// task, whatever the layout (context ranks, pipeline stages with context ranks
+// inside, replicas under any data sync). `estimate` replays these graphs; no
+// second description of a step exists to drift from the trainer.
+//
+// A step's graph depends on its index alone (a dry rank keeps no values), so any
+// step may be taken without those before it.
+#include "runtime/scenario/scenario.h"
+#include "sim/step_graph.h"
+
+namespace lowband::parallel {
+
+// The step (from 0) that stands for the steady state: past any K/V codec
+// warm-up, the last step of a sync period (sync_step: the one that syncs,
+// sync::syncs_at) or its first (one between syncs).
+int steady_step(const Scenario& scenario, bool sync_step);
+
+// Step `step` of the scenario's trainer, run dry: its graph on the scenario's
+// nodes. InputError naming the key for a layout the trainer refuses.
+sim::StepGraph dry_step_graph(const Scenario& scenario, int step);
+
+// The graph of steady_step(scenario, sync_step). Where an outer sync runs after
+// every step (parallel.data_sync.inner_steps = 1) no step of the scenario lies
+// between syncs: the step between is then the inner step as it is with
+// inner_steps 2 (an inner step does not depend on H).
+sim::StepGraph steady_step_graph(const Scenario& scenario, bool sync_step = true);
+
+}  // namespace lowband::parallel
