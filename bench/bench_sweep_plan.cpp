@@ -7,7 +7,7 @@
 #include <string>
 
 #include "runtime/scenario/load.h"
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 
 namespace {
 
@@ -20,7 +20,7 @@ void BM_PlanSeeds(benchmark::State& state) {
   const std::string text = builtin_scenario_text("default");
   size_t groups = 0;
   for (auto _ : state) {
-    const sweep::SweepPlan plan = sweep::plan_sweep(sweep::make_spec(text, "bench.json", {seeds}));
+    const grid::SweepPlan plan = grid::plan_sweep(grid::make_spec(text, "bench.json", {seeds}));
     groups = plan.groups.size();
     benchmark::DoNotOptimize(groups);
   }

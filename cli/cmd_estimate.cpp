@@ -1,7 +1,7 @@
 // `lowband estimate [SCENARIO] [--set KEY=VALUE]... [--json] [--out FILE]`: one
 // step of the scenario's layout (runtime/estimate/). A --set whose value has
 // top-level commas, or the file's "sweep" section, makes it a grid (the axes as
-// `lowband sweep` reads them, runtime/sweep/grid.h): one row per point, and
+// `lowband sweep` reads them, runtime/scenario/grid.h): one row per point, and
 // --csv FILE, --json, --plot FILE.svg|png.
 #include <climits>
 #include <filesystem>
@@ -17,7 +17,7 @@
 #include "runtime/estimate/estimate.h"
 #include "runtime/estimate/grid.h"
 #include "runtime/report/plot_gnuplot.h"
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 
 namespace lowband::cli {
 
@@ -95,7 +95,7 @@ void single_point(const EstimateArgs& a, const Scenario& scenario) {
     std::cout << format_estimate_table(scenario, result);
   std::string csv;
   if (!a.csv.empty()) {  // one row, as a grid's
-    sweep::SweepPoint point{scenario.name, {}, scenario};
+    grid::SweepPoint point{scenario.name, {}, scenario};
     csv = grid_csv(EstimateGrid{scenario.name, scenario.source, {}, {EstimateGridPoint{point, result}}});
   }
   write_outputs(a, json, csv);
@@ -109,7 +109,7 @@ void run_estimate(EstimateArgs a) {
   }
   check_distinct_outputs(a);
   const ScenarioText base = scenario_text(a.source);
-  const sweep::SweepSpec spec = sweep::make_spec(base.text, base.source, a.source.sets);
+  const grid::SweepSpec spec = grid::make_spec(base.text, base.source, a.source.sets);
   const bool had_sweep_section =
       !spec.axes.empty() || nlohmann::json::parse(base.text, nullptr, false).contains("sweep");
   if (!a.plot.empty() && spec.axes.empty())
@@ -120,7 +120,7 @@ void run_estimate(EstimateArgs a) {
     single_point(a, load_scenario(source));
     return;
   }
-  const sweep::SweepPlan plan = sweep::plan_sweep(spec);  // every point validated before any estimate
+  const grid::SweepPlan plan = grid::plan_sweep(spec);  // every point validated before any estimate
   if (spec.axes.empty()) {  // a sweep section whose every axis a --set fixed
     single_point(a, plan.points.front().scenario);
     return;
@@ -131,7 +131,7 @@ void run_estimate(EstimateArgs a) {
     check_plot_target(a.plot);
   }
   std::vector<const Scenario*> points;
-  for (const sweep::SweepPoint& p : plan.points) points.push_back(&p.scenario);
+  for (const grid::SweepPoint& p : plan.points) points.push_back(&p.scenario);
   check_steps_flag(a, points);
   if (flags_only()) return;
   const EstimateGrid grid = estimate_grid(plan);

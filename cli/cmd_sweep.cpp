@@ -16,7 +16,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "runtime/scenario/load.h"
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 #include "runtime/sweep/runner.h"
 #include "runtime/sweep/slurm.h"
 #include "runtime/sweep/status.h"
@@ -49,7 +49,7 @@ std::string self_executable() {
   return path;
 }
 
-void print_plan(const sweep::SweepPlan& plan) {
+void print_plan(const grid::SweepPlan& plan) {
   std::cout << "sweep " << plan.base_name << " (" << plan.spec.source << "): " << plan.points.size() << " points, "
             << plan.groups.size() << " trainings\n";
   for (size_t g = 0; g < plan.groups.size(); ++g) {
@@ -59,15 +59,15 @@ void print_plan(const sweep::SweepPlan& plan) {
     std::cout << "\n";
   }
   for (const auto& p : plan.points)
-    std::cout << "  point " << p.name << ": " << sweep::describe_settings(p.settings) << "\n";
+    std::cout << "  point " << p.name << ": " << grid::describe_settings(p.settings) << "\n";
 }
 
 // --launcher slurm: the sweep directory written, its trainings submitted as one job array.
-void submit_sweep(const sweep::SweepPlan& plan, const SweepArgs& a, const std::string& out) {
+void submit_sweep(const grid::SweepPlan& plan, const SweepArgs& a, const std::string& out) {
   sweep::SlurmOptions so = a.slurm;
   so.at_once = a.jobs;
   so.cpus_per_task = a.threads > 0 ? a.threads : 1;
-  for (const sweep::SweepPoint& p : plan.points) so.gpu = so.gpu || p.scenario.training.backend == "cuda";
+  for (const grid::SweepPoint& p : plan.points) so.gpu = so.gpu || p.scenario.training.backend == "cuda";
   const std::string dir = fs::absolute(out).lexically_normal().string(), exe = self_executable();
   const std::string workdir = fs::current_path().string();
   if (a.dry_run) {  // every training, as a first submission asks for them
@@ -143,9 +143,9 @@ void run_sweep_command(const SweepArgs& a, const CLI::App& cmd) {
     text = base.text, source = base.source;
   }
   if (cmd.count("--steps")) sets.push_back("training.steps=" + std::to_string(a.steps));
-  sweep::SweepSpec spec = sweep::make_spec(text, source, sets);
-  if (cmd.count("--seeds")) sweep::add_seed_axis(spec, a.seeds);
-  const sweep::SweepPlan plan = sweep::plan_sweep(spec);
+  grid::SweepSpec spec = grid::make_spec(text, source, sets);
+  if (cmd.count("--seeds")) grid::add_seed_axis(spec, a.seeds);
+  const grid::SweepPlan plan = grid::plan_sweep(spec);
   if (a.training > int(plan.groups.size()) || (cmd.count("--training") && a.training < 1))
     throw InputError("--training", "the sweep has trainings 1 to " + std::to_string(plan.groups.size()) + ", got " +
                                        std::to_string(a.training));

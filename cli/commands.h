@@ -47,7 +47,7 @@ void check_omp_num_threads_env();
 // A scenario file's text; InputError naming the path when it cannot be read.
 std::string read_scenario_text(const std::string& path);
 // The source's text and name ("FILE" or "builtin:NAME"), without its --sets: the
-// base of a grid (sweep::make_spec), as `sweep` and `estimate` read it.
+// base of a grid (grid::make_spec), as `sweep` and `estimate` read it.
 struct ScenarioText {
   std::string text, source;
 };

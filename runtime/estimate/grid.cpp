@@ -51,7 +51,7 @@ std::optional<double> numeric_value(const json& v, std::optional<Quantity>& kind
   return std::nullopt;
 }
 
-std::optional<Quantity> axis_quantity(const sweep::Axis& axis) {
+std::optional<Quantity> axis_quantity(const grid::Axis& axis) {
   std::optional<Quantity> kind;
   for (const json& v : axis.values)
     if (!numeric_value(v, kind)) return std::nullopt;
@@ -67,12 +67,12 @@ std::string csv_field(const std::string& text) {
 
 }  // namespace
 
-EstimateGrid estimate_grid(const sweep::SweepPlan& plan) {
+EstimateGrid estimate_grid(const grid::SweepPlan& plan) {
   EstimateGrid grid;
   grid.base_name = plan.base_name;
   grid.source = plan.spec.source;
-  for (const sweep::Axis& a : plan.spec.axes) grid.axes.push_back(a.key);
-  for (const sweep::SweepPoint& p : plan.points) grid.points.push_back({p, estimate(p.scenario)});
+  for (const grid::Axis& a : plan.spec.axes) grid.axes.push_back(a.key);
+  for (const grid::SweepPoint& p : plan.points) grid.points.push_back({p, estimate(p.scenario)});
   return grid;
 }
 
@@ -172,7 +172,7 @@ json grid_json(const EstimateGrid& grid) {
   return {{"scenario", grid.base_name}, {"scenario_source", grid.source}, {"axes", grid.axes}, {"points", points}};
 }
 
-int numeric_axis(const sweep::SweepPlan& plan, const std::string& place) {
+int numeric_axis(const grid::SweepPlan& plan, const std::string& place) {
   for (size_t a = 0; a < plan.spec.axes.size(); ++a)
     if (axis_quantity(plan.spec.axes[a])) return int(a);
   throw InputError(place, plan.spec.axes.empty()
@@ -181,8 +181,8 @@ int numeric_axis(const sweep::SweepPlan& plan, const std::string& place) {
                                 "network.bandwidth=80Mbps,1Gbps) to draw tokens/s against");
 }
 
-report::Figure grid_figure(const EstimateGrid& grid, const sweep::SweepPlan& plan, int axis, const std::string& name) {
-  const sweep::Axis& x_axis = plan.spec.axes[size_t(axis)];
+report::Figure grid_figure(const EstimateGrid& grid, const grid::SweepPlan& plan, int axis, const std::string& name) {
+  const grid::Axis& x_axis = plan.spec.axes[size_t(axis)];
   const Quantity q = *axis_quantity(x_axis);
   report::Figure f;
   f.name = name;
@@ -200,7 +200,7 @@ report::Figure grid_figure(const EstimateGrid& grid, const sweep::SweepPlan& pla
     std::vector<std::pair<std::string, json>> others;
     for (size_t a = 0; a < g.point.settings.size(); ++a)
       if (int(a) != axis) others.push_back(g.point.settings[a]);
-    const std::string title = others.empty() ? grid.base_name : sweep::describe_settings(others);
+    const std::string title = others.empty() ? grid.base_name : grid::describe_settings(others);
     const auto [it, fresh] = series_of.emplace(title, series.size());
     if (fresh) {
       const int color = int(series.size());

@@ -1,5 +1,5 @@
 #pragma once
-// `lowband estimate` over a grid: the points of a sweep plan (runtime/sweep/grid.h:
+// `lowband estimate` over a grid: the points of a sweep plan (runtime/scenario/grid.h:
 // `--set KEY=V1,V2,...` and the file's "sweep" section, parsed and resolved as
 // `lowband sweep` does), each estimated as one scenario (estimate.h), and the
 // results as one table, CSV, JSON and a figure of tokens/s against the first
@@ -11,12 +11,12 @@
 
 #include "runtime/estimate/estimate.h"
 #include "runtime/report/figures.h"
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 
 namespace lowband {
 
 struct EstimateGridPoint {
-  sweep::SweepPoint point;  // its name, its axes' values, its scenario
+  grid::SweepPoint point;  // its name, its axes' values, its scenario
   Estimate estimate;
 };
 
@@ -27,7 +27,7 @@ struct EstimateGrid {
 };
 
 // Estimates every point of the plan, in order.
-EstimateGrid estimate_grid(const sweep::SweepPlan& plan);
+EstimateGrid estimate_grid(const grid::SweepPlan& plan);
 
 // One row per point: the axes' values, step s, tokens/s, exposed comm s, bound s
 // (and which bound), MFU.
@@ -46,10 +46,10 @@ nlohmann::json grid_json(const EstimateGrid& grid);
 // The axis the figure's x is: the first whose every value is a number or a quantity
 // with a unit (bandwidth, duration, bytes). InputError naming `place` (the flag)
 // when no axis is.
-int numeric_axis(const sweep::SweepPlan& plan, const std::string& place);
+int numeric_axis(const grid::SweepPlan& plan, const std::string& place);
 
 // Tokens/s against that axis (log x for a bandwidth, in bits/s), one series per
 // combination of the other axes' values; the figure's file stem is `name`.
-report::Figure grid_figure(const EstimateGrid& grid, const sweep::SweepPlan& plan, int axis, const std::string& name);
+report::Figure grid_figure(const EstimateGrid& grid, const grid::SweepPlan& plan, int axis, const std::string& name);
 
 }  // namespace lowband

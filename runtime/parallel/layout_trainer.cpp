@@ -61,12 +61,9 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, const kern
       ranks_.push_back(std::make_unique<ContextRank>(one, i, compress::make_kv_codec_on(one, k_->device), *k_, timing,
                                                      world_.log(r)));
   }
-  holdings_.resize(ranks_.size());
-  constrained_.resize(ranks_.size());
-  if (local_steps()) {
-    if (!dry()) start_constrained();  // values only: a dry run has none
-    build_outer_syncs();
-  }
+  if (local_steps())
+    outer_ = std::make_unique<OuterStep>(scenario_, layout_, *k_, timing_, world_.local_ranks(),
+                                         [this](int r) -> RankProgram& { return rank(r); });
   // Boundaries that centre on the embedding start from its initial snapshot:
   // set-up traffic, in no step's graph (the snapshots after outer steps are).
   if (scenario_.compression.boundary.method == BoundaryMethod::embedding_residual)
@@ -114,6 +111,11 @@ void LayoutTrainer::run_ranks(const std::function<void(int, comm::Communicator&,
 
 void LayoutTrainer::on_ranks(const std::function<void(int, RankProgram&, comm::Communicator&)>& fn) {
   run_ranks([&](int r, comm::Communicator&, comm::Communicator& replica) { fn(r, rank(r), replica); }, false);
+}
+
+const std::vector<ModelPart>& LayoutTrainer::parts() const {
+  static const std::vector<ModelPart> none;
+  return outer_ ? outer_->parts() : none;
 }
 
 Scenario LayoutTrainer::replica_scenario(int replica) const { return parallel::replica_scenario(scenario_, replica); }
@@ -169,13 +171,13 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
     results[size_t(r)] = rank(r).train_step(replica, step, inputs + first, targets + first, per_replica,
                                             synchronous ? &data : nullptr);
     if (outer) {
-      outer_step_groups(r, world);
+      outer_->run(r, world, world_.log(r));
       rank(r).snapshot_embedding(replica);  // the synchronised embedding, where the boundaries centre on it
     }
   }, /*record=*/true);
   double kernel = 0;
   for (auto& p : ranks_) kernel += p->take_kernel_wall_seconds();
-  kernel += std::exchange(outer_wall_seconds_, 0.0);
+  if (outer_) kernel += outer_->take_wall_seconds();
   // Every rank has the lr; the norm and K/V errors are the first local rank's, and
   // with one replica its loss and weight sync too (every rank of a replica has them).
   StepRecord rec = close_step_record(world_, scenario_, step, results[size_t(world_.local_ranks()[0])], kernel, record);
@@ -230,7 +232,7 @@ void LayoutTrainer::save_state(std::ostream& out) const {
   save_rank_states(out, world_, codecs_,
                    [&](int r) -> const RankProgram& { return *ranks_[size_t(world_.local_index(r))]; },
                    [&](int r, std::ostream& one) {
-                     for (const Holding& h : holdings_[size_t(world_.local_index(r))]) h.sync->save_state(one);
+                     if (outer_) outer_->save_state(r, one);
                    });
 }
 
@@ -238,7 +240,7 @@ void LayoutTrainer::load_state(std::istream& in) {
   load_rank_states(in, world_, codecs_, *k_, scenario_,
                    [&](int r) -> RankProgram& { return rank(r); },
                    [&](int r, std::istream& one) {
-                     for (Holding& h : holdings_[size_t(world_.local_index(r))]) h.sync->load_state(one);
+                     if (outer_) outer_->load_state(r, one);
                    });
 }
 

@@ -19,25 +19,17 @@
 //    (its data group, "grad_sync", bucket by bucket as the backward goes) before
 //    the optimiser, so R replicas step as one replica on their whole batch would.
 //  - diloco, sparseloco: each replica takes its own AdamW steps on its own mean
-//    loss; every inner_steps steps the replicas' weights meet part by part
-//    (data/parts.h: the common refinement of every replica's stages, so replicas
-//    may differ in their pipelines): for each part it holds a rank runs one
-//    sync::OuterSync over the ranks holding that part with the same context
-//    index in every replica ("pseudo_grad"; a rank's parts' collectives in
-//    flight together). The inner AdamW state stays per replica. The step's
-//    loss is the replicas' losses weighted by their targets.
+//    loss; every inner_steps steps the replicas' weights meet part by part in
+//    the outer step (data/outer_step.h). The step's loss is the replicas'
+//    losses weighted by their targets.
 //
 // Selective boundary compression (parallel.replicas[q].compress_boundaries):
 // compression.boundary applies to the replicas that set it, the others send
-// their boundaries dense. With subspace boundaries every replica starts from
-// the constrained model (the union of the compressing replicas' constrained
-// tensors projected, E_fixed folded into the non-compressing replicas' learnable
-// embedding), the outer sync averages the effective embedding E + E_fixed, and
-// after each outer step a compressing replica projects its constrained tensors
-// back into span(U) and restarts its pseudo-gradient from there (design.md §3c).
-// With embedding_residual boundaries nothing is constrained: every replica holds
-// one model, and a compressing replica's stages take a new snapshot of its
-// embedding after each outer step (PipelineRank::snapshot_embedding).
+// their boundaries dense. With subspace boundaries the outer step keeps every
+// replica in one function family (data/outer_step.h, design.md §3c); with
+// embedding_residual boundaries every replica holds one model, and a
+// compressing replica's stages take a new snapshot of its embedding after each
+// outer step (PipelineRank::snapshot_embedding).
 //
 // The models, optimisers and attention run on training.backend's kernels
 // (kernels/backend.h); codecs and transports work in host memory.
@@ -57,13 +49,13 @@
 #include <string>
 #include <vector>
 
+#include "runtime/parallel/data/outer_step.h"
 #include "runtime/parallel/data/parts.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/parallel/pipeline/rank.h"
 #include "runtime/parallel/rank_program.h"
 #include "runtime/parallel/rank_world.h"
 #include "runtime/parallel/trainer.h"
-#include "runtime/sync/outer_sync.h"
 
 namespace lowband::parallel {
 
@@ -97,7 +89,7 @@ class LayoutTrainer final : public Trainer {
   const kernels::Backend& backend() const { return *k_; }
   const Layout& layout() const { return layout_; }
   // The parts the outer sync synchronises (diloco, sparseloco; else empty).
-  const std::vector<ModelPart>& parts() const { return parts_; }
+  const std::vector<ModelPart>& parts() const;
   // The scenario one replica runs: one replica, its ranks on its own nodes, its
   // stages (parallel.stage_layers where it has that many stages, else an even
   // split), its boundaries dense unless it compresses them.
@@ -118,27 +110,11 @@ class LayoutTrainer final : public Trainer {
   void load_state(std::istream& in) override;
 
  private:
-  struct Holding {  // one part a local rank holds, and its outer sync
-    int part = 0;
-    int64_t offset = 0;  // in the rank's flat buffer
-    std::unique_ptr<sync::OuterSync> sync;
-  };
-  struct Constrained {  // a rank of a replica with subspace boundaries
-    BoundaryConstraint constraint;
-    std::vector<float> fixed;  // E_fixed where the rank holds the embedding, else empty
-  };
   LayoutTrainer(const Scenario& scenario, ComputeTiming timing, const kernels::Backend& k, RankWorld world);
   bool local_steps() const;  // diloco / sparseloco: replicas step alone between outer steps
   void check_layout() const;
   // fn(rank, world, replica) on every local rank; with one replica `replica` is `world`.
   void run_ranks(const std::function<void(int, comm::Communicator&, comm::Communicator&)>& fn, bool record);
-  void outer_step_groups(int rank, comm::Communicator& world);
-  void build_outer_syncs();
-  void start_constrained();  // every replica from the same constrained model
-  // The rank's parameters on the host as the outer sync sees them (E_fixed added
-  // to a compressing first stage's embedding), and back.
-  std::vector<float> sync_view(int rank) const;
-  void outer_step(int rank, const std::vector<comm::Communicator*>& part_groups);
   int index_in_replica(int rank) const { return rank - first_rank_[size_t(layout_.place(rank).replica)]; }
   // color_of(w) for every world rank w: a split every rank can make without
   // exchanging colors (Communicator::split_known: MPI keeps the group).
@@ -150,7 +126,6 @@ class LayoutTrainer final : public Trainer {
 
   Scenario scenario_;
   ComputeTiming timing_;
-  double outer_wall_seconds_ = 0;  // the outer steps' compute since the last step record
   const kernels::Backend* k_;
   Layout layout_;
   int R_;
@@ -158,9 +133,7 @@ class LayoutTrainer final : public Trainer {
   std::vector<int> first_rank_;        // per replica
   RankWorld world_;
   std::vector<std::unique_ptr<RankProgram>> ranks_;  // local ranks, in world_.local_ranks() order
-  std::vector<ModelPart> parts_;
-  std::vector<std::vector<Holding>> holdings_;         // per local rank, in part order
-  std::vector<std::unique_ptr<Constrained>> constrained_;  // per local rank; null unless it compresses (subspace)
+  std::unique_ptr<OuterStep> outer_;  // diloco / sparseloco: replicas step alone between outer steps
   std::vector<double> eval_per_replica_;  // of the last evaluate(); empty for one replica
   std::string codecs_;  // compressed_traffic().codec, which a checkpoint must match
 };

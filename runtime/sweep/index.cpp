@@ -50,9 +50,9 @@ std::string to_string(PointStatus status) {
   return status == PointStatus::done ? "done" : status == PointStatus::failed ? "failed" : "pending";
 }
 
-ordered_json index_json(const SweepPlan& plan, const std::vector<PointState>& states) {
+ordered_json index_json(const grid::SweepPlan& plan, const std::vector<PointState>& states) {
   ordered_json axes = ordered_json::object(), keys = ordered_json::array();
-  for (const Axis& axis : plan.spec.axes) {
+  for (const grid::Axis& axis : plan.spec.axes) {
     keys.push_back(axis.key);
     axes[axis.key] = ordered_json::parse(json(axis.values).dump());
   }
@@ -74,7 +74,7 @@ ordered_json index_json(const SweepPlan& plan, const std::vector<PointState>& st
           {"axes", axes},       {"trainings", plan.groups.size()}, {"points", points}};
 }
 
-std::vector<PointState> previous_states(const SweepPlan& plan, const std::string& sweep_dir, bool keep_failed) {
+std::vector<PointState> previous_states(const grid::SweepPlan& plan, const std::string& sweep_dir, bool keep_failed) {
   std::vector<PointState> states(plan.points.size());
   const json old = read_json_or_null(fs::path(sweep_dir) / "index.json");
   if (!old.is_object() || !old.contains("points") || !old["points"].is_array()) return states;
@@ -92,7 +92,7 @@ std::vector<PointState> previous_states(const SweepPlan& plan, const std::string
   return states;
 }
 
-std::string summary_table(const SweepPlan& plan, const std::vector<PointState>& states, const std::string& sweep_dir) {
+std::string summary_table(const grid::SweepPlan& plan, const std::vector<PointState>& states, const std::string& sweep_dir) {
   std::ostringstream out;
   out << "| point | status | trained in | sim tokens/s | sim time (s) | final val loss |\n"
       << "|---|---|---|---:|---:|---:|\n";

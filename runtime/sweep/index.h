@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 
 namespace lowband::sweep {
 
@@ -26,18 +26,18 @@ struct PointState {
 
 std::string to_string(PointStatus status);
 
-nlohmann::ordered_json index_json(const SweepPlan& plan, const std::vector<PointState>& states);
+nlohmann::ordered_json index_json(const grid::SweepPlan& plan, const std::vector<PointState>& states);
 
 // The states a new sweep into `sweep_dir` starts from: a point is done when the
 // directory's index.json says so, its run directory holds the same resolved
 // scenario and its summary.json a finished, undiverged run; failed as the index
 // says with keep_failed (what one training of the sweep leaves of the others');
 // all others pending.
-std::vector<PointState> previous_states(const SweepPlan& plan, const std::string& sweep_dir, bool keep_failed = false);
+std::vector<PointState> previous_states(const grid::SweepPlan& plan, const std::string& sweep_dir, bool keep_failed = false);
 
 // A markdown table, one row per point: status, where it trained, simulated
 // tokens/s, simulated time and final validation loss (from its summary.json),
 // then the failed points' messages.
-std::string summary_table(const SweepPlan& plan, const std::vector<PointState>& states, const std::string& sweep_dir);
+std::string summary_table(const grid::SweepPlan& plan, const std::vector<PointState>& states, const std::string& sweep_dir);
 
 }  // namespace lowband::sweep

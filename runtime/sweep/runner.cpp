@@ -98,7 +98,7 @@ namespace {
 // rewritten after each.
 class SweepRun {
  public:
-  SweepRun(const SweepPlan& plan, const SweepOptions& options) : plan_(plan), options_(options), dir_(options.out_dir) {}
+  SweepRun(const grid::SweepPlan& plan, const SweepOptions& options) : plan_(plan), options_(options), dir_(options.out_dir) {}
   ~SweepRun() {
     if (training_lock_ >= 0) ::close(training_lock_);
   }
@@ -119,7 +119,7 @@ class SweepRun {
   void start_or_fail(size_t g, std::vector<Running>& running);
   bool reap_one(std::vector<Running>& running);  // whether one had ended
 
-  const SweepPlan& plan_;
+  const grid::SweepPlan& plan_;
   const SweepOptions& options_;
   const fs::path dir_;
   SweepResult result_;
@@ -193,7 +193,7 @@ void SweepRun::log_start() const {
 
 Running SweepRun::start(size_t g) {
   Running r{g, 0, group_file(g), (dir_ / "groups" / ("g" + std::to_string(g + 1) + ".log")).string(), Clock::now()};
-  std::vector<const SweepPoint*> points;
+  std::vector<const grid::SweepPoint*> points;
   std::vector<std::string> out_dirs;
   for (size_t i : plan_.groups[g]) {
     if (result_.states[i].status == PointStatus::done) continue;
@@ -297,7 +297,7 @@ SweepResult SweepRun::run() {
   mark_todo();
   if (one_training() && todo_.empty() && options_.log)
     *options_.log << "training " << options_.only_training << " is done: nothing to do\n";
-  if (!one_training()) write_file_atomically((dir_ / "sweep.json").string(), sweep_document(plan_.spec).dump(2) + "\n");
+  if (!one_training()) write_file_atomically((dir_ / "sweep.json").string(), grid::sweep_document(plan_.spec).dump(2) + "\n");
   write_index();
   for (size_t g : todo_) result_.todo.push_back(int(g) + 1);
   if (options_.prepare_only) return result_;
@@ -319,6 +319,6 @@ SweepResult SweepRun::run() {
 
 }  // namespace
 
-SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options) { return SweepRun(plan, options).run(); }
+SweepResult run_sweep(const grid::SweepPlan& plan, const SweepOptions& options) { return SweepRun(plan, options).run(); }
 
 }  // namespace lowband::sweep

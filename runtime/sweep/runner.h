@@ -1,5 +1,5 @@
 #pragma once
-// Runs a sweep plan: one training per group (runtime/sweep/grid.h), each in a
+// Runs a sweep plan: one training per group (runtime/scenario/grid.h), each in a
 // worker process (runtime/sweep/worker.h), up to `jobs` at once, writing
 // SWEEP_DIR/index.json (runtime/sweep/index.h) atomically at the start and after
 // every group, and SWEEP_DIR/sweep.json (the spec as a scenario file with a sweep
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 #include "runtime/sweep/index.h"
 
 namespace lowband::sweep {
@@ -55,6 +55,6 @@ struct SweepResult {
   std::vector<int> todo;  // the trainings (1-based) with points still to run, when it started
 };
 
-SweepResult run_sweep(const SweepPlan& plan, const SweepOptions& options);
+SweepResult run_sweep(const grid::SweepPlan& plan, const SweepOptions& options);
 
 }  // namespace lowband::sweep

@@ -25,7 +25,7 @@ void write_result(const std::string& group_file, const GroupResult& r) {
 
 }  // namespace
 
-void write_group_file(const std::string& path, const std::vector<const SweepPoint*>& points,
+void write_group_file(const std::string& path, const std::vector<const grid::SweepPoint*>& points,
                       const std::vector<std::string>& out_dirs, int threads, bool threads_forced, bool resume) {
   json list = json::array();
   for (size_t i = 0; i < points.size(); ++i)

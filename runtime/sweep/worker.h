@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 
 namespace lowband::sweep {
 
@@ -24,7 +24,7 @@ struct GroupResult {
 // threads, from its checkpoint when R (falling back to step 0 when the checkpoint
 // does not fit). A resumed training keeps the thread count its checkpoint records
 // unless F (the user gave --threads T): train::RunOptions::threads. Written atomically.
-void write_group_file(const std::string& path, const std::vector<const SweepPoint*>& points,
+void write_group_file(const std::string& path, const std::vector<const grid::SweepPoint*>& points,
                       const std::vector<std::string>& out_dirs, int threads, bool threads_forced, bool resume);
 
 // Makes this process die (SIGKILL) when the sweep process `parent` dies, so no

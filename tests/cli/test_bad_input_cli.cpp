@@ -309,7 +309,7 @@ TEST_F(BadInputCli, FlagsWithoutBoundsAreRefusedNamingTheFlag) {
 
 // A grid is planned whole (one parsed scenario per point) before anything runs:
 // three axes of 50 values planned 125,000 points (5.4 s, 514 MB), four would be
-// 6.25 M (~25 GB). Past sweep::kMaxSweepPoints the axis that crosses it is named.
+// 6.25 M (~25 GB). Past grid::kMaxSweepPoints the axis that crosses it is named.
 TEST_F(BadInputCli, GridsPastTheirLimitNameTheAxis) {
   std::string values;
   for (int i = 1; i <= 50; ++i) values += (i > 1 ? "," : "") + std::to_string(i);

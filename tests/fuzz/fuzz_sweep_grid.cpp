@@ -1,6 +1,6 @@
 // libFuzzer target: the grid flags of `lowband sweep` and `lowband estimate` — a
 // scenario file with its "sweep" section, and --set flags whose comma lists are
-// axes (runtime/sweep/grid.h: make_spec, then plan_sweep resolving every point).
+// axes (runtime/scenario/grid.h: make_spec, then plan_sweep resolving every point).
 // The input is the file's text, then optionally a NUL byte and one --set value
 // per line, as fuzz_scenario's. Any error but lowband::InputError (exit 2) is a
 // bug (exit 1) and stops the fuzzer, as do crashes, leaks and hangs. Grids of
@@ -11,17 +11,17 @@
 #include <cstdint>
 
 #include "common/error.h"
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto [text, sets] = lowband::fuzz::scenario_input(data, size);
   try {
-    const lowband::sweep::SweepSpec spec = lowband::sweep::make_spec(text, "fuzz.json", sets);
+    const lowband::grid::SweepSpec spec = lowband::grid::make_spec(text, "fuzz.json", sets);
     size_t points = 1;
     for (const auto& axis : spec.axes)
       if ((points *= axis.values.size()) > 64) break;
-    if (points <= 64) lowband::sweep::plan_sweep(spec);
+    if (points <= 64) lowband::grid::plan_sweep(spec);
   } catch (const lowband::InputError&) {
   }
   return 0;

@@ -1,4 +1,4 @@
-// lowband sweep's grid (runtime/sweep/grid.h): axes from --set lists and from a
+// lowband sweep's grid (runtime/scenario/grid.h): axes from --set lists and from a
 // "sweep" section, the cartesian product in axis order, point names, errors that
 // name the flag or sweep path and the point, grouping by numerics; and how many
 // trainings run at once.
@@ -9,11 +9,11 @@
 #include "common/error.h"
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 #include "runtime/sweep/runner.h"
 #include "tests/slurp.h"
 
-namespace lowband::sweep {
+namespace lowband::grid {
 namespace {
 
 using nlohmann::json;
@@ -212,11 +212,9 @@ TEST(SweepGrid, GroupsAsThePairwiseRule) {
   EXPECT_EQ(plan.groups.size(), 12u);  // 3 ratios x 2 seeds x 2 splits
 }
 
-// Planning is linear in the points: 5,000 trainings of their own (a seed each)
-// plan in seconds (pairwise grouping took minutes).
 TEST(SweepParallelism, JobsTimesThreadsFitTheCores) {
   const auto p = [](int jobs, int threads, int trainings, int cores) {
-    const Parallelism r = choose_parallelism(jobs, threads, trainings, cores);
+    const sweep::Parallelism r = sweep::choose_parallelism(jobs, threads, trainings, cores);
     return std::make_pair(r.jobs, r.threads);
   };
   EXPECT_EQ(p(0, 0, 4, 2), std::make_pair(2, 1));    // one job per core
@@ -229,4 +227,4 @@ TEST(SweepParallelism, JobsTimesThreadsFitTheCores) {
 }
 
 }  // namespace
-}  // namespace lowband::sweep
+}  // namespace lowband::grid

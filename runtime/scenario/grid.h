@@ -1,5 +1,6 @@
 #pragma once
-// `lowband sweep`'s grid: a base scenario document, the plain overrides, and the
+// A grid of scenarios, what `lowband sweep` trains and `lowband estimate` estimates
+// (both above this folder): a base scenario document, the plain overrides, and the
 // axes (from `--set key=v1,v2,...` or the file's top-level "sweep" section). Every
 // point of the cartesian product (first axis outermost) is resolved into a
 // validated Scenario named base name + a suffix of its values
@@ -13,7 +14,7 @@
 
 #include "runtime/scenario/scenario.h"
 
-namespace lowband::sweep {
+namespace lowband::grid {
 
 struct Axis {
   std::string key;                    // dotted scenario path, e.g. "network.bandwidth"
@@ -80,4 +81,4 @@ nlohmann::ordered_json sweep_document(const SweepSpec& spec);
 // "network.bandwidth=80Mbps, compression.ratio=0.9"
 std::string describe_settings(const std::vector<std::pair<std::string, nlohmann::json>>& settings);
 
-}  // namespace lowband::sweep
+}  // namespace lowband::grid

@@ -1,4 +1,4 @@
-#include "runtime/sweep/grid.h"
+#include "runtime/scenario/grid.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include "runtime/scenario/load.h"
 #include "runtime/scenario/parse_internal.h"
 
-namespace lowband::sweep {
+namespace lowband::grid {
 namespace {
 
 using nlohmann::json;
@@ -304,4 +304,4 @@ std::string describe_settings(const std::vector<std::pair<std::string, json>>& s
   return out;
 }
 
-}  // namespace lowband::sweep
+}  // namespace lowband::grid

@@ -1,0 +1,108 @@
+#pragma once
+// The outer step of replicas that train on their own between syncs
+// (parallel.data_sync diloco, sparseloco): what LayoutTrainer composes beside
+// the replicas' rank programs, for the ranks this process holds.
+//
+// The replicas' weights meet part by part (parts.h: the common refinement of
+// every replica's stages, so replicas may differ in their pipelines): for each
+// part it holds a rank keeps one sync::OuterSync, over the ranks holding that
+// part with the same context index in every replica ("pseudo_grad"; a rank's
+// parts' collectives in flight together). The inner AdamW state stays per replica.
+//
+// Subspace-compressed boundaries. A replica that compresses its pipeline
+// boundaries with the subspace method keeps wo and w_down of its layers before
+// its last stage, and its learnable embedding E, in span(U), and adds the frozen
+// E_fixed to E; a replica that does not compress has neither. So that all
+// replicas train one function family:
+//  - every replica starts from the same constrained model (start_constrained):
+//    the union of the compressing replicas' constrained tensors projected once
+//    (the same kernel calls on the same bytes, so the copies agree bit for bit),
+//    and E_fixed folded into the non-compressing replicas' learnable embedding;
+//  - the outer sync works on the effective embedding E + E_fixed (a compressing
+//    first stage adds E_fixed on the host before, and takes it off after);
+//  - after the outer step a compressing replica projects its constrained
+//    tensors back into span(U) (the average of unconstrained replicas leaves it;
+//    without this its boundaries would no longer rebuild exactly) and restarts
+//    its pseudo-gradient from the projected weights (OuterSync::rebase), so its
+//    next Δ is its inner steps' alone, inside span(U).
+// With embedding_residual boundaries nothing is constrained: the trainer has a
+// compressing replica's stages take a new snapshot of the embedding after the
+// outer step.
+//
+// Run dry (kernels::Device::dry) nothing is constrained and the outer syncs are
+// dry ones: each outer step makes its collectives of their sizes.
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/recording.h"
+#include "runtime/parallel/compute_span.h"
+#include "runtime/parallel/data/parts.h"
+#include "runtime/parallel/layout.h"
+#include "runtime/parallel/pipeline/rank.h"
+#include "runtime/parallel/rank_program.h"
+#include "runtime/scenario/scenario.h"
+#include "runtime/sync/outer_sync.h"
+
+namespace lowband::parallel {
+
+class OuterStep {
+ public:
+  // A local rank's program, by world rank.
+  using Programs = std::function<RankProgram&(int rank)>;
+
+  // The local ranks' (`local_ranks`) outer syncs, from their weights as they are
+  // now; with subspace boundaries, first every replica from the same
+  // constrained model.
+  OuterStep(const Scenario& scenario, const Layout& layout, const kernels::Backend& k, ComputeTiming timing,
+            const std::vector<int>& local_ranks, const Programs& programs);
+  ~OuterStep();
+
+  // The parts the outer sync synchronises.
+  const std::vector<ModelPart>& parts() const { return parts_; }
+
+  // Local rank `rank`'s outer step: every rank of `world` calls it together after
+  // the same inner step. Its compute spans ("outer_sync") go to `log`: measured,
+  // or the device profile's seconds.
+  void run(int rank, comm::Communicator& world, comm::RankLog& log);
+  // The outer steps' compute wall seconds since the last call.
+  double take_wall_seconds();
+
+  // The rank's outer syncs' state (checkpoints), in part order.
+  void save_state(int rank, std::ostream& out) const;
+  void load_state(int rank, std::istream& in);
+
+ private:
+  struct Holding {  // one part a local rank holds, and its outer sync
+    int part = 0;
+    int64_t offset = 0;  // in the rank's flat buffer
+    std::unique_ptr<sync::OuterSync> sync;
+  };
+  struct Constrained {  // a rank of a replica with subspace boundaries
+    BoundaryConstraint constraint;
+    std::vector<float> fixed;  // E_fixed where the rank holds the embedding, else empty
+  };
+  bool dry() const { return k_->device == kernels::Device::dry; }
+  int local_index(int rank) const;
+  void start_constrained();
+  // The rank's parameters on the host as the outer sync sees them (E_fixed added
+  // to a compressing first stage's embedding); empty in a dry run.
+  std::vector<float> sync_view(int rank) const;
+  // One group per (part, context rank) of `world`.
+  std::vector<std::unique_ptr<comm::Communicator>> part_groups(comm::Communicator& world) const;
+
+  Scenario scenario_;
+  const Layout& layout_;
+  const kernels::Backend* k_;
+  ComputeTiming timing_;
+  std::vector<int> local_ranks_;
+  Programs programs_;
+  std::vector<ModelPart> parts_;
+  std::vector<std::vector<Holding>> holdings_;             // per local rank, in part order
+  std::vector<std::unique_ptr<Constrained>> constrained_;  // per local rank; null unless it compresses (subspace)
+  double wall_seconds_ = 0;
+};
+
+}  // namespace lowband::parallel
