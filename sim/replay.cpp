@@ -1,7 +1,10 @@
 #include "sim/replay.h"
 
+#include <ext/stdio_filebuf.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +20,9 @@
 #include "common/error.h"
 #include "sim/platform.h"
 #include "sim/replay_engine.h"
+#include "sim/replay_wire.h"
+
+extern char** environ;
 
 namespace lowband::sim {
 
@@ -45,7 +51,7 @@ class Reader {
   std::string str() { std::string s(u64(), '\0'); raw(s.data(), s.size()); return s; }
   std::vector<double> doubles() { std::vector<double> v(u64()); raw(v.data(), v.size() * sizeof(double)); return v; }
   void raw(void* p, size_t n) {
-    if (pos_ + n > buf_.size()) throw std::runtime_error("sim::replay: truncated reply from the SimGrid child");
+    if (pos_ + n > buf_.size()) throw std::runtime_error("sim::replay: truncated reply from the replay process");
     if (n == 0) return;  // an empty vector's data() may be null, which memcpy must not get
     std::memcpy(p, buf_.data() + pos_, n);
     pos_ += n;
@@ -55,16 +61,6 @@ class Reader {
   const std::string& buf_;
   size_t pos_ = 0;
 };
-
-void write_all(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the parent is gone; nothing left to tell
-    done += static_cast<size_t>(n);
-  }
-}
 
 std::string read_all(int fd) {
   std::string out;
@@ -76,35 +72,6 @@ std::string read_all(int fd) {
     out.append(chunk, static_cast<size_t>(n));
   }
   return out;
-}
-
-// GCC 12's AddressSanitizer takes no allocator lock across fork: a thread that is
-// still exiting when the replay forks (the OpenMP pool of a rank thread just
-// joined) can hold it, and the child then waits for it for ever (seen once in
-// sanitize-check, in SimGrid's first allocation). glibc's malloc is fork-safe, so
-// only a sanitized build waits, until the thread count has held still for 30 ms
-// (at most 2 s).
-void settle_threads_before_fork() {
-#if defined(__SANITIZE_ADDRESS__)
-  auto threads = [] {
-    std::FILE* f = std::fopen("/proc/self/stat", "r");
-    int n = -1;
-    // Field 20 of /proc/self/stat is num_threads (after "(comm)", which may hold spaces).
-    char line[4096];
-    if (f && std::fgets(line, sizeof line, f))
-      if (const char* close = std::strrchr(line, ')'))
-        std::sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &n);
-    if (f) std::fclose(f);
-    return n;
-  };
-  int last = threads(), still = 0;
-  for (int i = 0; i < 200 && still < 3; ++i) {
-    ::usleep(10000);
-    const int now = threads();
-    still = now == last ? still + 1 : 0;
-    last = now;
-  }
-#endif
 }
 
 // The whole-step figures from the replay's per-rank record (and each task's
@@ -134,24 +101,28 @@ ReplayResult summarize(detail::TaskTimes times) {
   return r;
 }
 
-// The child replays and summarizes, and sends back only the figures (the task
-// times too when asked): nothing of the graph's size crosses the pipe otherwise.
-[[noreturn]] void run_child(int fd, const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
-                            const ReplayOptions& options) {
+}  // namespace
+
+// The replay process's answer: it replays and summarizes, and sends back only the
+// figures (the task times too when asked): nothing of the graph's size otherwise.
+std::string detail::reply_to(std::istream& request) {
   Writer w;
   try {
-    std::vector<detail::TaskTimes> times = detail::simulate(network, graphs, options.task_times, options.start_seconds);
+    const wire::Request r = wire::read_request(request);
+    std::vector<const StepGraph*> graphs;
+    for (const StepGraph& g : r.graphs) graphs.push_back(&g);
+    std::vector<detail::TaskTimes> times = detail::simulate(r.network, graphs, r.options.task_times, r.options.start_seconds);
     const uint8_t status = kOk;
     w.raw(&status, 1);
     w.doubles({static_cast<double>(times.size())});  // fewer than the graphs when one gave up
     for (detail::TaskTimes& t : times) {
-      const ReplayResult r = summarize(std::move(t));
-      w.doubles(r.rank_finish_seconds);
-      w.doubles({r.step_seconds, r.exposed_comm_seconds, r.gave_up ? 1.0 : 0.0});
-      w.doubles(r.rank_compute_busy_seconds);
-      w.doubles(r.rank_exposed_comm_seconds);
-      w.doubles(r.task_start_seconds);
-      w.doubles(r.task_finish_seconds);
+      const ReplayResult res = summarize(std::move(t));
+      w.doubles(res.rank_finish_seconds);
+      w.doubles({res.step_seconds, res.exposed_comm_seconds, res.gave_up ? 1.0 : 0.0});
+      w.doubles(res.rank_compute_busy_seconds);
+      w.doubles(res.rank_exposed_comm_seconds);
+      w.doubles(res.task_start_seconds);
+      w.doubles(res.task_finish_seconds);
     }
   } catch (const InputError& e) {
     const uint8_t status = kInputError;
@@ -164,9 +135,61 @@ ReplayResult summarize(detail::TaskTimes times) {
     w.str("");
     w.str(e.what());
   }
-  write_all(fd, w.bytes());
-  ::close(fd);
-  _exit(0);  // no atexit handlers, no flushing of the parent's stdio buffers
+  return w.bytes();
+}
+
+namespace {
+
+// The replay process's executable: $LOWBAND_REPLAY, else lowband-replay beside
+// this program, else where the build put it.
+std::string replay_executable() {
+  if (const char* env = std::getenv("LOWBAND_REPLAY"); env && *env) return env;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string beside(self, size_t(n));
+    beside = beside.substr(0, beside.rfind('/') + 1) + "lowband-replay";
+    if (::access(beside.c_str(), X_OK) == 0) return beside;
+  }
+#ifdef LOWBAND_REPLAY_EXE
+  if (::access(LOWBAND_REPLAY_EXE, X_OK) == 0) return LOWBAND_REPLAY_EXE;
+#endif
+  throw std::runtime_error("sim::replay: no lowband-replay beside this program" +
+                           (n > 0 ? " (" + std::string(self, size_t(n)) + ")" : std::string()) +
+                           " or where the build put it; build it (cmake --build build --target lowband-replay) or "
+                           "set LOWBAND_REPLAY to its path");
+}
+
+// A pipe whose ends are close-on-exec and numbered above 3 (the child's 0 and 3
+// are made from them, so neither may already be one of those).
+void high_pipe(int fds[2]) {
+  int raw[2];
+  if (::pipe2(raw, O_CLOEXEC) != 0) throw std::runtime_error(std::string("sim::replay: pipe: ") + std::strerror(errno));
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = ::fcntl(raw[i], F_DUPFD_CLOEXEC, 4);
+    ::close(raw[i]);
+  }
+  if (fds[0] < 0 || fds[1] < 0) throw std::runtime_error(std::string("sim::replay: fcntl: ") + std::strerror(errno));
+}
+
+// Writes the request to the replay process, SIGPIPE held back on this thread (a
+// process that died early shows as a short write, and then in its missing reply).
+void send_request(int fd, const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
+                  const ReplayOptions& options) {
+  sigset_t pipe_signal, old;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, &old);
+  {
+    __gnu_cxx::stdio_filebuf<char> buf(fd, std::ios::out, 1 << 16);  // closes fd when done
+    std::ostream out(&buf);
+    wire::write_request(out, network, graphs, options);
+    out.flush();
+  }
+  const timespec now{0, 0};
+  while (sigtimedwait(&pipe_signal, nullptr, &now) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
@@ -178,40 +201,46 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
                                             " ranks but the network has only " + std::to_string(network.nodes) +
                                             " nodes");
   // Hand the heap's free pages back first (the dry run's logs, at 512 context
-  // ranks 300 MB): the child would count them in its resident memory too. Only
-  // before a large graph: for a small one it is not worth a walk of the heap.
+  // ranks 300 MB): the machine holds the replay process's copy of the graph
+  // beside them. Only before a large graph: for a small one it is not worth a
+  // walk of the heap.
   size_t tasks = 0;
   for (const StepGraph* g : graphs) tasks += g->size();
   if (tasks >= 1000000) ::malloc_trim(0);
-  // Flush before forking, or the child would inherit (and SimGrid might flush) a copy
-  // of whatever the caller has buffered.
-  std::fflush(nullptr);
-  settle_threads_before_fork();
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(std::string("sim::replay: pipe: ") + std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw std::runtime_error(std::string("sim::replay: fork: ") + std::strerror(errno));
+  // The replay runs in a process of its own, spawned (not forked: a fork of this
+  // process, whose rank threads and OpenMP pools have run, could inherit a lock
+  // some thread held and wait on it for ever): fd 0 the request, fd 3 the reply,
+  // stdout to /dev/null (SimGrid writes nothing useful there), stderr shared.
+  const std::string exe = replay_executable();
+  int request[2], reply_pipe[2];
+  high_pipe(request);
+  high_pipe(reply_pipe);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, request[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, reply_pipe[1], 3);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  char* argv[] = {const_cast<char*>(exe.c_str()), nullptr};
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(request[0]);
+  ::close(reply_pipe[1]);
+  if (spawned != 0) {
+    ::close(request[1]);
+    ::close(reply_pipe[0]);
+    throw std::runtime_error("sim::replay: cannot start " + exe + ": " + std::strerror(spawned));
   }
-  if (pid == 0) {
-    ::close(fds[0]);
-    // SimGrid writes nothing useful to stdout; stderr stays for its fatal messages.
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-    run_child(fds[1], network, graphs, options);
-  }
-  ::close(fds[1]);
-  const std::string reply = read_all(fds[0]);
-  ::close(fds[0]);
+  send_request(request[1], network, graphs, options);
+  const std::string reply = read_all(reply_pipe[0]);
+  ::close(reply_pipe[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (reply.empty()) {
     const std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
                                                 : "exited with status " + std::to_string(WEXITSTATUS(status));
-    throw std::runtime_error("sim::replay: the SimGrid child process " + how +
+    throw std::runtime_error("sim::replay: the replay process (" + exe + ") " + how +
                              " before replying (SimGrid's own message, if any, is above on stderr)");
   }
   Reader rd(reply);
@@ -229,13 +258,13 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
   }
   const std::vector<double> count = rd.doubles();
   if (count.size() != 1 || !(count[0] >= 0 && count[0] <= static_cast<double>(graphs.size())))
-    throw std::runtime_error("sim::replay: damaged reply from the SimGrid child");
+    throw std::runtime_error("sim::replay: damaged reply from the replay process");
   std::vector<ReplayResult> results;
   for (size_t g = 0; g < static_cast<size_t>(count[0]); ++g) {
     ReplayResult r;
     r.rank_finish_seconds = rd.doubles();
     const std::vector<double> step = rd.doubles();
-    if (step.size() != 3) throw std::runtime_error("sim::replay: damaged reply from the SimGrid child");
+    if (step.size() != 3) throw std::runtime_error("sim::replay: damaged reply from the replay process");
     r.step_seconds = step[0];
     r.exposed_comm_seconds = step[1];
     r.gave_up = step[2] != 0;

@@ -1,7 +1,9 @@
 #pragma once
 // The SimGrid side of sim::replay (internal to sim/). simulate() creates the
-// process's one SimGrid engine, so it may run at most once per process: replay.cpp
-// calls it in a forked child.
+// process's one SimGrid engine, so it may run at most once per process: it runs
+// in the replay process replay.cpp spawns (replay_main.cpp).
+#include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "sim/network.h"
@@ -26,5 +28,10 @@ struct TaskTimes {
 // Under network.restart the result ends with the first graph that gave up.
 std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
                                 bool task_times, double start_seconds);
+
+// The replay process's whole work: the request (replay_wire.h) read from
+// `request`, simulated, and the reply's bytes (figures, or the error) that
+// replay.cpp reads back.
+std::string reply_to(std::istream& request);
 
 }  // namespace lowband::sim::detail

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <istream>
 #include <limits>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "common/binary_io.h"
 
 namespace lowband::sim {
 
@@ -107,6 +111,50 @@ double StepGraph::compute_seconds(int rank) const {
   for (const Record& r : records_)
     if (r.kind == TaskKind::compute && r.rank == rank) total += r.amount;
   return total;
+}
+
+void StepGraph::write(std::ostream& out) const {
+  binary::write_i64(out, ranks_);
+  binary::write_u64(out, tag_names_.size());
+  for (const std::string& tag : tag_names_) binary::write_string(out, tag);
+  binary::write_array(out, records_.data(), records_.size());
+  binary::write_array(out, dep_begin_.data(), dep_begin_.size());
+  binary::write_array(out, deps_.data(), deps_.size());
+}
+
+namespace {
+
+// Appends a stored array to `buf` as the bytes arrive (a damaged length cannot
+// allocate far past the stream).
+template <class T>
+void read_into(std::istream& in, PodBuffer<T>& buf, const char* what) {
+  const uint64_t n = binary::read_length(in, what);
+  std::vector<T> chunk;
+  for (uint64_t done = 0; done < n;) {
+    chunk.resize(size_t(std::min<uint64_t>(uint64_t(1) << 20, n - done)));
+    in.read(reinterpret_cast<char*>(chunk.data()), std::streamsize(chunk.size() * sizeof(T)));
+    if (in.gcount() != std::streamsize(chunk.size() * sizeof(T)))
+      throw binary::BinaryFormatError(std::string("ends inside ") + what);
+    buf.append(chunk.data(), chunk.data() + chunk.size());
+    done += chunk.size();
+  }
+}
+
+}  // namespace
+
+StepGraph StepGraph::read(std::istream& in) {
+  StepGraph g(int(binary::read_i64(in, "a step graph's ranks")));
+  const uint64_t tags = binary::read_length(in, "a step graph's tags");
+  for (uint64_t i = 0; i < tags; ++i) g.tag_names_.push_back(binary::read_string(in, "a step graph's tag"));
+  g.dep_begin_.clear();
+  read_into(in, g.records_, "a step graph's tasks");
+  read_into(in, g.dep_begin_, "a step graph's dependency offsets");
+  read_into(in, g.deps_, "a step graph's dependencies");
+  if (g.dep_begin_.size() != g.records_.size() + 1 || g.dep_begin_.back() != g.deps_.size())
+    throw binary::BinaryFormatError("a step graph's dependency offsets do not match its tasks");
+  for (const Record& r : g.records_)
+    if (r.tag >= g.tag_names_.size()) throw binary::BinaryFormatError("a step graph's task has no tag");
+  return g;
 }
 
 }  // namespace lowband::sim

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,6 +128,11 @@ class StepGraph {
   // Bytes each rank sends, per kind tag; and compute seconds per rank.
   double bytes_sent(int rank, const std::string& kind_tag = "") const;
   double compute_seconds(int rank) const;
+
+  // The graph as bytes and back (the replay process reads it: sim/replay.h);
+  // read throws binary::BinaryFormatError for bytes no write gave.
+  void write(std::ostream& out) const;
+  static StepGraph read(std::istream& in);
 
  private:
   TaskId add(Record record, DepSpan deps, std::string_view kind_tag);
