@@ -28,7 +28,7 @@ namespace lowband::sim {
 
 namespace {
 
-// What the child sends back through the pipe: a status byte, then either the task
+// What the replay process sends back through the pipe: a status byte, then either the task
 // times of each graph or an error (place and message).
 enum Status : uint8_t { kOk = 0, kInputError = 1, kOtherError = 2 };
 
@@ -160,7 +160,7 @@ std::string replay_executable() {
                            "set LOWBAND_REPLAY to its path");
 }
 
-// A pipe whose ends are close-on-exec and numbered above 3 (the child's 0 and 3
+// A pipe whose ends are close-on-exec and numbered above 3 (the replay process's 0 and 3
 // are made from them, so neither may already be one of those).
 void high_pipe(int fds[2]) {
   int raw[2];
@@ -194,7 +194,7 @@ void send_request(int fd, const NetworkSpec& network, const std::vector<const St
 
 std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
                                           const ReplayOptions& options) {
-  validate_network(network);  // here, so that bad input fails without a child
+  validate_network(network);  // here, so that bad input fails without a replay process
   for (const StepGraph* g : graphs)
     if (g->ranks() > network.nodes)
       throw InputError("network.nodes", "the step graph has " + std::to_string(g->ranks()) +

@@ -10,9 +10,13 @@
 // inverse proportion to each flow's route latency, so equally only between flows of
 // equal route latency (every flow of a homogeneous star or mesh).
 //
-// Each call runs SimGrid in a forked child process (SimGrid's engine is a process
+// Each call runs SimGrid in a process of its own (SimGrid's engine is a process
 // singleton whose configuration and clock cannot be reset), so calls are
-// independent and can use different networks and models in one process.
+// independent and can use different networks and models in one process. The
+// process is lowband-replay (replay_main.cpp), spawned rather than forked (a fork
+// of a process whose threads have run may inherit a lock a thread held): it is
+// sent the network and the graphs through a pipe (replay_wire.h). It is found at
+// $LOWBAND_REPLAY, else beside the running program, else where the build put it.
 //
 // Under `ideal` a transfer waits its route latency on a replay timer and only then
 // becomes a SimGrid Comm, sharing at once as CM02 would have it share at that date
@@ -25,8 +29,8 @@
 //
 // A message of no bytes (after llround) whose latency the replay waits itself
 // finishes when that latency is paid, without a Comm: SimGrid would finish it at
-// that date too. The child sends back only the figures below (and each task's
-// times when asked), not per-task arrays of the graph's size.
+// that date too. The replay process sends back only the figures below (and each
+// task's times when asked), not per-task arrays of the graph's size.
 //
 // Cost: the MoS paper step at 512 context ranks (10.5 million tasks, 6.3 million
 // transfers, 5.8 million of them Comms) replays in about 20 s on a 2-core AMD EPYC
@@ -65,12 +69,12 @@ struct ReplayResult {
 
 // Throws lowband::InputError for a bad network (see validate_network) or a graph
 // with more ranks than the network has nodes ("network.nodes"); std::runtime_error
-// if the SimGrid child fails.
+// if the replay process fails.
 ReplayResult replay(const NetworkSpec& network, const StepGraph& graph, const ReplayOptions& options = {});
 
 // Several graphs on one platform, one after the other (each starts on an idle
 // network, when the previous one ended; its times are its own, from its start):
-// one child process and one platform build for all. Under network.restart the
+// one replay process and one platform build for all. Under network.restart the
 // results stop at the first graph that gave up (ReplayResult::gave_up).
 std::vector<ReplayResult> replay_batch(const NetworkSpec& network, const std::vector<StepGraph>& graphs,
                                        const ReplayOptions& options = {});

@@ -107,6 +107,13 @@ std::string read_tail(const std::string& path, size_t max_chars) {
 // exit status, or throws GnuplotError when it cannot be started.
 int run_in_dir(const std::string& program, const std::vector<std::string>& args, const std::string& dir,
                const std::string& log_path) {
+  // Everything the child needs is made before the fork: between fork and exec it
+  // only makes system calls (no allocation: another thread may have held the
+  // allocator's lock when this one forked).
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(program.c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   int status_pipe[2];
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) throw GnuplotError(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = ::fork();
@@ -118,10 +125,6 @@ int run_in_dir(const std::string& program, const std::vector<std::string>& args,
       ::dup2(log, 1);
       ::dup2(log, 2);
     }
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(program.c_str()));
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
     if (::chdir(dir.c_str()) == 0) ::execvp(program.c_str(), argv.data());
     const int err = errno;  // only reached when chdir or exec failed: tell the parent why
     (void)!::write(status_pipe[1], &err, sizeof err);

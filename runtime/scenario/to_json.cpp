@@ -81,11 +81,7 @@ json dynamics_json(const std::vector<sim::NetworkDynamic>& dynamics) {
     json j = json::object();
     if (d.target.kind == sim::DynamicTarget::Kind::node) j["node"] = d.target.a;
     if (d.target.kind == sim::DynamicTarget::Kind::between) j["between"] = {d.target.a, d.target.b};
-    const char* quantity = d.quantity == sim::DynamicQuantity::bandwidth ? "bandwidth"
-                           : d.quantity == sim::DynamicQuantity::latency ? "latency"
-                           : d.quantity == sim::DynamicQuantity::state   ? "state"
-                                                                         : "speed";
-    j[quantity] = trace_json(d.trace);
+    j[word_of(sim::dynamic_quantity_words(), d.quantity)] = trace_json(d.trace);
     out.push_back(j);
   }
   return out;
