@@ -78,9 +78,9 @@ void RankWorld::run(const std::function<void(int, comm::Communicator&)>& fn, boo
 }
 
 sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
-  auto on_nodes = [&](const sim::StepGraph& g) {  // the ranks' graph on parallel.placement's and the relay's nodes
-    return scenario.parallel.placement.empty() && g.ranks() == ranks_ ? g
-                                                                      : place_on_nodes(g, Layout(scenario.parallel));
+  auto on_nodes = [&](sim::StepGraph g) {  // the ranks' graph on parallel.placement's and the relay's nodes
+    if (scenario.parallel.placement.empty() && g.ranks() == ranks_) return g;  // as it is: moved, not copied
+    return place_on_nodes(g, Layout(scenario.parallel));
   };
   if (!external_) {
     std::vector<const comm::RankLog*> logs;

@@ -1,6 +1,9 @@
 #include "runtime/parallel/context/attention.h"
 
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +20,19 @@ void ensure_size(const kernels::Backend& k, kernels::BackendBuffer<float>& b, si
 
 int64_t range_tokens(const TokenRange& r) { return r.second - r.first; }
 
+// 0, 1, ..., T − 1, shared by the ranks of this process that ask for T.
+std::shared_ptr<const std::vector<int64_t>> positions_upto(int64_t T) {
+  static std::mutex mutex;
+  static std::map<int64_t, std::weak_ptr<const std::vector<int64_t>>> made;
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::weak_ptr<const std::vector<int64_t>>& slot = made[T];
+  if (std::shared_ptr<const std::vector<int64_t>> p = slot.lock()) return p;
+  auto p = std::make_shared<std::vector<int64_t>>(size_t(T));
+  std::iota(p->begin(), p->end(), int64_t(0));
+  slot = p;
+  return p;
+}
+
 }  // namespace
 
 ContextAttention::ContextAttention(const Scenario& s, int rank, std::unique_ptr<compress::KvCodec> codec,
@@ -32,18 +48,17 @@ ContextAttention::ContextAttention(const Scenario& s, int rank, std::unique_ptr<
     ranges_.push_back(costs_.ranges(r));
     int64_t row = 0;
     chunk_row_.emplace_back();
-    chunk_positions_.emplace_back();
     for (const auto& rg : ranges_.back()) {
       chunk_row_.back().push_back(row);
       row += range_tokens(rg);
-      std::vector<int64_t> pos;
-      for (int64_t t = rg.first; t < rg.second; ++t) pos.push_back(t);
-      chunk_positions_.back().push_back(std::move(pos));
     }
     local_tokens_.push_back(row);
   }
-  codec_m_.assign(size_t(codec_->param_count()), 0.0f);
-  codec_v_ = codec_m_;
+  global_positions_ = positions_upto(seq_len_);
+  if (k_.device != kernels::Device::dry) {  // the codec's AdamW moments: a dry run keeps none
+    codec_m_.assign(size_t(codec_->param_count()), 0.0f);
+    codec_v_ = codec_m_;
+  }
   use_slot(0);
 }
 
@@ -69,7 +84,7 @@ int64_t ContextAttention::rows(int owner) const { return int64_t(slot_->sequence
 
 compress::KvBlockId ContextAttention::block_id(int l, compress::KvTensor t, int owner, int chunk, int sequence) const {
   return compress::KvBlockId{l, t, owner, chunk, slot_->first_sequence + sequence,
-                             chunk_positions_[size_t(owner)][size_t(chunk)].data()};
+                             global_positions_->data() + ranges_[size_t(owner)][size_t(chunk)].first};
 }
 
 model::TokenBatch ContextAttention::gather(const int32_t* inputs, const int32_t* targets, int sequences,

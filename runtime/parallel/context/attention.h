@@ -143,7 +143,9 @@ class ContextAttention {
   const SpanSink& spans_;
   std::vector<std::vector<TokenRange>> ranges_;       // per rank
   std::vector<std::vector<int64_t>> chunk_row_;       // per rank: local row of each range's start
-  std::vector<std::vector<std::vector<int64_t>>> chunk_positions_;  // [rank][chunk]: global positions
+  // 0, 1, ..., seq_len − 1: a chunk's global positions are a run of it. One
+  // array for every rank of the process (512 ranks of 128k tokens held 512 MB).
+  std::shared_ptr<const std::vector<int64_t>> global_positions_;
   std::vector<int64_t> local_tokens_;                 // per rank, of one sequence
 
   std::vector<Slot> slots_;

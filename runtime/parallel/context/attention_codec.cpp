@@ -138,10 +138,11 @@ void ContextAttention::reconstruction_errors(std::vector<double>& k, std::vector
 
 void ContextAttention::step_codec(comm::Communicator& comm, double lr) {
   if (codec_->param_count() <= 0) return;
-  if (codec_m_.size() != size_t(codec_->param_count()))  // e.g. created after the warm-up
-    codec_m_.assign(size_t(codec_->param_count()), 0.0f), codec_v_ = codec_m_, codec_steps_ = 0;
   // Each rank holds the gradients of the blocks it owns: sum them (the heads are shared).
   comm.all_reduce_sum(codec_->grads(), codec_->param_count(), "codec_grad");
+  if (k_.device == kernels::Device::dry) return;  // a dry run's values mean nothing: no moments kept
+  if (codec_m_.size() != size_t(codec_->param_count()))  // e.g. created after the warm-up
+    codec_m_.assign(size_t(codec_->param_count()), 0.0f), codec_v_ = codec_m_, codec_steps_ = 0;
   kernels::AdamWConfig c;
   c.lr = float(lr);
   kernels::cpu::adamw_step(codec_->params(), codec_->grads(), codec_m_.data(), codec_v_.data(),
