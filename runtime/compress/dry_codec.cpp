@@ -6,7 +6,7 @@
 
 namespace lowband::compress {
 
-DryKvCodec::DryKvCodec(std::unique_ptr<KvCodec> real, const IdentityCodec& plain)
+DryKvCodec::DryKvCodec(std::shared_ptr<KvCodec> real, const IdentityCodec& plain)
     : real_(std::move(real)), plain_(plain) {}
 
 void DryKvCodec::encode(const KvBlockId& id, int64_t n, const float*, CodecMessage& out) {
@@ -34,8 +34,14 @@ void DryBoundaryCodec::encode_gradient(int64_t n, const float*, const CodecMessa
 
 std::unique_ptr<KvCodec> make_kv_codec_on(const Scenario& s, kernels::Device device) {
   if (device != kernels::Device::dry) return make_kv_codec(s);
+  std::shared_ptr<KvCodec> real;
+  return make_dry_kv_codec(s, real);
+}
+
+std::unique_ptr<KvCodec> make_dry_kv_codec(const Scenario& s, std::shared_ptr<KvCodec>& real) {
+  if (!real) real = make_kv_codec(s);
   const ModelConfig& m = s.model;
-  return std::make_unique<DryKvCodec>(make_kv_codec(s), IdentityCodec(m.kv_heads, m.head_dim(), m.bytes_per_element));
+  return std::make_unique<DryKvCodec>(real, IdentityCodec(m.kv_heads, m.head_dim(), m.bytes_per_element));
 }
 
 std::unique_ptr<BoundaryCodec> make_boundary_codec_on(const Scenario& s, kernels::Device device) {

@@ -26,8 +26,9 @@ namespace lowband::compress {
 
 class DryKvCodec final : public KvCodec {
  public:
-  // real: the codec whose sizes it takes; plain: the uncompressed messages' sizes.
-  DryKvCodec(std::unique_ptr<KvCodec> real, const IdentityCodec& plain);
+  // real: the codec whose sizes it takes (several dry codecs may share one: it
+  // answers for sizes alone); plain: the uncompressed messages' sizes.
+  DryKvCodec(std::shared_ptr<KvCodec> real, const IdentityCodec& plain);
 
   std::string describe() const override { return real_->describe(); }
   void begin_step(int step) override { compressing_ = real_->compressing_at(step); }
@@ -47,7 +48,7 @@ class DryKvCodec final : public KvCodec {
   float* grads() override { return real_->grads(); }
 
  private:
-  std::unique_ptr<KvCodec> real_;
+  std::shared_ptr<KvCodec> real_;
   IdentityCodec plain_;
   bool compressing_ = true;
 };
@@ -76,6 +77,10 @@ class DryBoundaryCodec final : public BoundaryCodec {
 // make_kv_codec(scenario) and make_boundary_codec(scenario) for ranks on
 // `device`: their dry modes on kernels::Device::dry.
 std::unique_ptr<KvCodec> make_kv_codec_on(const Scenario& scenario, kernels::Device device);
+// The dry K/V codec of one of the ranks that run `scenario`: `real` (made on the
+// first call) is shared by them all, so that P dry ranks hold one real codec's
+// parameters, not P.
+std::unique_ptr<KvCodec> make_dry_kv_codec(const Scenario& scenario, std::shared_ptr<KvCodec>& real);
 std::unique_ptr<BoundaryCodec> make_boundary_codec_on(const Scenario& scenario, kernels::Device device);
 
 }  // namespace lowband::compress
