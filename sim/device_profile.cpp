@@ -20,6 +20,12 @@ double DeviceProfile::seconds(double flops, double bytes, DType dtype) const {
   return std::max(compute_s, memory_s);
 }
 
+const Words<DType>& dtype_words() {
+  static const Words<DType> words = {
+      {"fp32", DType::fp32}, {"tf32", DType::tf32}, {"bf16", DType::bf16}, {"fp16", DType::fp16}};
+  return words;
+}
+
 const std::vector<DeviceProfile>& builtin_device_profiles() {
   constexpr double T = 1e12, G = 1e9, GiB = 1024.0 * 1024 * 1024;
   // Datasheet dense peaks (no structured sparsity). Efficiency is the fraction of

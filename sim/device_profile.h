@@ -4,9 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "common/words.h"
+
 namespace lowband::sim {
 
 enum class DType { fp32, tf32, bf16, fp16 };
+const Words<DType>& dtype_words();  // as devices.dtype spells them
 
 struct DeviceProfile {
   std::string name;

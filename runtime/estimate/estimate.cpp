@@ -159,7 +159,8 @@ PeriodicSync periodic_sync(const Scenario& s, const LayoutSteps& steps, const st
   y.part_message_bytes = steps.part_message_bytes;
   for (double b : steps.part_message_bytes) y.message_bytes_per_replica += b;
   y.relay_node = layout.relay_node();
-  y.exchange = y.relay_node >= 0 ? "relay" : y.method == "sparseloco" ? "all_gather" : "all_reduce";
+  // diloco's pseudo-gradients are summed on the way; sparseloco's messages meet as data_sync.exchange says.
+  y.exchange = y.method == "sparseloco" ? word_of(data_sync_exchange_words(), s.parallel.data_sync.exchange) : "all_reduce";
   if (y.relay_node >= 0 && size_t(y.relay_node) < sent.size() && sent[size_t(y.relay_node)].count("total"))
     y.relay_bytes_per_sync = sent[size_t(y.relay_node)].at("total");
   return y;

@@ -239,11 +239,7 @@ Section boundary_section() {
       "compression.boundary",
       "`compression.boundary`",
       {"parallel.context=1", "parallel.pipeline=2", "training.batch_size=2"},
-      {h(choice("method", b, &BoundaryConfig::method,
-                {{"none", BoundaryMethod::none}, {"subspace", BoundaryMethod::subspace},
-                 {"lowrank", BoundaryMethod::lowrank}, {"embedding_residual", BoundaryMethod::embedding_residual},
-                 {"topk", BoundaryMethod::topk},
-                 {"quantize", BoundaryMethod::quantize}},
+      {h(choice("method", b, &BoundaryConfig::method, boundary_method_words(),
                 {"`\"none\"`",
                  "none: x itself, both ways. subspace: Uᵀ(x − E_fixed[token]) and the token id, rank + 1 values per "
                  "token forward, Uᵀ·∂L/∂x (rank values) back; exact, because every layer before the last boundary "

@@ -150,13 +150,9 @@ Section devices_section() {
                  "built-in: `A100-40GB`, `A100-80GB`, `H100-SXM`, `RTX-4090`, `L4`, `cpu` (`sim/device_profile.cpp`), "
                  "or a custom one",
                  "\"A100-40GB\""}),
-       choice("dtype", kDevices, &DeviceConfig::dtype,
-              {{"fp32", sim::DType::fp32}, {"tf32", sim::DType::tf32}, {"bf16", sim::DType::bf16},
-               {"fp16", sim::DType::fp16}},
+       choice("dtype", kDevices, &DeviceConfig::dtype, sim::dtype_words(),
               {"`\"bf16\"`", "compute precision", "\"tf32\""}),
-       choice("timing", kDevices, &DeviceConfig::timing,
-              {{"auto", DeviceTiming::automatic}, {"measured", DeviceTiming::measured},
-               {"profile", DeviceTiming::profile}},
+       choice("timing", kDevices, &DeviceConfig::timing, device_timing_words(),
                 {"`\"auto\"`",
                  "where `lowband run` takes compute seconds from: a steady clock around the kernels that ran here "
                  "(`measured`), or the device profile (`profile`); `auto` is `measured` when every rank's profile is "

@@ -141,13 +141,12 @@ Section data_sync_section() {
                   "4", kSparse})),
        h(number("error_decay", d, &DataSyncConfig::error_decay, Bounds::closed(0, 1),
                 {"`0.95`", "β of the error feedback", "0.5", kSparse})),
-       h(choice("average", d, &DataSyncConfig::average, {{"all", SparseAverage::all}, {"chosen", SparseAverage::chosen}},
+       h(choice("average", d, &DataSyncConfig::average, sparse_average_words(),
                 {"`\"all\"`",
                  "each coordinate's sum of decoded values divided by the replica count (all) or by the number of "
                  "replicas that sent it (chosen; the DeMo/CCLoco reference code's scatter-mean)",
                  "\"chosen\"", kSparse})),
-       h(choice("exchange", d, &DataSyncConfig::exchange,
-                {{"all_gather", DataSyncExchange::all_gather}, {"relay", DataSyncExchange::relay}},
+       h(choice("exchange", d, &DataSyncConfig::exchange, data_sync_exchange_words(),
                 {"`\"all_gather\"`",
                  "how the replicas' messages meet (diloco's and all_reduce's are summed on the way, an all-reduce: "
                  "refused). all_gather: a ring all-gather between the ranks holding a part, each sending R − 1 "

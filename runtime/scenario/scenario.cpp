@@ -77,6 +77,31 @@ const Words<DataSyncMethod>& data_sync_method_words() {
   return words;
 }
 
+const Words<SparseAverage>& sparse_average_words() {
+  static const Words<SparseAverage> words = {{"all", SparseAverage::all}, {"chosen", SparseAverage::chosen}};
+  return words;
+}
+
+const Words<DataSyncExchange>& data_sync_exchange_words() {
+  static const Words<DataSyncExchange> words = {{"all_gather", DataSyncExchange::all_gather},
+                                                {"relay", DataSyncExchange::relay}};
+  return words;
+}
+
+const Words<BoundaryMethod>& boundary_method_words() {
+  static const Words<BoundaryMethod> words = {
+      {"none", BoundaryMethod::none},       {"subspace", BoundaryMethod::subspace},
+      {"lowrank", BoundaryMethod::lowrank}, {"embedding_residual", BoundaryMethod::embedding_residual},
+      {"topk", BoundaryMethod::topk},       {"quantize", BoundaryMethod::quantize}};
+  return words;
+}
+
+const Words<DeviceTiming>& device_timing_words() {
+  static const Words<DeviceTiming> words = {
+      {"auto", DeviceTiming::automatic}, {"measured", DeviceTiming::measured}, {"profile", DeviceTiming::profile}};
+  return words;
+}
+
 const char* data_sync_method_name(DataSyncMethod m) { return word_of(data_sync_method_words(), m).c_str(); }
 
 int CompressionConfig::k_rank(int head_dim) const { return kept_rank(method, k_rank_set, k_ratio, head_dim); }

@@ -63,11 +63,13 @@ const char* data_sync_method_name(DataSyncMethod m);  // as parallel.data_sync.m
 // sparseloco: a coordinate's aggregate is the sum of the replicas' decoded values
 // over all replicas (all) or over the replicas whose message holds it (chosen).
 enum class SparseAverage { all, chosen };
+const Words<SparseAverage>& sparse_average_words();
 // sparseloco: how the replicas' messages meet (the numbers are the same, only
 // the traffic differs): a ring all-gather between the ranks, or each message
 // uploaded once to a relay node (an object store) that sends it on to the
 // others (sim::relay_all_gather).
 enum class DataSyncExchange { all_gather, relay };
+const Words<DataSyncExchange>& data_sync_exchange_words();
 
 struct DataSyncConfig {
   DataSyncMethod method = DataSyncMethod::all_reduce;
@@ -158,6 +160,7 @@ const char* weight_sync_name(WeightSync w);
 //  - lowrank: Uᵀx without the constraint (the residual outside span(U) is lost);
 //  - topk / quantize: lossy baselines on x and on ∂L/∂x.
 enum class BoundaryMethod { none, subspace, lowrank, embedding_residual, topk, quantize };
+const Words<BoundaryMethod>& boundary_method_words();
 
 struct BoundaryConfig {
   BoundaryMethod method = BoundaryMethod::none;
@@ -212,6 +215,7 @@ struct CompressionConfig {
 // kernels that ran here, or the device profile's roofline. automatic: measured
 // when every rank's profile is "cpu" (the device that runs them), else profile.
 enum class DeviceTiming { automatic, measured, profile };
+const Words<DeviceTiming>& device_timing_words();  // automatic is "auto"
 
 struct DeviceConfig {
   sim::DeviceProfile default_profile;
