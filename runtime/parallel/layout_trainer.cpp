@@ -171,7 +171,7 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
     // Synchronous: the ranks holding the same part in every replica (one shape).
     const std::unique_ptr<comm::Communicator> data_group =
         synchronous ? world.split_known(colors([&](int w) { return index_in_replica(w); })) : nullptr;
-    const DataStep data{data_group.get(), valid_all};
+    const SynchronousReplicas data{data_group.get(), valid_all};
     const int64_t first = int64_t(q) * per_replica * T;
     results[size_t(r)] = rank(r).train_step(replica, step, inputs + first, targets + first, per_replica,
                                             synchronous ? &data : nullptr);

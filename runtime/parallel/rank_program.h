@@ -2,7 +2,7 @@
 // What every rank's program offers its trainer, whichever dimensions it spans:
 // a context-parallel rank (context/rank.h) or a pipeline stage's rank
 // (pipeline/rank.h). The trainer (layout_trainer.h) runs one per
-// rank of each replica and synchronises the replicas through DataStep.
+// rank of each replica and synchronises the replicas through SynchronousReplicas.
 #include <cstdint>
 #include <iosfwd>
 #include <vector>
@@ -21,7 +21,7 @@ class ContextAttention;
 
 struct RankStepResult {
   float loss = 0;        // mean over every valid target of the batch (all ranks); with a
-                         // DataStep, this replica's loss sum over DataStep::valid_all
+                         // SynchronousReplicas, this replica's loss sum over SynchronousReplicas::valid_all
   double lr = 0;
   double grad_norm = 0;  // before clipping
   bool weight_sync = true;
@@ -35,7 +35,7 @@ struct RankStepResult {
 // gradients are summed over `group` (the ranks holding the same part in every
 // replica, "grad_sync", deferred bucket by bucket) before the optimiser, so that
 // every replica steps on the whole batch's gradient.
-struct DataStep {
+struct SynchronousReplicas {
   comm::Communicator* group = nullptr;
   int64_t valid_all = 0;
 };
@@ -46,7 +46,8 @@ class RankProgram {
   // inputs, targets: the replica's whole batch (sequences, seq_len), row-major;
   // comm: the replica's ranks. A step counts from 0.
   virtual RankStepResult train_step(comm::Communicator& comm, int step, const int32_t* inputs,
-                                    const int32_t* targets, int sequences, const DataStep* data = nullptr) = 0;
+                                    const int32_t* targets, int sequences,
+                                    const SynchronousReplicas* data = nullptr) = 0;
   // Mean loss over the valid targets, forward only (codecs apply).
   virtual float evaluate(comm::Communicator& comm, const int32_t* inputs, const int32_t* targets, int sequences) = 0;
   // Targets of the last evaluate() predicted right, summed over the ranks; -1: not counted.

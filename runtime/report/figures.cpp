@@ -26,9 +26,9 @@ bool all_positive_and_spread(const std::vector<Series>& series, double spread) {
 }
 
 // "time per step projected to X" for the title, naming the runs when not all are projected.
-std::string projection_title(const std::vector<RunData>& runs) {
+std::string projection_title(const std::vector<LoadedRun>& runs) {
   std::map<std::string, std::vector<std::string>> by_scenario;
-  for (const RunData& run : runs)
+  for (const LoadedRun& run : runs)
     if (const auto p = time_projection(run)) by_scenario[p->scenario].push_back(run.label);
   std::string text;
   for (const auto& [scenario, labels] : by_scenario) {
@@ -45,7 +45,7 @@ std::string projection_title(const std::vector<RunData>& runs) {
 // without an x are left out. Without `with_train`, a run's training series only
 // where it has no validation series.
 template <typename XOf>
-void add_loss_series(Figure& f, const std::vector<RunData>& runs, XOf x_of, bool with_train) {
+void add_loss_series(Figure& f, const std::vector<LoadedRun>& runs, XOf x_of, bool with_train) {
   for (size_t i = 0; i < runs.size(); ++i) {
     Series train{runs[i].label + " train", {}, Series::Style::lines, int(i)};
     Series val{runs[i].label + " validation", {}, Series::Style::linespoints, int(i)};
@@ -69,7 +69,7 @@ bool draws_training_curves(LossCurves curves, size_t runs) {
 
 // Each run's outages as bands in `unit`, in the run's colour; runs whose
 // scenario.json does not parse get a note instead.
-void add_outage_bands(Figure& f, const std::vector<RunData>& runs, const TimeUnit& unit) {
+void add_outage_bands(Figure& f, const std::vector<LoadedRun>& runs, const TimeUnit& unit) {
   for (size_t i = 0; i < runs.size(); ++i) {
     std::vector<std::pair<double, double>> intervals;
     try {
@@ -86,10 +86,10 @@ void add_outage_bands(Figure& f, const std::vector<RunData>& runs, const TimeUni
   }
 }
 
-Figure loss_figure(const std::vector<RunData>& runs, bool against_time, bool with_train) {
+Figure loss_figure(const std::vector<LoadedRun>& runs, bool against_time, bool with_train) {
   Figure f;
   double largest_seconds = 0;
-  for (const RunData& run : runs)
+  for (const LoadedRun& run : runs)
     for (const CurveRow& row : run.curve) largest_seconds = std::max(largest_seconds, row.sim_seconds);
   const TimeUnit unit = time_unit_for(largest_seconds);
   f.name = against_time ? "loss_vs_time" : "loss_vs_step";
@@ -100,7 +100,7 @@ Figure loss_figure(const std::vector<RunData>& runs, bool against_time, bool wit
   add_loss_series(f, runs, [&](const CurveRow& row) -> std::optional<double> {
     return against_time ? row.sim_seconds / unit.seconds : row.step;
   }, with_train);
-  for (const RunData& run : runs)
+  for (const LoadedRun& run : runs)
     if (std::none_of(run.curve.begin(), run.curve.end(), [](const CurveRow& r) { return std::isfinite(r.train_loss); }))
       f.notes.push_back(run.label + ": no finite training loss");
   if (against_time) add_outage_bands(f, runs, unit);
@@ -109,10 +109,10 @@ Figure loss_figure(const std::vector<RunData>& runs, bool against_time, bool wit
 
 // Loss against the bytes every rank of the run has sent so far: compression
 // methods compared at equal traffic. Runs without the byte counts are left out.
-Figure loss_bytes_figure(const std::vector<RunData>& runs, bool with_train) {
+Figure loss_bytes_figure(const std::vector<LoadedRun>& runs, bool with_train) {
   Figure f;
   double largest = 0;
-  for (const RunData& run : runs)
+  for (const LoadedRun& run : runs)
     for (const CurveRow& row : run.curve) largest = std::max(largest, row.cumulative_bytes_all_ranks.value_or(0.0));
   // Not a structured binding: clang does not let the lambda below capture one.
   const double unit_bytes = largest >= 1e9 ? 1e9 : largest >= 1e6 ? 1e6 : 1e3;
@@ -126,7 +126,7 @@ Figure loss_bytes_figure(const std::vector<RunData>& runs, bool with_train) {
     if (!row.cumulative_bytes_all_ranks) return std::nullopt;
     return *row.cumulative_bytes_all_ranks / unit_bytes;
   }, with_train);
-  for (const RunData& run : runs)
+  for (const LoadedRun& run : runs)
     if (run.curve.empty() || !run.curve.back().cumulative_bytes_all_ranks)
       f.notes.push_back(run.label + ": no byte counts in steps.jsonl (written by an older lowband)");
   // Runs whose totals differ tenfold (compressed beside dense) stay readable on a log axis.
@@ -142,7 +142,7 @@ Figure loss_bytes_figure(const std::vector<RunData>& runs, bool with_train) {
 
 // Validation loss against simulated time on a log axis: runs whose step times
 // differ by orders of magnitude (100 Gbps vs 300 Mbps) stay readable side by side.
-Figure val_loss_log_time_figure(const std::vector<RunData>& runs) {
+Figure val_loss_log_time_figure(const std::vector<LoadedRun>& runs) {
   Figure f = loss_figure(runs, true, true);  // its training series are dropped below
   f.name = "val_loss_vs_time_log";
   f.title = "Validation loss vs simulated wall-clock time (log scale)" + projection_title(runs);
@@ -178,11 +178,11 @@ Figure val_loss_log_time_figure(const std::vector<RunData>& runs) {
 // One series per compression label, points sorted by bandwidth; `value` gives y in
 // the figure's unit or nullopt to leave the run out (with `why`).
 template <typename Value>
-std::vector<Series> by_compression(const std::vector<RunData>& runs, Value value, const std::string& why,
+std::vector<Series> by_compression(const std::vector<LoadedRun>& runs, Value value, const std::string& why,
                                    std::vector<std::string>& notes) {
   std::vector<Series> series;
   std::map<std::string, size_t> index;
-  for (const RunData& run : runs) {
+  for (const LoadedRun& run : runs) {
     const std::string label = compression_label(run);
     if (!index.count(label)) {
       index[label] = series.size();
@@ -203,7 +203,7 @@ std::vector<Series> by_compression(const std::vector<RunData>& runs, Value value
   return kept;
 }
 
-Figure tokens_figure(const std::vector<RunData>& runs) {
+Figure tokens_figure(const std::vector<LoadedRun>& runs) {
   Figure f;
   f.name = "tokens_per_s_vs_bandwidth";
   f.title = "Simulated training throughput vs bandwidth" + projection_title(runs);
@@ -211,16 +211,16 @@ Figure tokens_figure(const std::vector<RunData>& runs) {
   f.y_label = "simulated tokens/s";
   f.log_x = f.x_is_bandwidth = true;
   f.series = by_compression(
-      runs, [](const RunData& run) { return summary_number(run, "sim_tokens_per_s"); },
+      runs, [](const LoadedRun& run) { return summary_number(run, "sim_tokens_per_s"); },
       "no sim_tokens_per_s in summary.json", f.notes);
   f.log_y = all_positive_and_spread(f.series, 30);
   if (f.log_y) f.y_label += " (log scale)";
   return f;
 }
 
-Figure time_to_target_figure(const std::vector<RunData>& runs, double target_loss, const std::string& origin) {
+Figure time_to_target_figure(const std::vector<LoadedRun>& runs, double target_loss, const std::string& origin) {
   double largest_seconds = 0;
-  for (const RunData& run : runs)
+  for (const LoadedRun& run : runs)
     if (const auto t = time_to_target_seconds(target_curve(run), target_loss))
       largest_seconds = std::max(largest_seconds, *t);
   const TimeUnit unit = time_unit_for(largest_seconds);
@@ -234,7 +234,7 @@ Figure time_to_target_figure(const std::vector<RunData>& runs, double target_los
   bool smoothed = false;
   f.series = by_compression(
       runs,
-      [&](const RunData& run) -> std::optional<double> {
+      [&](const LoadedRun& run) -> std::optional<double> {
         const TargetCurve curve = target_curve(run);
         smoothed = smoothed || !curve.validation;
         const auto t = time_to_target_seconds(curve, target_loss);
@@ -251,14 +251,14 @@ Figure time_to_target_figure(const std::vector<RunData>& runs, double target_los
 
 // Per arm of two or more seeds, the mean validation curve over its seeds at the
 // evaluations every seed made, in a band of the 95 % t-interval.
-Figure seeds_figure(const std::vector<RunData>& runs) {
+Figure seeds_figure(const std::vector<LoadedRun>& runs) {
   Figure f;
   f.name = "val_loss_vs_time_seeds";
   f.title = "Validation loss vs simulated wall-clock time: mean over seeds, 95 % Student-t band" + projection_title(runs);
   f.y_label = "validation loss (nats/token)";
   f.x_from_zero = true;
   double largest_seconds = 0;
-  for (const RunData& run : runs)
+  for (const LoadedRun& run : runs)
     for (const CurveRow& row : run.curve) largest_seconds = std::max(largest_seconds, row.sim_seconds);
   const TimeUnit unit = time_unit_for(largest_seconds);
   f.x_label = "simulated wall-clock time (" + unit.name + ")";
@@ -285,7 +285,7 @@ Figure seeds_figure(const std::vector<RunData>& runs) {
 
 }  // namespace
 
-std::vector<std::pair<double, double>> outage_intervals(const RunData& run) {
+std::vector<std::pair<double, double>> outage_intervals(const LoadedRun& run) {
   const nlohmann::json& s = run.scenario;
   if (!s.is_object() || !s.contains("network") || !s["network"].is_object()) return {};
   const nlohmann::json& network = s["network"];
@@ -320,7 +320,7 @@ std::vector<std::pair<double, double>> outage_intervals(const RunData& run) {
   return merged;
 }
 
-std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
+std::vector<Figure> build_figures(const std::vector<LoadedRun>& runs, double target_loss,
                                   const std::string& target_origin, LossCurves curves) {
   const bool with_train = draws_training_curves(curves, runs.size());
   std::vector<Figure> figures = {loss_figure(runs, true, with_train),

@@ -68,7 +68,7 @@ struct Figure {
 // Empty without state traces, and for runs whose time was projected (the replay
 // leaves dynamics out there). Parses scenario.json with the scenario loader:
 // InputError or SchemaError where it does not parse.
-std::vector<std::pair<double, double>> outage_intervals(const RunData& run);
+std::vector<std::pair<double, double>> outage_intervals(const LoadedRun& run);
 
 // The key's entry for outage bands.
 inline constexpr const char* kOutageBandsTitle = "shaded: a node or link down (network.dynamics)";
@@ -82,10 +82,10 @@ inline constexpr size_t kMostRunsWithTrainingCurves = 4;
 
 // `target_loss` is the loss for time_to_target_vs_bandwidth; `target_origin` says
 // where it came from, for the title ("highest final loss" or "--target-loss").
-std::vector<Figure> build_figures(const std::vector<RunData>& runs, double target_loss,
+std::vector<Figure> build_figures(const std::vector<LoadedRun>& runs, double target_loss,
                                   const std::string& target_origin, LossCurves curves = LossCurves::automatic);
 
 // The keyed-recall figures, where some run evaluated the task (else none).
-std::vector<Figure> recall_figures(const std::vector<RunData>& runs);
+std::vector<Figure> recall_figures(const std::vector<LoadedRun>& runs);
 
 }  // namespace lowband::report

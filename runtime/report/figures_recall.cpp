@@ -18,7 +18,7 @@ namespace {
 // other than its size (ranks, ratios, top-k fraction, bits). Arms that differ only
 // in size lie on one curve; an ablation (another rotation, no warm start, the
 // final layer uncompressed) is a curve of its own.
-std::string codec_family(const RunData& run) {
+std::string codec_family(const LoadedRun& run) {
   const nlohmann::json& s = run.scenario;
   if (!s.contains("compression") || !s["compression"].is_object()) return "none";
   nlohmann::json c = s["compression"];
@@ -27,7 +27,7 @@ std::string codec_family(const RunData& run) {
 }
 
 // K/V and dK/dV bytes one rank (the busiest) sent over the whole run.
-std::optional<double> kv_bytes_per_rank_per_run(const RunData& run) {
+std::optional<double> kv_bytes_per_rank_per_run(const LoadedRun& run) {
   const auto kv = summary_number(run, "bytes_sent_per_rank_per_step.kv");
   const auto dkv = summary_number(run, "bytes_sent_per_rank_per_step.dkv");
   const auto steps = summary_number(run, "steps_done");
@@ -41,7 +41,7 @@ std::pair<double, double> accuracy_band(const MeanInterval& m) {
   return {std::max(0.0, m.mean - half), std::min(1.0, m.mean + half)};
 }
 
-Figure accuracy_vs_step(const std::vector<RunData>& runs, const std::vector<SeedGroup>& groups) {
+Figure accuracy_vs_step(const std::vector<LoadedRun>& runs, const std::vector<SeedGroup>& groups) {
   Figure f;
   f.name = "remote_accuracy_vs_step_seeds";
   f.title = "Keyed recall: accuracy on answers only remote K/V carry (mean over seeds, 95 % Student-t band; chance 0.1)";
@@ -67,7 +67,7 @@ Figure accuracy_vs_step(const std::vector<RunData>& runs, const std::vector<Seed
   return f;
 }
 
-Figure accuracy_vs_bytes(const std::vector<RunData>& runs, const std::vector<SeedGroup>& groups) {
+Figure accuracy_vs_bytes(const std::vector<LoadedRun>& runs, const std::vector<SeedGroup>& groups) {
   Figure f;
   f.name = "remote_accuracy_vs_kv_bytes";
   f.title = "Keyed recall: remote-answer accuracy (area under its curve) vs K/V bytes sent per rank over the run";
@@ -116,9 +116,9 @@ Figure accuracy_vs_bytes(const std::vector<RunData>& runs, const std::vector<See
 
 }  // namespace
 
-std::vector<Figure> recall_figures(const std::vector<RunData>& runs) {
+std::vector<Figure> recall_figures(const std::vector<LoadedRun>& runs) {
   bool any = false;
-  for (const RunData& run : runs) any = any || !run.answers.empty();
+  for (const LoadedRun& run : runs) any = any || !run.answers.empty();
   if (!any) return {};
   const std::vector<SeedGroup> groups = group_by_seed(runs);
   std::vector<Figure> out;

@@ -29,7 +29,7 @@ std::string area_difference_cell(const Report& r, const AnswerTable& t, size_t a
 
 }  // namespace
 
-AnswerRun answer_run(const RunData& run, double threshold) {
+AnswerRun answer_run(const LoadedRun& run, double threshold) {
   AnswerRun out;
   const std::vector<AnswerPoint>& a = run.answers;
   if (a.empty()) return out;
@@ -52,13 +52,13 @@ AnswerRun answer_run(const RunData& run, double threshold) {
   return out;
 }
 
-std::optional<AnswerTable> answer_table(const std::vector<RunData>& runs, const Report& report, double threshold) {
+std::optional<AnswerTable> answer_table(const std::vector<LoadedRun>& runs, const Report& report, double threshold) {
   bool any = false;
-  for (const RunData& run : runs) any = any || !run.answers.empty();
+  for (const LoadedRun& run : runs) any = any || !run.answers.empty();
   if (!any) return std::nullopt;
   AnswerTable t;
   t.threshold = threshold;
-  for (const RunData& run : runs) t.runs.push_back(answer_run(run, threshold));
+  for (const LoadedRun& run : runs) t.runs.push_back(answer_run(run, threshold));
   for (const ArmRow& arm : report.arms) {
     AnswerArm out;
     out.final_remote = arm_value(t.runs, arm.rows, [](const AnswerRun& r) { return r.final_remote; });

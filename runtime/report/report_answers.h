@@ -40,9 +40,9 @@ struct AnswerTable {
   std::vector<AnswerArm> arms;  // per Report::arms
 };
 
-AnswerRun answer_run(const RunData& run, double threshold);
+AnswerRun answer_run(const LoadedRun& run, double threshold);
 // nullopt when no run evaluated the recall task.
-std::optional<AnswerTable> answer_table(const std::vector<RunData>& runs, const Report& report, double threshold);
+std::optional<AnswerTable> answer_table(const std::vector<LoadedRun>& runs, const Report& report, double threshold);
 std::string answer_markdown(const Report& report, const AnswerTable& table);
 
 }  // namespace lowband::report

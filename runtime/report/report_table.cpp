@@ -12,7 +12,7 @@ namespace lowband::report {
 namespace {
 
 // What a rank sends per step, grouped by what it carries (the summary's kinds).
-std::vector<std::pair<std::string, double>> bytes_by_group(const RunData& run) {
+std::vector<std::pair<std::string, double>> bytes_by_group(const LoadedRun& run) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> groups = {
       {"K/V", {"kv", "dkv"}}, {"boundaries", {"act", "act_grad"}}, {"weights", {"grad_sync", "pseudo_grad"}}};
   const nlohmann::json* kinds = nullptr;
@@ -36,7 +36,7 @@ std::vector<std::pair<std::string, double>> bytes_by_group(const RunData& run) {
 
 // "K rank 3 / V rank 6 of 128; 3 of 4 layers" from summary.json's codec_ranks, else
 // "K rank 3 / V rank 6 of 128" from the codec's description ("mos (K rank 3 before RoPE, V rank 6 of 128; ...)"); "" for other codecs.
-std::string kept_ranks(const RunData& run) {
+std::string kept_ranks(const LoadedRun& run) {
   const nlohmann::json& s = run.summary;
   if (s.contains("codec_ranks") && s["codec_ranks"].is_object()) {
     const nlohmann::json& r = s["codec_ranks"];
@@ -57,7 +57,7 @@ std::string kept_ranks(const RunData& run) {
   return "K rank " + std::to_string(k) + " / V rank " + std::to_string(v) + " of " + std::to_string(d);
 }
 
-ReportRow make_row(const RunData& run, const std::vector<Target>& targets) {
+ReportRow make_row(const LoadedRun& run, const std::vector<Target>& targets) {
   ReportRow row;
   row.label = run.label;
   row.dir = run.dir;
@@ -86,7 +86,7 @@ ReportRow make_row(const RunData& run, const std::vector<Target>& targets) {
   return row;
 }
 
-std::vector<Target> targets_from_fractions(const std::vector<RunData>& runs, const SeedGroup& reference,
+std::vector<Target> targets_from_fractions(const std::vector<LoadedRun>& runs, const SeedGroup& reference,
                                            const std::vector<double>& fractions, std::vector<std::string>& notes) {
   std::vector<double> first, last;
   for (size_t i : reference.runs) {
@@ -139,7 +139,7 @@ Report build_report(LoadedRuns loaded, const ReportRequest& request) {
     report.target_reference = reference.label;
     report.targets = targets_from_fractions(loaded.runs, reference, request.target_fractions, report.notes);
   }
-  for (const RunData& run : loaded.runs) report.rows.push_back(make_row(run, report.targets));
+  for (const LoadedRun& run : loaded.runs) report.rows.push_back(make_row(run, report.targets));
 
   for (const SeedGroup& g : groups) {
     ArmRow arm;

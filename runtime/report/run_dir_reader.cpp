@@ -88,7 +88,7 @@ std::vector<CurveRow> read_curve(const std::string& path) {
 // From steps.jsonl: each curve row's cumulative_bytes_all_ranks, where every step up
 // to the row's has "bytes_sent_all_ranks" (runs written before it existed have none),
 // and the recall task's answer accuracies where a step has them.
-void read_steps(const std::string& path, RunData& run) {
+void read_steps(const std::string& path, LoadedRun& run) {
   std::ifstream in(path);
   if (!in) return;
   std::map<int, double> bytes_of_step;
@@ -168,9 +168,9 @@ std::string ratio_text(const json& c, const char* ratio_key, const char* rank_ke
 
 }  // namespace
 
-RunData load_run_dir(const std::string& dir) {
+LoadedRun load_run_dir(const std::string& dir) {
   if (!fs::is_directory(dir)) throw InputError(dir, "not a directory");
-  RunData run;
+  LoadedRun run;
   run.dir = dir;
   run.scenario = read_json_object(dir + "/scenario.json");
   upgrade_recorded_scenario(run.scenario);  // as the run ran: keys whose defaults changed since
@@ -214,7 +214,7 @@ LoadedRuns load_runs(const std::vector<std::string>& paths, const std::string& p
                                (has_status ? "status " + status : "no status and no summary.json") + ")");
         continue;
       }
-      RunData run = load_run_dir(dir);
+      LoadedRun run = load_run_dir(dir);
       run.sweep = sweep;
       run.sweep_settings = point.contains("settings") && point["settings"].is_object() ? point["settings"] : json::object();
       loaded.runs.push_back(std::move(run));
@@ -225,11 +225,11 @@ LoadedRuns load_runs(const std::vector<std::string>& paths, const std::string& p
   return loaded;
 }
 
-void assign_labels(std::vector<RunData>& runs) {
+void assign_labels(std::vector<LoadedRun>& runs) {
   std::map<std::string, int> count;
-  for (const RunData& r : runs) ++count[r.name];
+  for (const LoadedRun& r : runs) ++count[r.name];
   std::set<std::string> taken;
-  for (RunData& r : runs) {
+  for (LoadedRun& r : runs) {
     std::string label = r.name;
     if (count[r.name] > 1) {
       const std::string settings = settings_text(r.sweep_settings, false);
@@ -242,7 +242,7 @@ void assign_labels(std::vector<RunData>& runs) {
   }
 }
 
-json timed_network(const RunData& run) {
+json timed_network(const LoadedRun& run) {
   const json& s = run.scenario;
   if (s.contains("projection") && s["projection"].is_object() && s["projection"].contains("scenario")) {
     const json& projected = s["projection"]["scenario"];
@@ -255,7 +255,7 @@ json timed_network(const RunData& run) {
   return s.contains("network") ? s["network"] : json();
 }
 
-double run_bandwidth_bytes_per_s(const RunData& run) {
+double run_bandwidth_bytes_per_s(const LoadedRun& run) {
   const std::string place = run.dir + "/scenario.json: network";
   const json network = timed_network(run);
   if (!network.is_object()) throw InputError(place, "no network section");
@@ -339,12 +339,12 @@ std::string weight_sync_label(const json& s) {
 
 }  // namespace
 
-bool is_uncompressed(const RunData& run) {
+bool is_uncompressed(const LoadedRun& run) {
   return kv_method(run.scenario) == "none" && boundary_method(run.scenario) == "none" &&
          weight_sync_label(run.scenario).empty() && data_sync_label(run.scenario).rfind("sparseloco", 0) != 0;
 }
 
-std::string compression_label(const RunData& run) {
+std::string compression_label(const LoadedRun& run) {
   const std::string settings = settings_text(run.sweep_settings, true);
   if (!settings.empty()) return settings;
   std::string sync = weight_sync_label(run.scenario);
@@ -373,7 +373,7 @@ std::string compression_label(const RunData& run) {
   return label;
 }
 
-std::optional<double> summary_number(const RunData& run, const std::string& dotted_path) {
+std::optional<double> summary_number(const LoadedRun& run, const std::string& dotted_path) {
   const json* node = &run.summary;
   std::stringstream parts(dotted_path);
   std::string part;
@@ -386,7 +386,7 @@ std::optional<double> summary_number(const RunData& run, const std::string& dott
   return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
 }
 
-std::optional<TimeProjection> time_projection(const RunData& run) {
+std::optional<TimeProjection> time_projection(const LoadedRun& run) {
   const json& s = run.summary;
   if (!s.contains("time_projection") || !s["time_projection"].is_object()) return std::nullopt;
   const json& p = s["time_projection"];

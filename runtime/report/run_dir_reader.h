@@ -32,7 +32,7 @@ struct AnswerPoint {
   double remote_accuracy = 0, local_accuracy = 0;
 };
 
-struct RunData {
+struct LoadedRun {
   std::string dir;                  // as given, or SWEEP_DIR/<point's run_dir>
   std::string name;                 // the scenario's name
   std::string label;                // name for legends and tables, unique among the runs loaded together
@@ -45,12 +45,12 @@ struct RunData {
 };
 
 struct LoadedRuns {
-  std::vector<RunData> runs;
+  std::vector<LoadedRun> runs;
   std::vector<std::string> notes;   // sweep points left out, one line each
 };
 
 // Loads one run directory. InputError(file, why) for a missing or malformed file.
-RunData load_run_dir(const std::string& dir);
+LoadedRun load_run_dir(const std::string& dir);
 
 // Each path is a run directory or a sweep directory (index.json), expanded to its
 // points whose status is "done" (a point without a status is taken when its
@@ -60,29 +60,29 @@ LoadedRuns load_runs(const std::vector<std::string>& paths, const std::string& p
 
 // Labels: the scenario name; names shared by several runs get the sweep settings
 // (or the directory's name, then a number) appended.
-void assign_labels(std::vector<RunData>& runs);
+void assign_labels(std::vector<LoadedRun>& runs);
 
 // The network whose time the run reports: the projected scenario's network when the
 // run's step time was projected (scenario.json "projection.scenario"), else its own.
-nlohmann::json timed_network(const RunData& run);
+nlohmann::json timed_network(const LoadedRun& run);
 
 // The "bandwidth" of a run, bytes/s: network.bandwidth where the topology has one
 // (star, full_mesh: per-node or per-pair overrides are ignored), else the slowest link
 // listed (clusters: access links and WAN links; explicit: links). Of timed_network.
 // InputError naming scenario.json when no bandwidth can be found.
-double run_bandwidth_bytes_per_s(const RunData& run);
+double run_bandwidth_bytes_per_s(const LoadedRun& run);
 
 // Which compression a run used, as a series name for "by compression" figures: the
 // sweep settings other than bandwidths (keys ending in "bandwidth") and the seed, e.g.
 // "compression.ratio=0.9", or, outside a
 // sweep, from scenario.json ("uncompressed", "mos K 0.9 / V 0.9", "topk 0.1", "quantize 4-bit").
-std::string compression_label(const RunData& run);
+std::string compression_label(const LoadedRun& run);
 // No compression: scenario.json compression.method is "none" (absent counts as none).
-bool is_uncompressed(const RunData& run);
+bool is_uncompressed(const LoadedRun& run);
 
 // summary.json values by dotted path ("bytes_sent_per_rank_per_step.total"); absent
 // or not a finite number: nullopt.
-std::optional<double> summary_number(const RunData& run, const std::string& dotted_path);
+std::optional<double> summary_number(const LoadedRun& run, const std::string& dotted_path);
 // summary.json "time_projection": the step time was taken from `estimate` of a
 // larger scenario. nullopt when the time was not projected.
 struct TimeProjection {
@@ -90,6 +90,6 @@ struct TimeProjection {
   std::string description;  // "" when none given
   std::optional<double> bytes_per_step;  // per rank at the projected scale ("bytes_per_rank_per_step.total")
 };
-std::optional<TimeProjection> time_projection(const RunData& run);
+std::optional<TimeProjection> time_projection(const LoadedRun& run);
 
 }  // namespace lowband::report

@@ -9,7 +9,7 @@
 
 namespace lowband::report {
 
-TargetCurve target_curve(const RunData& run) {
+TargetCurve target_curve(const LoadedRun& run) {
   TargetCurve curve;
   for (const CurveRow& row : run.curve)
     if (row.val_loss && std::isfinite(*row.val_loss)) curve.points.push_back({row.sim_seconds, *row.val_loss});
@@ -43,21 +43,21 @@ std::optional<double> time_to_target_seconds(const TargetCurve& curve, double ta
   return std::nullopt;
 }
 
-std::optional<double> final_target_loss(const RunData& run) {
+std::optional<double> final_target_loss(const LoadedRun& run) {
   const TargetCurve curve = target_curve(run);
   if (curve.points.empty()) return std::nullopt;
   return curve.points.back().loss;
 }
 
-double default_target_loss(const std::vector<RunData>& runs) {
+double default_target_loss(const std::vector<LoadedRun>& runs) {
   std::optional<double> highest;
-  for (const RunData& run : runs)
+  for (const LoadedRun& run : runs)
     if (const auto loss = final_target_loss(run)) highest = std::max(highest.value_or(*loss), *loss);
   if (!highest) throw InputError("--target-loss", "no run has a finite loss to choose a default target from; give one");
   return *highest;
 }
 
-std::optional<size_t> default_baseline(const std::vector<RunData>& runs) {
+std::optional<size_t> default_baseline(const std::vector<LoadedRun>& runs) {
   std::optional<size_t> best;
   double best_bandwidth = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -71,7 +71,7 @@ std::optional<size_t> default_baseline(const std::vector<RunData>& runs) {
   return best;
 }
 
-std::optional<size_t> find_run(const std::vector<RunData>& runs, const std::string& dir) {
+std::optional<size_t> find_run(const std::vector<LoadedRun>& runs, const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path wanted = fs::weakly_canonical(dir, ec);

@@ -26,7 +26,7 @@ struct TargetCurve {
   bool validation = true;  // false: smoothed training loss
   std::vector<LossPoint> points;
 };
-TargetCurve target_curve(const RunData& run);
+TargetCurve target_curve(const LoadedRun& run);
 
 // Simulated seconds at which `curve` first reaches `target_loss` (loss <= target),
 // interpolated linearly in time between the point before and the first point at or
@@ -34,18 +34,18 @@ TargetCurve target_curve(const RunData& run);
 std::optional<double> time_to_target_seconds(const TargetCurve& curve, double target_loss);
 
 // The last finite loss of the run's target curve; nullopt when there is none.
-std::optional<double> final_target_loss(const RunData& run);
+std::optional<double> final_target_loss(const LoadedRun& run);
 
 // Default target: the highest final loss (target_curve) among the runs, so that every
 // run reaches it. InputError naming "--target-loss" when no run has a finite loss.
-double default_target_loss(const std::vector<RunData>& runs);
+double default_target_loss(const std::vector<LoadedRun>& runs);
 
 // Index of the default baseline: the uncompressed run with the highest bandwidth
 // (the first such on a tie); nullopt when no run is uncompressed.
-std::optional<size_t> default_baseline(const std::vector<RunData>& runs);
+std::optional<size_t> default_baseline(const std::vector<LoadedRun>& runs);
 
 // Index of the run loaded from `dir` (same directory on disk), nullopt when none is.
-std::optional<size_t> find_run(const std::vector<RunData>& runs, const std::string& dir);
+std::optional<size_t> find_run(const std::vector<LoadedRun>& runs, const std::string& dir);
 
 // For people: "2.5 h", "12.3 min", "4.57 s", "35 ms"; and a time axis unit
 // chosen by the largest value: {"h", 3600}, {"min", 60} or {"s", 1}.

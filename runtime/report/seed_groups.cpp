@@ -9,7 +9,7 @@ namespace {
 constexpr const char* kSeedKey = "training.seed";
 
 // What two runs of one arm share: scenario.json less its name, description and seed.
-std::string arm_key(const RunData& run) {
+std::string arm_key(const LoadedRun& run) {
   nlohmann::json s = run.scenario;
   if (!s.is_object()) return s.dump();
   s.erase("name");
@@ -18,7 +18,7 @@ std::string arm_key(const RunData& run) {
   return s.dump();
 }
 
-std::string group_label(const RunData& run) {
+std::string group_label(const LoadedRun& run) {
   if (!run.sweep_settings.is_object() || !run.sweep_settings.contains(kSeedKey)) return run.label;
   std::string settings;
   for (const auto& [key, value] : run.sweep_settings.items()) {
@@ -30,7 +30,7 @@ std::string group_label(const RunData& run) {
 
 }  // namespace
 
-std::optional<int64_t> run_seed(const RunData& run) {
+std::optional<int64_t> run_seed(const LoadedRun& run) {
   const nlohmann::json& s = run.scenario;
   if (!s.is_object() || !s.contains("training") || !s["training"].is_object()) return std::nullopt;
   const nlohmann::json& t = s["training"];
@@ -38,7 +38,7 @@ std::optional<int64_t> run_seed(const RunData& run) {
   return t["seed"].get<int64_t>();
 }
 
-std::vector<SeedGroup> group_by_seed(const std::vector<RunData>& runs) {
+std::vector<SeedGroup> group_by_seed(const std::vector<LoadedRun>& runs) {
   std::vector<SeedGroup> groups;
   std::vector<std::string> keys;
   for (size_t i = 0; i < runs.size(); ++i) {

@@ -18,13 +18,13 @@ struct SeedGroup {
 };
 
 // training.seed of scenario.json; nullopt when absent.
-std::optional<int64_t> run_seed(const RunData& run);
+std::optional<int64_t> run_seed(const LoadedRun& run);
 
 // Groups of runs whose scenario.json are equal but for name, description and
 // training.seed, in the order of their first run. A group holds each seed once:
 // a run repeating a seed (the same run loaded twice) starts a group of its own.
 // Labels: outside a sweep the shared scenario name; in a sweep with a seed axis,
 // the sweep's name and its other settings; made unique as assign_labels does.
-std::vector<SeedGroup> group_by_seed(const std::vector<RunData>& runs);
+std::vector<SeedGroup> group_by_seed(const std::vector<LoadedRun>& runs);
 
 }  // namespace lowband::report

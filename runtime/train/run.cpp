@@ -85,7 +85,7 @@ class ThreadCount {
 // The corpus split into training and validation tokens, and the validation batches.
 // Keyed recall generates every batch instead, when it is used (memory for one
 // batch, whatever eval_batches is), and marks the validation answers.
-struct RunData {
+struct RunCorpus {
   data::Dataset dataset;
   data::SplitTokens split;
   data::BatchShape shape;
@@ -107,8 +107,8 @@ struct RunData {
   }
 };
 
-RunData recall_run_data(const Scenario& s, std::ostream* log) {
-  RunData d;
+RunCorpus recall_run_data(const Scenario& s, std::ostream* log) {
+  RunCorpus d;
   d.shape = {s.model.seq_len, s.training.batch_size};
   d.recall = recall_shape(s);
   d.dataset.tokenizer = "byte";
@@ -122,9 +122,9 @@ RunData recall_run_data(const Scenario& s, std::ostream* log) {
   return d;
 }
 
-RunData load_run_data(const Scenario& s, std::ostream* log) {
+RunCorpus load_run_data(const Scenario& s, std::ostream* log) {
   if (s.training.data_source == "recall") return recall_run_data(s, log);
-  RunData d{data::load_training_dataset(s), {}, {s.model.seq_len, s.training.batch_size}, {}, {}, 0};
+  RunCorpus d{data::load_training_dataset(s), {}, {s.model.seq_len, s.training.batch_size}, {}, {}, 0};
   if (d.dataset.vocab_size > s.model.vocab)
     throw InputError("model.vocab", "the " + d.dataset.tokenizer + " tokenizer needs vocab >= " +
                                         std::to_string(d.dataset.vocab_size));
@@ -140,7 +140,7 @@ RunData load_run_data(const Scenario& s, std::ostream* log) {
 // steps replay what is pending on every target, write it, and checkpoint.
 class RunLoop {
  public:
-  RunLoop(const Scenario& s, const RunPlan& plan, parallel::Trainer& trainer, const RunData& data,
+  RunLoop(const Scenario& s, const RunPlan& plan, parallel::Trainer& trainer, const RunCorpus& data,
           RunTargets& targets, std::ostream* log)
       : s_(s), plan_(plan), trainer_(trainer), data_(data), targets_(targets), log_(log),
         scenario_json_(to_json(s).dump()) {}
@@ -158,7 +158,7 @@ class RunLoop {
   const Scenario& s_;
   const RunPlan& plan_;
   parallel::Trainer& trainer_;
-  const RunData& data_;
+  const RunCorpus& data_;
   RunTargets& targets_;
   std::ostream* log_;
   const std::string scenario_json_;
@@ -311,7 +311,7 @@ RunResult run_training(const Scenario& scenario, const RunOptions& options) {
   const std::unique_ptr<parallel::Trainer> trainer = parallel::make_trainer(scenario, timing, plan.options.comm);
   std::ostream* const log = plan.writer ? plan.options.log : nullptr;
   if (plan.resumed) restore_trainer(*trainer, *plan.resumed, plan.options.out_dir);
-  const RunData data = load_run_data(scenario, log);
+  const RunCorpus data = load_run_data(scenario, log);
 
   // The trained run first, then the retime targets; with profile timing the
   // graphs repeat, so each target replays every distinct graph once.

@@ -22,11 +22,11 @@ using namespace lowband::report;
 
 namespace {
 
-std::string kv_method_of(const RunData& r) { return r.scenario["compression"]["method"].get<std::string>(); }
+std::string kv_method_of(const LoadedRun& r) { return r.scenario["compression"]["method"].get<std::string>(); }
 
-RunData make_run(const std::string& name, const std::string& bandwidth, const std::string& method,
+LoadedRun make_run(const std::string& name, const std::string& bandwidth, const std::string& method,
                  std::vector<CurveRow> curve) {
-  RunData r;
+  LoadedRun r;
   r.dir = "/runs/" + name;
   r.name = r.label = name;
   r.scenario = {{"name", name},
@@ -48,7 +48,7 @@ TEST(ReportTimeToTarget, InterpolatesBetweenTheEvaluationsAroundTheCrossing) {
 }
 
 TEST(ReportTimeToTarget, UsesValidationLossesAndSkipsTheStepsWithout) {
-  const RunData r = make_run("a", "1Gbps", "none",
+  const LoadedRun r = make_run("a", "1Gbps", "none",
                              {{1, 1.0, 9.0, std::nullopt}, {2, 2.0, 8.0, 4.0}, {3, 3.0, 7.0, std::nullopt}, {4, 4.0, 1.0, 2.0}});
   const TargetCurve c = target_curve(r);
   EXPECT_TRUE(c.validation);
@@ -70,7 +70,7 @@ TEST(ReportTimeToTarget, WithOneValidationLossUsesATrailingMeanOfTheTrainingLoss
 }
 
 TEST(ReportDefaults, TargetIsTheHighestFinalLossAndBaselineTheFastestUncompressedRun) {
-  const std::vector<RunData> runs = {
+  const std::vector<LoadedRun> runs = {
       make_run("slow", "300Mbps", "none", {{1, 1, 5, 4.0}, {2, 2, 5, 3.0}}),
       make_run("fast-mos", "100Gbps", "mos", {{1, 1, 5, 4.0}, {2, 2, 5, 3.5}}),
       make_run("fast", "10Gbps", "none", {{1, 1, 5, 4.0}, {2, 2, 5, 2.5}}),
@@ -82,7 +82,7 @@ TEST(ReportDefaults, TargetIsTheHighestFinalLossAndBaselineTheFastestUncompresse
 }
 
 TEST(ReportBandwidth, StarUsesItsBandwidthOthersTheSlowestLinkProjectedRunsTheProjectedNetwork) {
-  RunData r = make_run("a", "300Mbps", "none", {});
+  LoadedRun r = make_run("a", "300Mbps", "none", {});
   EXPECT_DOUBLE_EQ(run_bandwidth_bytes_per_s(r), 300e6 / 8);
   r.scenario["network"] = {{"topology", "clusters"},
                            {"clusters", {{{"nodes", 4}, {"bandwidth", "100Gbps"}}, {{"nodes", 4}, {"bandwidth", "25Gbps"}}}},
@@ -101,7 +101,7 @@ TEST(ReportBandwidth, StarUsesItsBandwidthOthersTheSlowestLinkProjectedRunsThePr
 }
 
 TEST(ReportSeries, CompressionComesFromTheSweepSettingsElseTheScenario) {
-  RunData r = make_run("a", "1Gbps", "mos", {});
+  LoadedRun r = make_run("a", "1Gbps", "mos", {});
   EXPECT_EQ(compression_label(r), "mos K 0.9 / V 0.5");
   EXPECT_EQ(compression_label(make_run("b", "1Gbps", "none", {})), "uncompressed");
   r.sweep_settings = {{"network.bandwidth", "1Gbps"}, {"compression.ratio", 0.9}};
@@ -111,7 +111,7 @@ TEST(ReportSeries, CompressionComesFromTheSweepSettingsElseTheScenario) {
 // Heterogeneous replicas: the boundary codec applies only to those with
 // compress_boundaries, and the label says which (none: uncompressed).
 TEST(ReportSeries, BoundaryLabelNamesTheCompressingReplicas) {
-  RunData r = make_run("h", "1Gbps", "none", {});
+  LoadedRun r = make_run("h", "1Gbps", "none", {});
   r.scenario["compression"]["boundary"] = {{"method", "subspace"}, {"rank", 16}};
   r.scenario["parallel"]["replicas"] = {{{"pipeline", 1}}, {{"pipeline", 1}}, {{"pipeline", 4}, {"compress_boundaries", true}},
                                         {{"pipeline", 4}, {"compress_boundaries", true}}};
@@ -126,7 +126,7 @@ TEST(ReportSeries, BoundaryLabelNamesTheCompressingReplicas) {
 }
 
 TEST(ReportSeries, SharedNamesGetTheirSettingsOrDirectory) {
-  std::vector<RunData> runs = {make_run("q", "1Gbps", "none", {}), make_run("q", "1Gbps", "none", {}),
+  std::vector<LoadedRun> runs = {make_run("q", "1Gbps", "none", {}), make_run("q", "1Gbps", "none", {}),
                                make_run("other", "1Gbps", "none", {})};
   runs[0].sweep_settings = {{"compression.ratio", 0}};
   runs[1].dir = "/runs/second";
@@ -177,13 +177,13 @@ TEST(ReportTable, SeedsOfOneArmGiveAnIntervalAndWelchsTest) {
   LoadedRuns loaded;
   const std::vector<double> base_losses = {2.0, 2.2, 2.4, 2.6}, mos_losses = {3.0, 3.1, 3.2};
   for (size_t k = 0; k < base_losses.size(); ++k) {
-    RunData run = make_run("base", "10Gbps", "none", {{1, 10, 5, 4.0}, {2, 20, 4, base_losses[k]}});
+    LoadedRun run = make_run("base", "10Gbps", "none", {{1, 10, 5, 4.0}, {2, 20, 4, base_losses[k]}});
     run.scenario["training"] = {{"seed", int(k + 1)}};
     run.summary["final_val_loss"] = base_losses[k];
     loaded.runs.push_back(run);
   }
   for (size_t k = 0; k < mos_losses.size(); ++k) {
-    RunData run = make_run("mos", "10Gbps", "mos", {{1, 10, 5, 4.0}, {2, 20, 4, mos_losses[k]}});
+    LoadedRun run = make_run("mos", "10Gbps", "mos", {{1, 10, 5, 4.0}, {2, 20, 4, mos_losses[k]}});
     run.scenario["training"] = {{"seed", int(k + 1)}};
     run.summary["final_val_loss"] = mos_losses[k];
     loaded.runs.push_back(run);
@@ -217,7 +217,7 @@ TEST(ReportTable, SeedsOfOneArmGiveAnIntervalAndWelchsTest) {
 }
 
 TEST(ReportSeeds, GroupsRunsThatDifferOnlyBySeed) {
-  std::vector<RunData> runs = {make_run("a", "1Gbps", "none", {}), make_run("a", "1Gbps", "none", {}),
+  std::vector<LoadedRun> runs = {make_run("a", "1Gbps", "none", {}), make_run("a", "1Gbps", "none", {}),
                                make_run("a", "1Gbps", "mos", {}), make_run("a", "1Gbps", "none", {})};
   runs[0].scenario["training"] = {{"seed", 1}, {"steps", 10}};
   runs[1].scenario["training"] = {{"seed", 2}, {"steps", 10}};
@@ -232,7 +232,7 @@ TEST(ReportSeeds, GroupsRunsThatDifferOnlyBySeed) {
   EXPECT_EQ(groups[2].runs, (std::vector<size_t>{3}));
   EXPECT_NE(groups[0].label, groups[2].label);
   // In a sweep with a seed axis the arm is named by its other settings.
-  for (RunData& r : runs) {
+  for (LoadedRun& r : runs) {
     r.sweep = "grid";
     r.sweep_settings = {{"training.seed", run_seed(r).value()}, {"compression.method", kv_method_of(r)}};
   }
@@ -259,7 +259,7 @@ class ReportDirs : public ::testing::Test {
 };
 
 TEST_F(ReportDirs, ReadsTheCurveWithMissingAndNonFiniteValues) {
-  const RunData r = load_run_dir((dir_ / "a").string());
+  const LoadedRun r = load_run_dir((dir_ / "a").string());
   ASSERT_EQ(r.curve.size(), 2u);
   EXPECT_FALSE(r.curve[0].val_loss.has_value());
   EXPECT_TRUE(std::isnan(r.curve[1].train_loss));

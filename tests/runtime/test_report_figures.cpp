@@ -19,8 +19,8 @@ using Intervals = std::vector<std::pair<double, double>>;
 
 // A run of the built-in default scenario, `steps` steps of `step_seconds`, with
 // `dynamics` as its network.dynamics (none when null).
-RunData make_run(const std::string& name, const json& dynamics, int steps, double step_seconds) {
-  RunData run;
+LoadedRun make_run(const std::string& name, const json& dynamics, int steps, double step_seconds) {
+  LoadedRun run;
   run.dir = "/nonexistent/" + name;
   run.name = run.label = name;
   run.scenario = to_json(builtin_scenario("default"));
@@ -82,7 +82,7 @@ TEST(ReportFigures, NoOutagesWithoutStateTraces) {
 
 TEST(ReportFigures, LossVsTimeShadesEachRunsOutagesInItsColour) {
   // 100 steps of 60 s: 6000 s, drawn in minutes.
-  const std::vector<RunData> runs = {make_run("steady", nullptr, 100, 60),
+  const std::vector<LoadedRun> runs = {make_run("steady", nullptr, 100, 60),
                                      make_run("flaky", json::array({down(1, 600, 1200), down(2, 900, 1500)}), 100, 60)};
   const std::vector<Figure> figures = build_figures(runs, 4.5, "--target-loss");
   const Figure& f = figure(figures, "loss_vs_time");
@@ -116,7 +116,7 @@ TEST(ReportFigures, LossVsTimeShadesEachRunsOutagesInItsColour) {
 }
 
 TEST(ReportFigures, NoBandsWithoutOutages) {
-  const std::vector<RunData> runs = {make_run("steady", nullptr, 100, 10)};
+  const std::vector<LoadedRun> runs = {make_run("steady", nullptr, 100, 10)};
   const Figure f = figure(build_figures(runs, 4.5, "--target-loss"), "loss_vs_time");
   EXPECT_TRUE(f.bands.empty());
   EXPECT_TRUE(f.bands_title.empty());
@@ -127,7 +127,7 @@ TEST(ReportFigures, NoBandsWithoutOutages) {
 
 TEST(ReportFigures, LogTimeBandsStartAtTheFirstTimeDrawn) {
   // Validation every 10 steps of 1 s (100 s, drawn in seconds): the log figure's first point is at 10 s.
-  const std::vector<RunData> runs = {make_run("flaky", json::array({down(0, 0, 5), down(1, 8, 30)}), 100, 1)};
+  const std::vector<LoadedRun> runs = {make_run("flaky", json::array({down(0, 0, 5), down(1, 8, 30)}), 100, 1)};
   const std::vector<Figure> figures = build_figures(runs, 4.5, "--target-loss");
   EXPECT_EQ(figure(figures, "loss_vs_time").bands.size(), 2u);
   const Figure& log_f = figure(figures, "val_loss_vs_time_log");
@@ -137,7 +137,7 @@ TEST(ReportFigures, LogTimeBandsStartAtTheFirstTimeDrawn) {
 }
 
 TEST(ReportFigures, AScenarioThatDoesNotLoadIsANoteNotAFailure) {
-  RunData run = make_run("broken", json::array({down(1, 100, 200)}), 100, 10);
+  LoadedRun run = make_run("broken", json::array({down(1, 100, 200)}), 100, 10);
   run.scenario["network"]["dynamics"][0]["state"]["steps"][0][1] = 0.5;  // a state is 0 or 1
   const Figure f = figure(build_figures({run}, 4.5, "--target-loss"), "loss_vs_time");
   EXPECT_TRUE(f.bands.empty());
@@ -154,7 +154,7 @@ TEST(ReportFigures, ManyRunsDrawValidationOnlyUnlessAskedForBoth) {
     for (const Series& s : f.series) (s.style == Series::Style::lines ? lines : points) += 1;
     return std::pair<int, int>{lines, points};
   };
-  std::vector<RunData> runs;
+  std::vector<LoadedRun> runs;
   for (int i = 0; i < int(kMostRunsWithTrainingCurves); ++i) runs.push_back(make_run("r" + std::to_string(i), nullptr, 50, 1));
   for (const char* name : {"loss_vs_time", "loss_vs_step"}) {  // make_run writes no byte counts
     SCOPED_TRACE(name);
@@ -163,7 +163,7 @@ TEST(ReportFigures, ManyRunsDrawValidationOnlyUnlessAskedForBoth) {
     EXPECT_TRUE(figure(build_figures(runs, 4.5, "x"), name).notes.empty());
     EXPECT_EQ(styles(figure(build_figures(runs, 4.5, "x", LossCurves::validation), name)), std::make_pair(0, n));
   }
-  RunData no_validation = make_run("train-only", nullptr, 50, 1);
+  LoadedRun no_validation = make_run("train-only", nullptr, 50, 1);
   for (CurveRow& row : no_validation.curve) row.val_loss.reset();
   runs.push_back(no_validation);  // one past the limit
   const Figure automatic = figure(build_figures(runs, 4.5, "x"), "loss_vs_time");

@@ -48,7 +48,7 @@ TEST(ReportTable, BytesPerStepSayWhatTheyCarry) {
 // A pipeline run whose boundaries compress is not an uncompressed baseline, and
 // its label says what crosses the boundaries.
 TEST(ReportTable, BoundaryCompressionIsCompression) {
-  RunData run;
+  LoadedRun run;
   run.scenario = nlohmann::json::parse(R"({"compression": {"method": "none", "boundary": {"method": "none"}}})");
   EXPECT_TRUE(is_uncompressed(run));
   EXPECT_EQ(compression_label(run), "uncompressed");
@@ -73,8 +73,8 @@ TEST(ReportTable, BoundaryCompressionIsCompression) {
 namespace lowband::report::test {
 namespace {
 
-RunData recall_run(const std::string& method, int seed, std::vector<double> remote) {
-  RunData run;
+LoadedRun recall_run(const std::string& method, int seed, std::vector<double> remote) {
+  LoadedRun run;
   run.name = run.label = method;
   run.dir = method + "-s" + std::to_string(seed);
   run.scenario = {{"name", method},
@@ -96,7 +96,7 @@ TEST(ReportTable, TimeToTargetIsTestedAgainstTheBaseline) {
   LoadedRuns loaded;
   for (int arm = 0; arm < 2; ++arm)
     for (int seed = 1; seed <= 3; ++seed) {
-      RunData run = recall_run(arm == 0 ? "none" : "topk", seed, {});
+      LoadedRun run = recall_run(arm == 0 ? "none" : "topk", seed, {});
       const double per_step = (arm == 0 ? 1.0 : 2.0) * (1.0 + 0.01 * seed);  // seconds; seeds differ a little
       for (int step = 10; step <= 50; step += 10)
         run.curve.push_back({step, per_step * step, 3.0 - step / 50.0, 3.0 - step / 50.0});
@@ -125,7 +125,7 @@ TEST(ReportAnswers, AreaAndFirstStepAtTheThresholdByHand) {
   EXPECT_EQ(*a.seconds_to_threshold, 300);
   EXPECT_EQ(*a.final_remote, 1.0);
   EXPECT_FALSE(answer_run(recall_run("none", 1, {0.4, 0.6, 0.89}), 0.9).steps_to_threshold);
-  EXPECT_FALSE(answer_run(RunData{}, 0.9).area);  // no recall evaluations: nothing invented
+  EXPECT_FALSE(answer_run(LoadedRun{}, 0.9).area);  // no recall evaluations: nothing invented
 }
 
 // Two arms of three seeds: the codec that learns later has a smaller area, beyond
@@ -159,7 +159,7 @@ TEST(ReportAnswers, ArmsGetIntervalsAndATestOfTheArea) {
   EXPECT_NE(md.find("**beyond noise**"), std::string::npos) << md;
   EXPECT_NE(md.find("2 of 3 seeds"), std::string::npos) << md;
 
-  for (RunData& run : loaded.runs) run.answers.clear();
+  for (LoadedRun& run : loaded.runs) run.answers.clear();
   EXPECT_FALSE(build_report(loaded, {}).answers);
 }
 
@@ -168,10 +168,10 @@ TEST(ReportAnswers, ArmsGetIntervalsAndATestOfTheArea) {
 // differ only in size (here the top-k fraction) on one curve in order of bytes,
 // and an arm that sent nothing named in a note (it has no place on a log axis).
 TEST(ReportAnswers, RecallFiguresBandTheSeedsAndJoinArmsOfOneCodec) {
-  std::vector<RunData> runs;
+  std::vector<LoadedRun> runs;
   auto add = [&](const std::string& method, double fraction, double kv_bytes, const std::vector<double>& remote) {
     for (int seed = 1; seed <= 3; ++seed) {
-      RunData run = recall_run(method, seed, remote);
+      LoadedRun run = recall_run(method, seed, remote);
       if (fraction > 0) run.scenario["compression"]["topk_fraction"] = fraction;
       run.summary = {{"steps_done", 100}, {"bytes_sent_per_rank_per_step", {{"kv", kv_bytes}, {"dkv", kv_bytes}}}};
       runs.push_back(run);
@@ -207,7 +207,7 @@ TEST(ReportAnswers, RecallFiguresBandTheSeedsAndJoinArmsOfOneCodec) {
   ASSERT_EQ(bytes.notes.size(), 1u);
   EXPECT_NE(bytes.notes[0].find("drop: no K/V bytes"), std::string::npos) << bytes.notes[0];
 
-  for (RunData& run : runs) run.answers.clear();
+  for (LoadedRun& run : runs) run.answers.clear();
   EXPECT_TRUE(recall_figures(runs).empty());  // another task: no recall figures
 }
 

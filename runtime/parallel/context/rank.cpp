@@ -110,7 +110,7 @@ float ContextRank::finish_loss(bool backward) {
 }
 
 float ContextRank::forward_backward(comm::Communicator& comm, const int32_t* inputs, const int32_t* targets,
-                                    int sequences, bool sync_gradients, const DataStep* data) {
+                                    int sequences, bool sync_gradients, const SynchronousReplicas* data) {
   attention_.codec().zero_grads();
   const int slots = begin(inputs, targets, sequences, true);
   if (data) valid_global_ = data->valid_all;
@@ -156,7 +156,7 @@ float ContextRank::evaluate(comm::Communicator& comm, const int32_t* inputs, con
 }
 
 RankStepResult ContextRank::train_step(comm::Communicator& comm, int step, const int32_t* inputs,
-                                       const int32_t* targets, int sequences, const DataStep* data) {
+                                       const int32_t* targets, int sequences, const SynchronousReplicas* data) {
   RankStepResult res;
   attention_.begin_codec_step(comm, step);
   res.loss = forward_backward(comm, inputs, targets, sequences, sync_.sums_gradients(), data);

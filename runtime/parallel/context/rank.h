@@ -70,9 +70,9 @@ class ContextRank final : public RankProgram {
   // data->group, valid_global then being data->valid_all). Returns the global
   // mean loss (with `data`, this replica's share of it).
   float forward_backward(comm::Communicator& comm, const int32_t* inputs, const int32_t* targets,
-                         int sequences, bool sync_gradients, const DataStep* data = nullptr);
+                         int sequences, bool sync_gradients, const SynchronousReplicas* data = nullptr);
   RankStepResult train_step(comm::Communicator& comm, int step, const int32_t* inputs, const int32_t* targets,
-                            int sequences, const DataStep* data = nullptr) override;
+                            int sequences, const SynchronousReplicas* data = nullptr) override;
   float evaluate(comm::Communicator& comm, const int32_t* inputs, const int32_t* targets, int sequences) override;
   int64_t last_eval_correct() const override { return last_eval_correct_; }
   double take_kernel_wall_seconds() override { double s = kernel_wall_seconds_; kernel_wall_seconds_ = 0; return s; }

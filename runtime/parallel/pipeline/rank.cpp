@@ -238,12 +238,12 @@ void PipelineRank::prepare(int microbatches, int slots) {
 }
 
 RankStepResult PipelineRank::train_step(comm::Communicator& world, int step, const int32_t* inputs,
-                                        const int32_t* targets, int sequences, const DataStep* data) {
+                                        const int32_t* targets, int sequences, const SynchronousReplicas* data) {
   return with_groups(world, [&](const Groups& g) { return train_step(g, step, inputs, targets, sequences, data); });
 }
 
 RankStepResult PipelineRank::train_step(const Groups& g, int step, const int32_t* inputs, const int32_t* targets,
-                                        int sequences, const DataStep* data) {
+                                        int sequences, const SynchronousReplicas* data) {
   const std::vector<Microbatch> mbs = split(inputs, targets, sequences);
   const int M = int(mbs.size());
   // A microbatch's slot: the ones held at once are consecutive, at most in_flight.

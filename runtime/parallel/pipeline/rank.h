@@ -118,10 +118,10 @@ class PipelineRank final : public RankProgram {
   // (synchronous data parallelism) the loss is weighted by data->valid_all and
   // the stage's gradients are also summed over data->group before the norm.
   RankStepResult train_step(comm::Communicator& world, int step, const int32_t* inputs, const int32_t* targets,
-                            int sequences, const DataStep* data = nullptr) override;
+                            int sequences, const SynchronousReplicas* data = nullptr) override;
   // The same over groups given, not split from the world (a dry run's: comm/null.h).
   RankStepResult train_step(const Groups& groups, int step, const int32_t* inputs, const int32_t* targets,
-                            int sequences, const DataStep* data = nullptr);
+                            int sequences, const SynchronousReplicas* data = nullptr);
   float evaluate(comm::Communicator& world, const int32_t* inputs, const int32_t* targets, int sequences) override;
   // compression.boundary embedding_residual: every stage's codec centres on the
   // first stage's embedding as it is now (stage 0 broadcasts it over the
