@@ -1,12 +1,6 @@
 #include "sim/replay.h"
 
-#include <ext/stdio_filebuf.h>
-#include <fcntl.h>
 #include <malloc.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,9 +14,8 @@
 #include "common/error.h"
 #include "sim/platform.h"
 #include "sim/replay_engine.h"
+#include "sim/replay_process.h"
 #include "sim/replay_wire.h"
-
-extern char** environ;
 
 namespace lowband::sim {
 
@@ -62,17 +55,6 @@ class Reader {
   size_t pos_ = 0;
 };
 
-std::string read_all(int fd) {
-  std::string out;
-  char chunk[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(chunk, static_cast<size_t>(n));
-  }
-  return out;
-}
 
 // The whole-step figures from the replay's per-rank record (and each task's
 // times, passed through when asked).
@@ -103,6 +85,15 @@ ReplayResult summarize(detail::TaskTimes times) {
 
 }  // namespace
 
+std::string detail::error_reply(const std::string& message) {
+  Writer w;
+  const uint8_t status = kOtherError;
+  w.raw(&status, 1);
+  w.str("");
+  w.str(message);
+  return w.bytes();
+}
+
 // The replay process's answer: it replays and summarizes, and sends back only the
 // figures (the task times too when asked): nothing of the graph's size otherwise.
 std::string detail::reply_to(std::istream& request) {
@@ -130,67 +121,12 @@ std::string detail::reply_to(std::istream& request) {
     w.str(e.place());
     w.str(e.what());
   } catch (const std::exception& e) {
-    const uint8_t status = kOtherError;
-    w.raw(&status, 1);
-    w.str("");
-    w.str(e.what());
+    return error_reply(e.what());
   }
   return w.bytes();
 }
 
 namespace {
-
-// The replay process's executable: $LOWBAND_REPLAY, else lowband-replay beside
-// this program, else where the build put it.
-std::string replay_executable() {
-  if (const char* env = std::getenv("LOWBAND_REPLAY"); env && *env) return env;
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string beside(self, size_t(n));
-    beside = beside.substr(0, beside.rfind('/') + 1) + "lowband-replay";
-    if (::access(beside.c_str(), X_OK) == 0) return beside;
-  }
-#ifdef LOWBAND_REPLAY_EXE
-  if (::access(LOWBAND_REPLAY_EXE, X_OK) == 0) return LOWBAND_REPLAY_EXE;
-#endif
-  throw std::runtime_error("sim::replay: no lowband-replay beside this program" +
-                           (n > 0 ? " (" + std::string(self, size_t(n)) + ")" : std::string()) +
-                           " or where the build put it; build it (cmake --build build --target lowband-replay) or "
-                           "set LOWBAND_REPLAY to its path");
-}
-
-// A pipe whose ends are close-on-exec and numbered above 3 (the replay process's 0 and 3
-// are made from them, so neither may already be one of those).
-void high_pipe(int fds[2]) {
-  int raw[2];
-  if (::pipe2(raw, O_CLOEXEC) != 0) throw std::runtime_error(std::string("sim::replay: pipe: ") + std::strerror(errno));
-  for (int i = 0; i < 2; ++i) {
-    fds[i] = ::fcntl(raw[i], F_DUPFD_CLOEXEC, 4);
-    ::close(raw[i]);
-  }
-  if (fds[0] < 0 || fds[1] < 0) throw std::runtime_error(std::string("sim::replay: fcntl: ") + std::strerror(errno));
-}
-
-// Writes the request to the replay process, SIGPIPE held back on this thread (a
-// process that died early shows as a short write, and then in its missing reply).
-void send_request(int fd, const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
-                  const ReplayOptions& options) {
-  sigset_t pipe_signal, old;
-  sigemptyset(&pipe_signal);
-  sigaddset(&pipe_signal, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_signal, &old);
-  {
-    __gnu_cxx::stdio_filebuf<char> buf(fd, std::ios::out, 1 << 16);  // closes fd when done
-    std::ostream out(&buf);
-    wire::write_request(out, network, graphs, options);
-    out.flush();
-  }
-  const timespec now{0, 0};
-  while (sigtimedwait(&pipe_signal, nullptr, &now) > 0) {
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-}
 
 std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std::vector<const StepGraph*>& graphs,
                                           const ReplayOptions& options) {
@@ -207,42 +143,7 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
   size_t tasks = 0;
   for (const StepGraph* g : graphs) tasks += g->size();
   if (tasks >= 1000000) ::malloc_trim(0);
-  // The replay runs in a process of its own, spawned (not forked: a fork of this
-  // process, whose rank threads and OpenMP pools have run, could inherit a lock
-  // some thread held and wait on it for ever): fd 0 the request, fd 3 the reply,
-  // stdout to /dev/null (SimGrid writes nothing useful there), stderr shared.
-  const std::string exe = replay_executable();
-  int request[2], reply_pipe[2];
-  high_pipe(request);
-  high_pipe(reply_pipe);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, request[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, reply_pipe[1], 3);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  char* argv[] = {const_cast<char*>(exe.c_str()), nullptr};
-  pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(request[0]);
-  ::close(reply_pipe[1]);
-  if (spawned != 0) {
-    ::close(request[1]);
-    ::close(reply_pipe[0]);
-    throw std::runtime_error("sim::replay: cannot start " + exe + ": " + std::strerror(spawned));
-  }
-  send_request(request[1], network, graphs, options);
-  const std::string reply = read_all(reply_pipe[0]);
-  ::close(reply_pipe[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (reply.empty()) {
-    const std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                                : "exited with status " + std::to_string(WEXITSTATUS(status));
-    throw std::runtime_error("sim::replay: the replay process (" + exe + ") " + how +
-                             " before replying (SimGrid's own message, if any, is above on stderr)");
-  }
+  const std::string reply = detail::ask_replay_process(network, graphs, options);
   Reader rd(reply);
   uint8_t code = 0;
   rd.raw(&code, 1);

@@ -13,10 +13,11 @@
 // Each call runs SimGrid in a process of its own (SimGrid's engine is a process
 // singleton whose configuration and clock cannot be reset), so calls are
 // independent and can use different networks and models in one process. The
-// process is lowband-replay (replay_main.cpp), spawned rather than forked (a fork
-// of a process whose threads have run may inherit a lock a thread held): it is
-// sent the network and the graphs through a pipe (replay_wire.h). It is found at
-// $LOWBAND_REPLAY, else beside the running program, else where the build put it.
+// process is a child of lowband-replay (replay_process.h): a program of one
+// thread that lowband spawns once and keeps, sent the network and the graphs
+// through a pipe (replay_wire.h), never a fork of lowband itself (whose threads
+// may have held a lock at the fork). It is found at $LOWBAND_REPLAY, else beside
+// the running program, else where the build put it.
 //
 // Under `ideal` a transfer waits its route latency on a replay timer and only then
 // becomes a SimGrid Comm, sharing at once as CM02 would have it share at that date

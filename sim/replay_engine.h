@@ -1,7 +1,7 @@
 #pragma once
 // The SimGrid side of sim::replay (internal to sim/). simulate() creates the
 // process's one SimGrid engine, so it may run at most once per process: it runs
-// in the replay process replay.cpp spawns (replay_main.cpp).
+// in a child of the replay process (replay_process.h, replay_main.cpp).
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -33,5 +33,7 @@ std::vector<TaskTimes> simulate(const NetworkSpec& network, const std::vector<co
 // `request`, simulated, and the reply's bytes (figures, or the error) that
 // replay.cpp reads back.
 std::string reply_to(std::istream& request);
+// A reply that says the replay failed: `message`, as an error (not bad input).
+std::string error_reply(const std::string& message);
 
 }  // namespace lowband::sim::detail

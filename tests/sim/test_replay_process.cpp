@@ -1,14 +1,16 @@
-// The replay's own process (sim/replay.h, sim/replay_main.cpp): what it is sent
-// arrives whole (every field of the network, every task of the graphs); replays
-// started while other threads of the caller allocate and run OpenMP regions end,
-// many times over, with the same figures (a forked child could inherit a lock
-// such a thread held and wait for ever); and a missing replay program is an
-// error that says where it looked.
+// The replay's own process (sim/replay_process.h, sim/replay_main.cpp): what it
+// is sent arrives whole (every field of the network, every task of the graphs);
+// replays started while other threads of the caller allocate and run OpenMP
+// regions end, many times over, with the same figures (a fork of the caller
+// could inherit a lock such a thread held and wait for ever); and a missing
+// replay program is an error that says where it looked.
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <stdlib.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -127,18 +129,21 @@ TEST(ReplayProcess, ReplaysWhileOtherThreadsAllocateEndAlike) {
   for (std::thread& t : busy) t.join();
 }
 
+// In a child process of its own: this one's replay process is started already
+// (it is kept for the process's life), and a fork starts its own.
 TEST(ReplayProcess, AMissingReplayProgramSaysWhere) {
-  const char* before = std::getenv("LOWBAND_REPLAY");
-  const std::string saved = before ? before : "";
-  ::setenv("LOWBAND_REPLAY", "/nonexistent/lowband-replay", 1);
-  try {
-    replay(testing::star(2, link(1e8, 1e-3)), StepGraph(2));
-    ADD_FAILURE() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/lowband-replay"), std::string::npos) << e.what();
-  }
-  if (before) ::setenv("LOWBAND_REPLAY", saved.c_str(), 1);
-  else ::unsetenv("LOWBAND_REPLAY");
+  EXPECT_EXIT(
+      {
+        ::setenv("LOWBAND_REPLAY", "/nonexistent/lowband-replay", 1);
+        try {
+          replay(testing::star(2, link(1e8, 1e-3)), StepGraph(2));
+        } catch (const std::runtime_error& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::_Exit(std::string(e.what()).find("/nonexistent/lowband-replay") != std::string::npos ? 0 : 1);
+        }
+        std::_Exit(2);
+      },
+      ::testing::ExitedWithCode(0), "cannot start /nonexistent/lowband-replay");
 }
 
 }  // namespace
