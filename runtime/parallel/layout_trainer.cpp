@@ -50,8 +50,8 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, const kern
   model::check_model_config(s.model);
   check_layout();
   optim::lr_schedule_from(s.training).validate();
-  std::shared_ptr<compress::KvCodec> dry_codec;  // a dry run's: one real codec per replica answers its ranks' sizes
-  int dry_codec_replica = -1;
+  // A dry run's: one real codec per replica answers its ranks' sizes.
+  std::vector<std::shared_ptr<compress::KvCodec>> dry_codecs(static_cast<size_t>(R_));
   for (int r : world_.local_ranks()) {
     const int q = layout_.place(r).replica, i = index_in_replica(r);
     // One replica: the scenario as given (its placement, stages and codecs).
@@ -59,12 +59,10 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, const kern
     const RankPlace& at = layout_.place(r);
     if (one.parallel.pipeline > 1)
       ranks_.push_back(std::make_unique<PipelineRank>(one, at.stage, at.context_rank, *k_, timing, world_.log(r)));
-    else {
-      if (q != dry_codec_replica) dry_codec.reset(), dry_codec_replica = q;
+    else
       ranks_.push_back(std::make_unique<ContextRank>(
-          one, i, dry() ? compress::make_dry_kv_codec(one, dry_codec) : compress::make_kv_codec(one), *k_, timing,
-          world_.log(r)));
-    }
+          one, i, dry() ? compress::make_dry_kv_codec(one, dry_codecs[size_t(q)]) : compress::make_kv_codec(one), *k_,
+          timing, world_.log(r)));
   }
   if (local_steps())
     outer_ = std::make_unique<OuterStep>(scenario_, layout_, *k_, timing_, world_.local_ranks(),

@@ -50,10 +50,11 @@ CompressedTraffic compressed_traffic_of(const Scenario& s) {
   };
   CompressedTraffic t;
   const std::string kv_codec = compress::make_kv_codec(s)->describe();
-  if (C > 1) t.uncompressed_kv_bytes = uncompressed_kv(s), t.kv_codec = kv_codec;
+  const double kv = C > 1 || P == 1 ? uncompressed_kv(s) : 0.0;  // stages of one rank exchange no K/V
+  if (C > 1) t.uncompressed_kv_bytes = kv, t.kv_codec = kv_codec;
   if (P == 1) {
     t.name = "kv", t.kinds = {"kv", "dkv"}, t.codec = kv_codec;
-    t.uncompressed_bytes_per_step = uncompressed_kv(s);
+    t.uncompressed_bytes_per_step = kv;
     return t;
   }
   // Each of the P - 1 boundaries carries every microbatch's rows once each way.
