@@ -53,6 +53,10 @@ template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 // exchanges go on while it travels). The caller neither reads nor writes the
 // buffers until then: the MPI communicator returns at once and moves the bytes
 // on its progress thread; the others complete the call before returning.
+// `background` (with deferred): an exchange that runs beside whole training
+// steps (an outer sync merged steps later: sync/outer_sync.h). Transports treat
+// it as deferred; the recorded graph joins it only at RankLog::join_background,
+// not at the step's join_deferred, and not at the step's end.
 // `relay` (all_gather only): the modelled exchange goes through a relay node
 // (sim::relay_all_gather: one upload per rank, the relay's fan-out); transports
 // still do their own all-gather, so the numbers do not change.
@@ -60,6 +64,7 @@ struct Wire {
   const char* kind;
   double bytes = -1;
   bool deferred = false;
+  bool background = false;
   bool relay = false;
   Wire(const char* k) : kind(k) {}  // NOLINT(google-explicit-constructor): "kv" reads as a label
   Wire(const char* k, double wire_bytes, bool defer = false) : kind(k), bytes(wire_bytes), deferred(defer) {}

@@ -46,10 +46,12 @@ void RankLog::add(const Event& e) {
   r.type = e.type;
   r.kind = intern_kind(e.kind);
   r.comm_id = e.comm_id;
-  r.flags = uint8_t((e.deferred ? kDeferred : 0) | (e.relay ? kRelay : 0));
+  r.flags = uint8_t((e.deferred ? kDeferred : 0) | (e.relay ? kRelay : 0) | (e.background ? kBackground : 0));
   switch (e.type) {
     case EventType::compute: r.amount = e.seconds; break;
-    case EventType::join: break;
+    case EventType::join:
+    case EventType::join_background:
+    case EventType::step_end: break;
     case EventType::send:
     case EventType::recv:
       r.amount = e.bytes;
@@ -72,9 +74,12 @@ Event RankLog::event(size_t i) const {
   e.comm_id = r.comm_id;
   e.deferred = (r.flags & kDeferred) != 0;
   e.relay = (r.flags & kRelay) != 0;
+  e.background = (r.flags & kBackground) != 0;
   switch (r.type) {
     case EventType::compute: e.seconds = r.amount; break;
-    case EventType::join: break;
+    case EventType::join:
+    case EventType::join_background:
+    case EventType::step_end: break;
     case EventType::send:
     case EventType::recv:
       e.bytes = r.amount;
@@ -160,7 +165,8 @@ void RecordingCommunicator::collective(EventType type, double buffer_bytes, cons
   r.a = group_;
   r.b = root < 0 ? -1 : members_.at(size_t(root));
   r.comm_id = comm_id_;
-  r.flags = uint8_t((wire.deferred ? RankLog::kDeferred : 0) |
+  r.flags = uint8_t((wire.deferred || wire.background ? RankLog::kDeferred : 0) |
+                    (wire.background ? RankLog::kBackground : 0) |
                     (type == EventType::all_gather && wire.relay ? RankLog::kRelay : 0));
   log_.add(r);
 }
@@ -225,7 +231,7 @@ std::string RankLog::serialize() const {
     binary::write_i64(out, e.peer);
     binary::write_i64(out, e.tag);
     binary::write_i64(out, e.comm_id);
-    binary::write_u64(out, (e.deferred ? 1 : 0) | (e.relay ? 2 : 0));
+    binary::write_u64(out, (e.deferred ? 1 : 0) | (e.relay ? 2 : 0) | (e.background ? 4 : 0));
     binary::write_u64(out, e.members.size());
     for (int m : e.members) binary::write_i64(out, m);
   }
@@ -248,6 +254,7 @@ RankLog RankLog::deserialize(const std::string& bytes) {
     const uint64_t flags = binary::read_u64(in, "event flags");
     e.deferred = (flags & 1) != 0;
     e.relay = (flags & 2) != 0;
+    e.background = (flags & 4) != 0;
     const uint64_t m = binary::read_u64(in, "event members");
     for (uint64_t j = 0; j < m; ++j) e.members.push_back(int(binary::read_i64(in, "event member")));
     log.add(e);
@@ -265,6 +272,7 @@ struct RankState {
   size_t next = 0;                // index of the next event
   std::vector<TaskId> cursor;     // what the rank's next task waits for
   std::vector<TaskId> deferred;   // ends of deferred collectives, joined at the next blocking call
+  std::vector<TaskId> background; // ends of background collectives, joined at join_background
   bool waiting = false;           // registered at a collective not yet complete
 };
 
@@ -351,6 +359,7 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs, sim:
     s.cursor.insert(s.cursor.end(), s.deferred.begin(), s.deferred.end());
     s.deferred.clear();
   };
+  int at_step_end = 0;  // ranks waiting at their next step_end
   sim::RankDeps after;
   std::string kind_tag;
   bool progress = true;
@@ -363,6 +372,27 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs, sim:
         const RankLog::Record& e = ev[s.next];
         if (e.type == EventType::join) {
           join_deferred(s);
+        } else if (e.type == EventType::join_background) {
+          s.cursor.insert(s.cursor.end(), s.background.begin(), s.background.end());
+          s.background.clear();
+        } else if (e.type == EventType::step_end) {
+          // A barrier: one zero-second task on rank 0 after every rank's step
+          // (its deferred collectives joined, its background ones not), which
+          // every rank's next step waits for.
+          join_deferred(s);
+          s.waiting = true;
+          if (++at_step_end < P) break;
+          std::vector<TaskId> all;
+          for (const RankState& each : st) all.insert(all.end(), each.cursor.begin(), each.cursor.end());
+          const TaskId end = g.add_compute(0, 0.0, all, sim::kStepEndTag);
+          for (int m = 0; m < P; ++m) {
+            st[size_t(m)].cursor.assign(1, end);
+            st[size_t(m)].waiting = false;
+            ++st[size_t(m)].next;
+          }
+          at_step_end = 0;
+          progress = true;
+          continue;
         } else if (e.type == EventType::compute) {
           const TaskId t = g.add_compute(r, e.amount, s.cursor, kind[size_t(r)][e.kind]);
           s.cursor.assign(1, t);
@@ -405,11 +435,13 @@ sim::StepGraph assemble_step_graph(const std::vector<const RankLog*>& logs, sim:
             const RankLog::Record& me = logs[size_t(m)]->records()[ms.next];
             const bool agree = me.type == e.type && me.type != EventType::compute && me.type != EventType::join &&
                                me.type != EventType::send && me.type != EventType::recv &&
+                               me.type != EventType::join_background && me.type != EventType::step_end &&
                                group[size_t(m)][size_t(me.a)] == gr && me.amount == e.amount &&
                                (me.flags & RankLog::kRelay) == (e.flags & RankLog::kRelay);
             if (!agree)
               throw std::logic_error("assemble_step_graph: ranks disagree on collective '" + kind_tag + "'");
-            if (e.flags & RankLog::kDeferred) ms.deferred.push_back(done[i]);
+            if (e.flags & RankLog::kBackground) ms.background.push_back(done[i]);
+            else if (e.flags & RankLog::kDeferred) ms.deferred.push_back(done[i]);
             else ms.cursor.assign(1, done[i]);
             ms.waiting = false;
             ++ms.next;

@@ -33,7 +33,11 @@
 
 namespace lowband::comm {
 
-enum class EventType : uint8_t { compute, join, send, recv, all_reduce, all_gather, reduce_scatter, broadcast };
+// join: the rank's deferred collectives; join_background: its background ones;
+// step_end: every rank's step ends together (a barrier) and the next begins, in
+// a graph that spans several steps (sim/step_graph.h: step_end tasks).
+enum class EventType : uint8_t { compute, join, send, recv, all_reduce, all_gather, reduce_scatter, broadcast,
+                                 join_background, step_end };
 
 // One call or compute span, as a rank's log hands it out (RankLog::events()) and
 // takes it in (RankLog::add). The log stores it compactly (RankLog::Record).
@@ -46,6 +50,7 @@ struct Event {
   int tag = 0;             // send/recv
   int comm_id = 0;         // which communicator (0: the world; each split numbers the next)
   bool deferred = false;   // collectives
+  bool background = false; // collectives (Wire::background)
   bool relay = false;      // all_gather: through the relay (Wire::relay)
   std::vector<int> members;  // collectives: the communicator's world ranks, in its rank order
 };
@@ -62,9 +67,9 @@ class RankLog {
     int32_t comm_id = 0;
     uint16_t kind = 0;     // index into kinds()
     EventType type = EventType::compute;
-    uint8_t flags = 0;     // kDeferred | kRelay
+    uint8_t flags = 0;     // kDeferred | kRelay | kBackground
   };
-  static constexpr uint8_t kDeferred = 1, kRelay = 2;
+  static constexpr uint8_t kDeferred = 1, kRelay = 2, kBackground = 4;
 
   // A random-access range of the log's events, each materialised as an Event.
   class EventRange {
@@ -105,6 +110,12 @@ class RankLog {
     r.type = EventType::join;
     records_.push_back(r);
   }
+  // What the rank computes next waits for its background collectives (the merge
+  // of an outer sync issued steps before).
+  void join_background() { mark(EventType::join_background); }
+  // The step ends on every rank: the next step's events follow in the same log,
+  // so that a background collective spans them (one graph for several steps).
+  void step_end() { mark(EventType::step_end); }
   void add(const Event& event);
   void add(const Record& record) { records_.push_back(record); }
   void clear() { records_.clear(); }
@@ -124,6 +135,11 @@ class RankLog {
 
  private:
   uint16_t intern_kind(const std::string& kind);
+  void mark(EventType type) {
+    Record r;
+    r.type = type;
+    records_.push_back(r);
+  }
 
   std::vector<Record> records_;
   std::vector<std::string> kinds_;

@@ -80,6 +80,7 @@ ReplayResult summarize(detail::TaskTimes times) {
   }
   r.task_start_seconds = std::move(times.start_seconds);
   r.task_finish_seconds = std::move(times.finish_seconds);
+  r.step_end_seconds = std::move(times.step_end_seconds);
   return r;
 }
 
@@ -114,6 +115,7 @@ std::string detail::reply_to(std::istream& request) {
       w.doubles(res.rank_exposed_comm_seconds);
       w.doubles(res.task_start_seconds);
       w.doubles(res.task_finish_seconds);
+      w.doubles(res.step_end_seconds);
     }
   } catch (const InputError& e) {
     const uint8_t status = kInputError;
@@ -173,6 +175,7 @@ std::vector<ReplayResult> replay_pointers(const NetworkSpec& network, const std:
     r.rank_exposed_comm_seconds = rd.doubles();
     r.task_start_seconds = rd.doubles();
     r.task_finish_seconds = rd.doubles();
+    r.step_end_seconds = rd.doubles();
     results.push_back(std::move(r));
   }
   return results;

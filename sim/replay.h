@@ -64,6 +64,9 @@ struct ReplayResult {
   // network.restart: the step stalled past the timeout and was given up after
   // step_seconds (a batch ends with it). The other figures are then partial.
   bool gave_up = false;
+  // A graph of several steps (StepGraph::step_ends): when each step but the last
+  // ended, from the graph's start; empty for a graph of one step.
+  std::vector<double> step_end_seconds;
   std::vector<double> task_start_seconds;         // by TaskId; only with ReplayOptions::task_times
   std::vector<double> task_finish_seconds;
 };

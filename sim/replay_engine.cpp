@@ -126,6 +126,8 @@ class GraphRun {
       out_.finish_seconds.assign(n, -1);
     }
     out_.rank_finish_seconds.assign(static_cast<size_t>(graph.ranks()), 0);
+    step_ends_ = graph.step_ends();
+    out_.step_end_seconds.assign(step_ends_.size(), -1);
     busy_.assign(static_cast<size_t>(graph.ranks()), Busy{});
     pending_.assign(n, 0);
     // Built once and never resized: each RankCpu's timers point at it.
@@ -221,6 +223,10 @@ class GraphRun {
     if (peer >= 0) {
       double& g = out_.rank_finish_seconds[static_cast<size_t>(peer)];
       g = std::max(g, now);
+    }
+    if (!step_ends_.empty()) {  // a graph of several steps: when each ended
+      const auto it = std::lower_bound(step_ends_.begin(), step_ends_.end(), id);
+      if (it != step_ends_.end() && *it == id) out_.step_end_seconds[size_t(it - step_ends_.begin())] = now;
     }
     if (++finished_ == pending_.size() && dynamics_) dynamics_->stop();  // let engine->run() return
     if (finished_ == pending_.size() && stall_timer_) {
@@ -429,6 +435,7 @@ class GraphRun {
   simgrid::kernel::timer::Timer* stall_timer_ = nullptr;
   bool task_times_;
   TaskTimes& out_;
+  std::vector<TaskId> step_ends_;  // StepGraph::step_ends(), ascending
   double t0_ = 0;
   std::vector<int32_t> pending_;
   std::vector<uint32_t> first_succ_;

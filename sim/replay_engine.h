@@ -22,6 +22,7 @@ struct TaskTimes {
   double gave_up_seconds = -1;
   std::vector<double> start_seconds;  // by TaskId; only with task_times
   std::vector<double> finish_seconds;
+  std::vector<double> step_end_seconds;  // finish of each StepGraph::step_ends() task, in order
 };
 
 // start_seconds: the run's date at SimGrid's clock 0, where network.dynamics is read.

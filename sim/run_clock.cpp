@@ -44,7 +44,7 @@ std::vector<ClockedStep> RunClock::replay(const std::vector<const StepGraph*>& g
       restarts = 0;
       next_started = run_seconds;
       ++next;
-      ++steps_done_;
+      steps_done_ += graphs[next - 1]->steps();  // a window's graph holds several
       if (network_.restart) {
         if (checkpoint_every_ > 0 && steps_done_ % checkpoint_every_ == 0) {
           since_checkpoint_.clear();

@@ -97,6 +97,36 @@ Task StepGraph::task(TaskId id) const {
   return Task{r.kind, r.rank, r.peer, compute ? r.amount : 0.0, compute ? 0.0 : r.amount, tag_names_[r.tag], deps(id)};
 }
 
+std::vector<TaskId> StepGraph::step_ends() const {
+  const auto tag = std::find(tag_names_.begin(), tag_names_.end(), kStepEndTag);
+  if (tag == tag_names_.end()) return {};
+  const uint16_t t = uint16_t(tag - tag_names_.begin());
+  std::vector<TaskId> ends;
+  for (size_t i = 0; i < records_.size(); ++i)
+    if (records_[i].tag == t) ends.push_back(TaskId(i));
+  return ends;
+}
+
+StepGraph StepGraph::steps_part(int first, int last) const {
+  const std::vector<TaskId> ends = step_ends();
+  if (first < 0 || last < first || last > int(ends.size()))
+    throw std::out_of_range("StepGraph::steps_part: steps " + std::to_string(first) + ".." + std::to_string(last) +
+                            " of " + std::to_string(ends.size() + 1));
+  // Step k: the tasks strictly between ends[k - 1] and ends[k] (the end tasks are the window's).
+  const TaskId lo = first == 0 ? 0 : ends[size_t(first - 1)] + 1;
+  const TaskId hi = last == int(ends.size()) ? TaskId(records_.size()) : ends[size_t(last)];  // exclusive
+  StepGraph part(ranks_);
+  std::vector<TaskId> deps;
+  for (TaskId id = lo; id < hi; ++id) {
+    deps.clear();
+    for (TaskId d : this->deps(id))
+      if (d >= lo) deps.push_back(d - lo);
+    const Record& r = records_[size_t(id)];
+    part.add(r, deps, tag_names_[r.tag]);
+  }
+  return part;
+}
+
 double StepGraph::bytes_sent(int rank, const std::string& kind_tag) const {
   double total = 0;
   for (const Record& r : records_)

@@ -21,6 +21,8 @@ namespace lowband::sim {
 
 using TaskId = int32_t;
 
+inline constexpr const char* kStepEndTag = "step_end";  // StepGraph::step_ends
+
 enum class TaskKind : uint8_t { compute, transfer };
 
 // A read-only run of task ids: a task's dependencies, or the dependencies given to
@@ -124,6 +126,16 @@ class StepGraph {
     return {deps_.data() + dep_begin_[i], static_cast<size_t>(dep_begin_[i + 1] - dep_begin_[i])};
   }
   const std::vector<std::string>& tag_names() const { return tag_names_; }
+
+  // A graph of several steps (comm::RankLog::step_end: an exchange that runs
+  // beside them) has one zero-second task tagged kStepEndTag at the end of each
+  // step but the last, after every rank's tasks of that step; step k's tasks are
+  // the ids after step k − 1's end up to its own. Their ids, ascending (empty for
+  // a graph of one step); the graph's steps; and steps [first, last] alone, its
+  // dependencies on earlier tasks dropped (a step's own figures).
+  std::vector<TaskId> step_ends() const;
+  int steps() const { return int(step_ends().size()) + 1; }
+  StepGraph steps_part(int first, int last) const;
 
   // Bytes each rank sends, per kind tag; and compute seconds per rank.
   double bytes_sent(int rank, const std::string& kind_tag = "") const;

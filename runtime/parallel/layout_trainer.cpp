@@ -1,6 +1,7 @@
 #include "runtime/parallel/layout_trainer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <istream>
 #include <ostream>
@@ -162,9 +163,12 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
     valid_all += valid[size_t(q)];
   }
   const bool synchronous = R_ > 1 && !local_steps();  // replicas summing their gradients every step
-  const bool outer = local_steps() && syncs_weights(step);
+  const bool outer = local_steps() && outer_->acts_at(step);
+  const bool merge = outer && outer_->merges_at(step);
   std::vector<RankStepResult> results(static_cast<size_t>(ranks()));
+  std::atomic<bool> launched{false};  // an exchange staged after the step before, launched as this one begins
   run_ranks([&](int r, comm::Communicator& world, comm::Communicator& replica) {
+    if (local_steps() && outer_->launch_staged(r, world, world_.log(r))) launched = true;
     const int q = layout_.place(r).replica;
     // Synchronous: the ranks holding the same part in every replica (one shape).
     const std::unique_ptr<comm::Communicator> data_group =
@@ -173,17 +177,18 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
     const int64_t first = int64_t(q) * per_replica * T;
     results[size_t(r)] = rank(r).train_step(replica, step, inputs + first, targets + first, per_replica,
                                             synchronous ? &data : nullptr);
-    if (outer) {
-      outer_->run(r, world, world_.log(r));
-      rank(r).snapshot_embedding(replica);  // the synchronised embedding, where the boundaries centre on it
-    }
+    if (outer) outer_->run(r, step, world, world_.log(r));
+    if (merge) rank(r).snapshot_embedding(replica);  // the synchronised embedding, where the boundaries centre on it
   }, /*record=*/true);
+  // A window stays open from the launch of a background exchange to its merge.
+  exchange_in_window_ = record && ((exchange_in_window_ && world_.window_open()) || launched) && !merge;
   double kernel = 0;
   for (auto& p : ranks_) kernel += p->take_kernel_wall_seconds();
   if (outer_) kernel += outer_->take_wall_seconds();
   // Every rank has the lr; the norm and K/V errors are the first local rank's, and
   // with one replica its loss and weight sync too (every rank of a replica has them).
-  StepRecord rec = close_step_record(world_, scenario_, step, results[size_t(world_.local_ranks()[0])], kernel, record);
+  StepRecord rec = close_step_record(world_, scenario_, step, results[size_t(world_.local_ranks()[0])], kernel, record,
+                                     exchange_in_window_);
   const bool whole_context_group =
       !dry() && R_ == 1 && scenario_.parallel.pipeline == 1 && int(ranks_.size()) == ranks();
   if (whole_context_group && !rec.kv_reconstruction_error_k.empty()) {  // compressing

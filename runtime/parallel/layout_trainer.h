@@ -105,6 +105,7 @@ class LayoutTrainer final : public Trainer {
   int64_t last_eval_correct() const override;
   std::vector<double> last_eval_per_replica() const override { return eval_per_replica_; }
   bool syncs_weights(int step) const override;
+  sim::StepGraph close_window() override { return world_.close_window(scenario_); }
   bool writer() const override { return world_.writer(); }
   void save_state(std::ostream& out) const override;
   void load_state(std::istream& in) override;
@@ -134,6 +135,7 @@ class LayoutTrainer final : public Trainer {
   RankWorld world_;
   std::vector<std::unique_ptr<RankProgram>> ranks_;  // local ranks, in world_.local_ranks() order
   std::unique_ptr<OuterStep> outer_;  // diloco / sparseloco: replicas step alone between outer steps
+  bool exchange_in_window_ = false;   // the open window's logs hold a background exchange not merged
   std::vector<double> eval_per_replica_;  // of the last evaluate(); empty for one replica
   std::string codecs_;  // compressed_traffic().codec, which a checkpoint must match
 };

@@ -56,7 +56,7 @@ int RankWorld::local_index(int rank) const {
 
 void RankWorld::run(const std::function<void(int, comm::Communicator&)>& fn, bool record) {
   if (record)
-    for (auto& log : logs_) log.clear();
+    for (auto& log : logs_) window_open_ ? log.step_end() : log.clear();
   auto one = [&](comm::Communicator& comm) {
     if (!record) return fn(comm.rank(), comm);
     comm::RecordingCommunicator recording(comm, log(comm.rank()));
@@ -96,13 +96,21 @@ sim::StepGraph RankWorld::assemble_graph(const Scenario& scenario) {
   return on_nodes(comm::assemble_step_graph(ptrs, scenario.parallel.all_reduce));
 }
 
-RankWorld::StepBooks RankWorld::close_step(const Scenario& scenario, double local_kernel_seconds, bool record) {
+RankWorld::StepBooks RankWorld::close_step(const Scenario& scenario, double local_kernel_seconds, bool record,
+                                           bool keep_open) {
   StepBooks books;
   const auto t0 = std::chrono::steady_clock::now();
   books.kernel_wall_seconds = sum_over_processes(local_kernel_seconds);
-  if (record) books.graph = assemble_graph(scenario);
+  window_open_ = record && keep_open;
+  if (record && !keep_open) books.graph = assemble_graph(scenario);
   books.record_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return books;
+}
+
+sim::StepGraph RankWorld::close_window(const Scenario& scenario) {
+  if (!window_open_) return sim::StepGraph(0);
+  window_open_ = false;
+  return assemble_graph(scenario);
 }
 
 double RankWorld::sum_over_processes(double x) const {

@@ -35,7 +35,8 @@ class RankWorld {
 
   // fn(rank, communicator) on every local rank (in-process: each on its thread,
   // with the caller's OpenMP thread count). `record`: the logs are cleared first
-  // and each rank's communicator records into its log.
+  // (in an open window: a step_end marked in them instead) and each rank's
+  // communicator records into its log.
   void run(const std::function<void(int rank, comm::Communicator&)>& fn, bool record = false);
   // Logs a compute span of `rank` (a local one).
   comm::RankLog& log(int rank) { return logs_[size_t(local_index(rank))]; }
@@ -50,7 +51,13 @@ class RankWorld {
     double kernel_wall_seconds = 0, record_wall_seconds = 0;
     sim::StepGraph graph;
   };
-  StepBooks close_step(const Scenario& scenario, double local_kernel_seconds, bool record);
+  // keep_open (with record): the step's graph is part of a window of steps (an
+  // outer sync's exchange running beside them, comm::RankLog::step_end): the logs
+  // are kept for the next recorded step, and no graph is assembled.
+  StepBooks close_step(const Scenario& scenario, double local_kernel_seconds, bool record, bool keep_open = false);
+  bool window_open() const { return window_open_; }
+  // The open window's graph (its steps so far); an empty graph when none is open.
+  sim::StepGraph close_window(const Scenario& scenario);
   // x summed over the processes (bookkeeping, not recorded).
   double sum_over_processes(double x) const;
   // One string per rank, in rank order, on every process: blob(rank) of the local
@@ -64,6 +71,7 @@ class RankWorld {
   std::unique_ptr<comm::InProcessWorld> world_;
   std::vector<int> local_;
   std::vector<comm::RankLog> logs_;  // per local rank
+  bool window_open_ = false;
 };
 
 }  // namespace lowband::parallel

@@ -28,13 +28,14 @@ double CompressedTraffic::sent(const sim::StepGraph& graph) const {
 }
 
 StepRecord close_step_record(RankWorld& world, const Scenario& scenario, int step, const RankStepResult& mine,
-                             double kernel_wall_seconds, bool record) {
+                             double kernel_wall_seconds, bool record, bool keep_open) {
   StepRecord rec;
   rec.step = step;
   rec.loss = mine.loss, rec.lr = mine.lr, rec.grad_norm = mine.grad_norm, rec.weight_sync = mine.weight_sync;
   rec.kv_reconstruction_error_k = mine.kv_reconstruction_error_k;
   rec.kv_reconstruction_error_v = mine.kv_reconstruction_error_v;
-  RankWorld::StepBooks books = world.close_step(scenario, kernel_wall_seconds, record);
+  RankWorld::StepBooks books = world.close_step(scenario, kernel_wall_seconds, record, keep_open);
+  rec.window_open = record && keep_open;
   rec.kernel_wall_seconds = books.kernel_wall_seconds, rec.record_wall_seconds = books.record_wall_seconds;
   rec.graph = std::move(books.graph);
   return rec;

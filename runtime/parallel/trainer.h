@@ -32,6 +32,12 @@ struct StepRecord {
   // the owner attends to a reconstruction and the whole group is in this process.
   std::vector<double> kv_owner_receiver_error_k, kv_owner_receiver_error_v;
   sim::StepGraph graph;      // empty unless recording
+  // An outer sync's exchange that runs beside later steps (data_sync.delay_steps)
+  // puts the steps from its launch to its merge in one graph, a window:
+  // window_open, this step's graph is part of one a later step closes (graph
+  // empty here); the step that closes it has the whole window's graph
+  // (graph.steps() steps, this one last; StepGraph::steps_part splits it).
+  bool window_open = false;
   double kernel_wall_seconds = 0;  // wall time of the ranks' compute, summed
   // Wall time of the step's bookkeeping, which the step graph does not hold: the
   // kernel seconds (and replicas' losses) summed over the processes, the ranks'
@@ -65,6 +71,11 @@ class Trainer {
   // A whole training step (step counts from 0) and, when `record`, its graph.
   virtual StepRecord train_step(int step, const int32_t* inputs, const int32_t* targets, int sequences,
                                 bool record = true) = 0;
+  // The graph of the window of steps still open (StepRecord::window_open), its
+  // steps so far: a run that must time its steps now (a checkpoint, its end)
+  // closes it early, as if the exchange in flight were waited for there. Empty
+  // (0 ranks) when no window is open.
+  virtual sim::StepGraph close_window() { return sim::StepGraph(0); }
   // Mean loss over the valid targets, forward only (codecs still apply).
   virtual float evaluate(const int32_t* inputs, const int32_t* targets, int sequences) = 0;
   // Data-parallel replicas: each replica's loss in the last evaluate(), whose mean
@@ -89,8 +100,9 @@ class Trainer {
 // stands for every rank's loss, lr, norm, weight sync and K/V errors; the step's
 // books are closed on `world` (kernel seconds summed over the processes, the graph
 // when `record`).
+// keep_open: the step is part of a window that stays open (StepRecord::window_open).
 StepRecord close_step_record(RankWorld& world, const Scenario& scenario, int step, const RankStepResult& mine,
-                             double kernel_wall_seconds, bool record);
+                             double kernel_wall_seconds, bool record, bool keep_open = false);
 
 // What one replica of `scenario` compresses (its codecs' message kinds), per step.
 CompressedTraffic compressed_traffic_of(const Scenario& scenario);

@@ -22,6 +22,14 @@ Field written_unless_ring(Field f) {
   return f;
 }
 
+// A key that came after run directories and checkpoints existed, written only
+// where it differs from its default, so that theirs read as the same scenario.
+template <class T>
+Field written_unless(Field f, T DataSyncConfig::*member, T default_value) {
+  f.written = [=](const Scenario& s) { return s.parallel.data_sync.*member != default_value; };
+  return f;
+}
+
 }  // namespace
 
 Section parallel_section() {
@@ -123,6 +131,30 @@ Section data_sync_section() {
                  "\"diloco\""})),
        h(integer("inner_steps", d, &DataSyncConfig::inner_steps, 1, kMaxInt,
                  {"`30`", "H, inner steps between outer steps", "10", kLocal, "steps"})),
+       written_unless(integer("delay_steps", d, &DataSyncConfig::delay_steps, 0, kMaxInt,
+                              {"`0`",
+                               "τ, 0..H: the exchange issued after step t is merged after step t + τ, the inner steps "
+                               "between running beside it on the network (0: the replicas wait for it; H: DiLoCoX's "
+                               "one-step delay, the exchange hidden behind a whole round). An exchange whose merge "
+                               "falls after the run's last step is never merged",
+                               "3", kLocal, "steps"}),
+                      &DataSyncConfig::delay_steps, 0),
+       written_unless(number("local_weight", d, &DataSyncConfig::local_weight, Bounds::half_open(0, 1),
+                             {"`0`",
+                              "α: after a merge a replica's weights are α·θ_local + (1 − α)·θ_global (Streaming "
+                              "DiLoCo's mixing, which keeps part of the τ inner steps run beside the exchange; 0: the "
+                              "global weights)",
+                              "0.5", kLocal}),
+                      &DataSyncConfig::local_weight, 0.0),
+       tested_from(written_unless(boolean("eager", d, &DataSyncConfig::eager,
+                                          {"`false`",
+                                           "with `delay_steps` = H: the outer step of round k uses the average of "
+                                           "round k − 1 with the replica's own share replaced by its round-k Δ, so "
+                                           "its own work counts at once and the others' a round late (Kale et al. "
+                                           "2025's eager update)",
+                                           "true", kDiloco}),
+                                  &DataSyncConfig::eager, false),
+                   "", {"parallel.data_sync.delay_steps=30"}),
        h(number("outer_lr", d, &DataSyncConfig::outer_lr, Bounds::above(0),
                 {"`0.7` (diloco), `1.0` (sparseloco)", "the outer learning rate (public runs: 0.6–1.0)", "0.5", kLocal})),
        h(number("outer_momentum", d, &DataSyncConfig::outer_momentum, Bounds::half_open(0, 1),

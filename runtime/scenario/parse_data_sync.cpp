@@ -37,6 +37,16 @@ DataSyncConfig parse_data_sync(const ObjectReader& parallel) {
   if (d.value_bits > 8 && d.value_bits != 32)
     fail(r.path_of("value_bits"), "expected 1..8 (2^bits bins) or 32 (float32 values), got " +
                                       std::to_string(d.value_bits));
+  if (d.delay_steps > d.inner_steps)
+    fail(r.path_of("delay_steps"), std::to_string(d.delay_steps) + " steps: expected at most inner_steps (" +
+                                       std::to_string(d.inner_steps) + "), so that each exchange is merged before the "
+                                                                       "next one is issued",
+         {r.path_of("inner_steps")});
+  if (d.eager && d.delay_steps != d.inner_steps)
+    fail(r.path_of("eager"), "the eager update replaces a round's stale share by the next round's: it needs delay_steps "
+                             "= inner_steps (" + std::to_string(d.inner_steps) + "), got " +
+                                 std::to_string(d.delay_steps),
+         {r.path_of("delay_steps")});
   return d;  // relay_node stays -1 without a key: resolved with the network (parse_document)
 }
 

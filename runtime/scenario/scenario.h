@@ -85,6 +85,16 @@ struct DataSyncConfig {
   // exchange relay: the network node of the relay, one no rank runs on (loading
   // resolves it to network.nodes - 1 unless given); -1 otherwise.
   int relay_node = -1;
+  // Outer syncs that run beside the inner steps (diloco, sparseloco;
+  // sync/outer_sync.h): the exchange issued after step t is merged after step
+  // t + delay_steps (τ, 0..inner_steps; 0: the replicas wait for it). The merge
+  // leaves a replica's weights at local_weight·θ_local + (1 − local_weight)·θ_global
+  // (Streaming DiLoCo's mixing; 0: the global weights, as DiLoCo). eager (diloco,
+  // τ = H): the outer step takes the replica's own fresh Δ in place of its stale
+  // one in the average that arrived (Kale et al. 2025).
+  int delay_steps = 0;
+  double local_weight = 0;
+  bool eager = false;
 };
 
 struct ParallelConfig {

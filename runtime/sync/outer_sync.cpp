@@ -67,86 +67,125 @@ cost::Cost OuterSync::after_exchange_cost(const DataSyncConfig& config, int64_t 
 
 OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_host,
                                  const std::function<void(bool after)>& around_exchange) {
-  start_collective(data_group, params_host, /*deferred=*/false, [&] {
+  stage(params_host);
+  launch(data_group, Launch::blocking, [&] {
     if (around_exchange) around_exchange(false);
   });
   if (around_exchange) around_exchange(true);
   return finish(params_host);
 }
 
-void OuterSync::start(comm::Communicator& data_group, const float* params_host,
-                      const std::function<void()>& before_exchange) {
-  start_collective(data_group, params_host, /*deferred=*/true, before_exchange);
+void OuterSync::stage(const float* params_host) {
+  if (staged_.ready) throw std::logic_error("OuterSync::stage: the staged message was not launched");
+  staged_.ready = true;
+  if (dry_) return;  // the collective's size is all a dry run sends
+  const int64_t n = elements_;
+  std::vector<float> delta(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
+  if (config_.method == DataSyncMethod::diloco) {
+    staged_.sent = n;
+    staged_.delta = std::move(delta);
+    return;
+  }
+  const SparseMessage mine = codec_.compress(plan_, delta.data(), error_.data(), config_.error_decay);
+  staged_.sent = int64_t(mine.index.size());
+  staged_.packed = pack(plan_, codec_, mine);
 }
 
-void OuterSync::start_collective(comm::Communicator& data_group, const float* params_host, bool deferred,
-                                 const std::function<void()>& before_exchange) {
-  if (pending_.started) throw std::logic_error("OuterSync::start: the previous outer step was not finished");
-  const int64_t n = elements_;
-  Pending& p = pending_;
-  p.started = true;
-  p.replicas = data_group.size();
-  if (dry_) {  // the collective of the message's size, nothing computed
-    if (before_exchange) before_exchange();
-    if (config_.method == DataSyncMethod::diloco) {
-      data_group.all_reduce_sum(nullptr, n, comm::DType::f32, comm::Wire("pseudo_grad", -1, deferred));
-      return;
-    }
-    comm::Wire wire = gather_wire(config_, message_bytes_, p.replicas);
-    wire.deferred = deferred;
-    data_group.all_gather(nullptr, nullptr, std::vector<int64_t>(size_t(p.replicas), message_bytes_), comm::DType::u8,
-                          wire);
-    return;
+void OuterSync::launch(comm::Communicator& data_group, Launch how, const std::function<void()>& before_exchange) {
+  if (!staged_.ready) throw std::logic_error("OuterSync::launch: no message staged");
+  if (in_flight_.started) throw std::logic_error("OuterSync::launch: the previous exchange was not merged");
+  InFlight& f = in_flight_;
+  f = InFlight{};
+  f.started = true;
+  f.replicas = data_group.size();
+  f.sent = staged_.sent;
+  const bool diloco = config_.method == DataSyncMethod::diloco;
+  if (!dry_) {
+    f.delta = std::move(staged_.delta);
+    f.packed = std::move(staged_.packed);
+    if (diloco && config_.eager) f.own = f.delta;
+    if (!diloco) f.gathered.assign(f.packed.size() * size_t(f.replicas), 0);
   }
-  p.delta.resize(size_t(n));
-  for (int64_t i = 0; i < n; ++i) p.delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
-  if (config_.method == DataSyncMethod::diloco) {
-    p.sent = n;
-    if (before_exchange) before_exchange();
-    data_group.all_reduce_sum(p.delta.data(), n, comm::DType::f32, comm::Wire("pseudo_grad", -1, deferred));
-    return;
-  }
-  const SparseMessage mine = codec_.compress(plan_, p.delta.data(), error_.data(), config_.error_decay);
-  p.sent = int64_t(mine.index.size());
-  p.packed = pack(plan_, codec_, mine);
-  const int64_t S = int64_t(p.packed.size());
-  p.gathered.assign(size_t(S) * size_t(p.replicas), 0);
-  comm::Wire wire = gather_wire(config_, S, p.replicas);
-  wire.deferred = deferred;
+  staged_ = Staged{};
+  const int64_t S = dry_ ? message_bytes_ : int64_t(f.packed.size());
+  comm::Wire wire = diloco ? comm::Wire("pseudo_grad", -1) : gather_wire(config_, S, f.replicas);
+  wire.deferred = how != Launch::blocking;
+  wire.background = how == Launch::background;
   if (before_exchange) before_exchange();
-  data_group.all_gather(p.packed.data(), p.gathered.data(), std::vector<int64_t>(size_t(p.replicas), S),
-                        comm::DType::u8, wire);
+  if (diloco) {
+    data_group.all_reduce_sum(dry_ ? nullptr : f.delta.data(), elements_, comm::DType::f32, wire);
+    return;
+  }
+  data_group.all_gather(dry_ ? nullptr : f.packed.data(), dry_ ? nullptr : f.gathered.data(),
+                        std::vector<int64_t>(size_t(f.replicas), S), comm::DType::u8, wire);
+}
+
+std::vector<float> OuterSync::outer_gradient() const {
+  const InFlight& f = in_flight_;
+  const int64_t n = elements_;
+  std::vector<float> g(static_cast<size_t>(n));
+  if (config_.method == DataSyncMethod::diloco) {
+    if (!config_.eager) {
+      for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(f.delta[size_t(i)]) / f.replicas);
+      return g;
+    }
+    if (!staged_.ready) throw std::logic_error("OuterSync: an eager merge needs the next round's Δ staged");
+    // The others' Δ of the round in flight and this replica's of the round just ended.
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = size_t(i);
+      g[k] = float((double(f.delta[k]) - double(f.own[k]) + double(staged_.delta[k])) / f.replicas);
+    }
+    return g;
+  }
+  if (f.gathered.empty()) return g;  // finish_first_round: no message
+  const int64_t S = int64_t(f.packed.size());
+  std::vector<SparseMessage> messages;
+  for (int r = 0; r < f.replicas; ++r) messages.push_back(unpack(plan_, codec_, f.gathered.data() + size_t(r) * S, S));
+  aggregate(plan_, codec_, messages, config_.average, g.data());
+  return g;
+}
+
+OuterStats OuterSync::finish_first_round(float* params_host, int replicas) {
+  if (in_flight_.started) throw std::logic_error("OuterSync::finish_first_round: an exchange is in flight");
+  InFlight& f = in_flight_;
+  f.started = true;
+  f.replicas = replicas;
+  if (!dry_ && config_.method == DataSyncMethod::diloco) {
+    f.delta.assign(size_t(elements_), 0.0f);
+    if (config_.eager) f.own.assign(size_t(elements_), 0.0f);
+  }
+  return finish(params_host);
 }
 
 OuterStats OuterSync::finish(float* params_host) {
-  if (!pending_.started) throw std::logic_error("OuterSync::finish: no outer step started");
-  Pending& p = pending_;
+  if (!in_flight_.started) throw std::logic_error("OuterSync::finish: no exchange in flight");
   const int64_t n = elements_;
   OuterStats stats;
   stats.elements = n;
   stats.wire_bytes = double(message_bytes_);
-  stats.sent = p.sent;
+  stats.sent = in_flight_.sent;
+  stats.outer_step = ++outer_steps_;
   if (dry_) {
-    stats.outer_step = ++outer_steps_;
-    p = Pending{};
+    in_flight_ = InFlight{};
     return stats;
   }
-  std::vector<float> g(static_cast<size_t>(n));
-  if (config_.method == DataSyncMethod::diloco) {
-    for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(p.delta[size_t(i)]) / p.replicas);
-    sync::outer_step(g.data(), momentum_.data(), config_.outer_momentum, config_.outer_lr, theta_start_.data(),
-                     params_host, n);
+  const std::vector<float> g = outer_gradient();
+  const bool diloco = config_.method == DataSyncMethod::diloco;
+  float* momentum = diloco ? momentum_.data() : nullptr;
+  const double mu = diloco ? config_.outer_momentum : 0;
+  if (config_.local_weight == 0) {  // the global weights (exactly: no 0·θ_local term)
+    sync::outer_step(g.data(), momentum, mu, config_.outer_lr, theta_start_.data(), params_host, n);
+    theta_start_.assign(params_host, params_host + n);
   } else {
-    const int64_t S = int64_t(p.packed.size());
-    std::vector<SparseMessage> messages;
-    for (int r = 0; r < p.replicas; ++r)
-      messages.push_back(unpack(plan_, codec_, p.gathered.data() + size_t(r) * S, S));
-    aggregate(plan_, codec_, messages, config_.average, g.data());
-    sync::outer_step(g.data(), nullptr, 0, config_.outer_lr, theta_start_.data(), params_host, n);
+    std::vector<float> global(static_cast<size_t>(n));
+    sync::outer_step(g.data(), momentum, mu, config_.outer_lr, theta_start_.data(), global.data(), n);
+    const double a = config_.local_weight;
+    for (int64_t i = 0; i < n; ++i)
+      params_host[i] = float(a * double(params_host[i]) + (1 - a) * double(global[size_t(i)]));
+    theta_start_ = std::move(global);
   }
-  theta_start_.assign(params_host, params_host + n);
-  stats.outer_step = ++outer_steps_;
-  p = Pending{};
+  in_flight_ = InFlight{};
   return stats;
 }
 

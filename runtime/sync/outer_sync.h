@@ -60,14 +60,36 @@ class OuterSync {
   // starts, so that a trainer can log both spans.
   OuterStats outer_step(comm::Communicator& data_group, float* params_host,
                         const std::function<void(bool after)>& around_exchange = {});
-  // The same in two halves, so that a rank holding several parts has their
-  // collectives in flight together: start computes the message from
-  // params_host and starts the collective (deferred: the caller waits for it
-  // with data_group.wait_deferred() and joins it in its log before finish);
+  // The same in three parts, for a rank holding several parts (their
+  // collectives in flight together) and for merges that come delay_steps (τ)
+  // after the issue:
+  //  - stage: the message from params_host now (Δ = θ_start − θ; sparseloco
+  //    compresses it and updates its error buffer);
+  //  - launch: its collective, on data_group. Blocking: done when it returns. Deferred: the caller waits for it
+  //    with data_group.wait_deferred() and joins it in its log (join_deferred)
+  //    before finish. In the background (τ > 0): the same wait, but the log joins
+  //    it only at RankLog::join_background, in the step that merges it, so that
+  //    the inner steps between overlap it in the replayed graph;
+  //  - finish: the merge of the exchange launched last: θ_start takes the outer
+  //    step, params_host <- local_weight·params_host + (1 − local_weight)·θ_start.
+  // A step that merges one exchange and issues the next (τ = H) stages first
+  // (the Δ of the weights the round ended with), then finishes, then launches.
   // before_exchange() runs just before the collective, as around_exchange(false).
-  // finish decodes and takes the outer step into params_host.
-  void start(comm::Communicator& data_group, const float* params_host, const std::function<void()>& before_exchange = {});
+  void stage(const float* params_host);
+  enum class Launch { blocking, deferred, background };
+  void launch(comm::Communicator& data_group, Launch how, const std::function<void()>& before_exchange = {});
+  void start(comm::Communicator& data_group, const float* params_host, const std::function<void()>& before_exchange = {}) {
+    stage(params_host);
+    launch(data_group, Launch::deferred, before_exchange);
+  }
   OuterStats finish(float* params_host);
+  // With τ = H the merge of round k's exchange comes with round k + 1's issue;
+  // after round 0 none has arrived: the merge of an average of nothing (each
+  // replica's weights back to θ_start, as every later round starts from the
+  // last global weights; eager: its own staged Δ / replicas applied at once).
+  OuterStats finish_first_round(float* params_host, int replicas);
+  bool staged() const { return staged_.ready; }
+  bool in_flight() const { return in_flight_.started; }
   // What those two spans cost for `elements` parameters (memory traffic of the
   // passes over them: the device profile's seconds for a dry run or profile
   // timing).
@@ -87,7 +109,8 @@ class OuterSync {
   }
 
   // θ_start, the outer momentum (diloco), the error buffer (sparseloco), the
-  // outer step count; bit-exact.
+  // outer step count and an exchange in flight (its collective's result, which a
+  // resumed run merges without sending it again); bit-exact.
   void save_state(std::ostream& out) const;
   // Throws binary::BinaryFormatError for a state of another method or size.
   void load_state(std::istream& in);
@@ -107,16 +130,25 @@ class OuterSync {
   SparseCodec codec_;
   std::vector<float> theta_start_, momentum_, error_;
   int64_t outer_steps_ = 0;
-  // Between start and finish: the collective's buffers (in flight while deferred).
-  struct Pending {
+  // Between stage and launch: the message.
+  struct Staged {
+    bool ready = false;
+    int64_t sent = 0;
+    std::vector<float> delta;     // diloco: Δ
+    std::vector<uint8_t> packed;  // sparseloco: the packed message
+  } staged_;
+  // Between launch and finish: the collective's buffers (in flight while deferred).
+  struct InFlight {
     bool started = false;
     int replicas = 0;
     int64_t sent = 0;
     std::vector<float> delta;  // diloco: summed in place
+    std::vector<float> own;    // diloco, eager: this replica's Δ before the sum
     std::vector<uint8_t> packed, gathered;  // sparseloco
-  } pending_;
-  void start_collective(comm::Communicator& data_group, const float* params_host, bool deferred,
-                        const std::function<void()>& before_exchange);
+  } in_flight_;
+  // The averaged pseudo-gradient of the exchange in flight (eager: with this
+  // replica's share of it replaced by its staged Δ).
+  std::vector<float> outer_gradient() const;
 };
 
 }  // namespace lowband::sync

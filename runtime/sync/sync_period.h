@@ -18,4 +18,12 @@ int weight_sync_period_steps(const Scenario& s);
 inline bool syncs_at(int period_steps, int step) { return (step + 1) % period_steps == 0; }
 inline bool syncs_at(const Scenario& s, int step) { return syncs_at(sync_period_steps(s), step); }
 
+// An outer sync (diloco, sparseloco) issues its exchange after step t where
+// syncs_at(H, t) and merges it after step t + parallel.data_sync.delay_steps (τ).
+// With τ > 0 the exchange is launched as step t + 1 begins and runs beside the
+// steps up to the merge.
+inline bool merges_at(const DataSyncConfig& d, int step) {
+  return step >= d.delay_steps && syncs_at(d.inner_steps, step - d.delay_steps);
+}
+
 }  // namespace lowband::sync

@@ -5,6 +5,46 @@
 #include <sstream>
 
 namespace lowband::train {
+namespace {
+
+// `whole`, the replay of a window of graph.steps() steps, one per step.
+// nominal_ends: the window's step ends on the nominal network (for the time lost).
+void split_window(const sim::StepGraph& graph, ReplayedStep whole, const sim::ReplayResult& nominal,
+                  std::vector<ReplayedStep>& out) {
+  const int n = graph.steps();
+  if (n == 1) return out.push_back(std::move(whole));
+  const auto ends = [n](const sim::ReplayResult& r) {
+    std::vector<double> e = r.step_end_seconds;
+    e.resize(size_t(n - 1), r.step_seconds);  // a window that gave up ends there
+    e.push_back(r.step_seconds);
+    return e;
+  };
+  const std::vector<double> at = ends(whole.replay), nominal_at = ends(nominal);
+  for (int i = 0; i < n; ++i) {
+    const sim::StepGraph part = graph.steps_part(i, i);
+    ReplayedStep step;
+    sim::ReplayResult& r = step.replay;
+    r.step_seconds = at[size_t(i)] - (i == 0 ? 0 : at[size_t(i - 1)]);
+    double busiest = 0;
+    for (int k = 0; k < part.ranks(); ++k) {
+      r.rank_compute_busy_seconds.push_back(part.compute_seconds(k));
+      busiest = std::max(busiest, r.rank_compute_busy_seconds.back());
+    }
+    r.exposed_comm_seconds = std::max(0.0, r.step_seconds - busiest);
+    r.gave_up = i == n - 1 && whole.replay.gave_up;
+    step.seconds = r.step_seconds;
+    const double nominal_seconds = nominal_at[size_t(i)] - (i == 0 ? 0 : nominal_at[size_t(i - 1)]);
+    step.lost_seconds = step.seconds - nominal_seconds;
+    if (i == n - 1) {  // the restarts the window caused, and their time
+      step.restarts = whole.restarts;
+      step.seconds += whole.seconds - whole.replay.step_seconds;
+      step.lost_seconds += whole.seconds - whole.replay.step_seconds;
+    }
+    out.push_back(std::move(step));
+  }
+}
+
+}  // namespace
 
 Replayer::Replayer(const sim::NetworkSpec& network, bool cache, int checkpoint_every)
     : network_(network), nominal_(network), cache_(cache), clock_(network, checkpoint_every) {
@@ -13,12 +53,14 @@ Replayer::Replayer(const sim::NetworkSpec& network, bool cache, int checkpoint_e
 }
 
 std::vector<ReplayedStep> Replayer::replay(const std::vector<const sim::StepGraph*>& graphs, double run_seconds) {
-  std::vector<sim::ReplayResult> nominal = replay_constant(graphs);
-  std::vector<ReplayedStep> out(graphs.size());
+  const std::vector<sim::ReplayResult> nominal = replay_constant(graphs);
+  std::vector<ReplayedStep> out;
   if (network_.dynamics.empty()) {
     for (size_t i = 0; i < graphs.size(); ++i) {
-      out[i].seconds = nominal[i].step_seconds;
-      out[i].replay = std::move(nominal[i]);
+      ReplayedStep whole;
+      whole.seconds = nominal[i].step_seconds;
+      whole.replay = nominal[i];
+      split_window(*graphs[i], std::move(whole), nominal[i], out);
     }
     return out;
   }
@@ -26,10 +68,12 @@ std::vector<ReplayedStep> Replayer::replay(const std::vector<const sim::StepGrap
   std::vector<sim::ClockedStep> changing = clock_.replay(graphs, run_seconds);
   wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (size_t i = 0; i < graphs.size(); ++i) {
-    out[i].seconds = changing[i].seconds;
-    out[i].lost_seconds = changing[i].seconds - nominal[i].step_seconds;
-    out[i].restarts = changing[i].restarts;
-    out[i].replay = std::move(changing[i].replay);
+    ReplayedStep whole;
+    whole.seconds = changing[i].seconds;
+    whole.lost_seconds = changing[i].seconds - nominal[i].step_seconds;
+    whole.restarts = changing[i].restarts;
+    whole.replay = std::move(changing[i].replay);
+    split_window(*graphs[i], std::move(whole), nominal[i], out);
   }
   return out;
 }

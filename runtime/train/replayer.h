@@ -7,6 +7,13 @@
 // each batch is replayed back to back from the run's clock (sim::RunClock,
 // restarts included), never cached, and each step also on the nominal network
 // (cached as above), for the time lost.
+//
+// A window's graph (several steps: an outer sync's exchange running beside them,
+// parallel::StepRecord::window_open) is replayed whole and split into its
+// steps: each step's seconds run from the end of the one before
+// (sim::ReplayResult::step_end_seconds); its compute seconds are its own tasks'
+// per rank (the replay times the window, not its steps apart); what restarts
+// cost goes to the window's last step.
 #include <map>
 #include <string>
 #include <vector>
@@ -33,7 +40,8 @@ class Replayer {
   // checkpoint_every: training.checkpoint_every, where a restart goes back to.
   Replayer(const sim::NetworkSpec& network, bool cache, int checkpoint_every);
 
-  // run_seconds: the run's simulated clock when the first graph starts.
+  // run_seconds: the run's simulated clock when the first graph starts. One
+  // result per step: a window's graph gives one per step it holds.
   std::vector<ReplayedStep> replay(const std::vector<const sim::StepGraph*>& graphs, double run_seconds);
 
   double wall_seconds = 0;  // spent replaying, all calls

@@ -152,6 +152,9 @@ class RunLoop {
   void evaluate(PendingStep& p);
   void evaluate_answers(PendingStep& p);
   void flush(bool last);
+  // The open window's graph on its last pending step (Trainer::close_window):
+  // what must be timed now cannot wait for the exchange's merge.
+  void close_window();
   void checkpoint(bool complete);  // right after a flush: nothing pending
   void progress_line(bool last);
 
@@ -185,14 +188,19 @@ void RunLoop::run(RunResult& result) {
                        std::string(std::isnan(pending_.back().record.loss) ? "NaN" : "infinite") + " at step " +
                        std::to_string(k + 1);
       targets_.diverged(result.message);
+      close_window();
       flush(true);
       break;
     }
     const int every = s_.training.checkpoint_every;
     const bool checkpoint_now = every > 0 && (k + 1) % every == 0 && k + 1 < steps;  // the last one follows the loop
     const bool stop_now = k + 1 == plan_.options.stop_after_steps;
-    if (int(pending_.size()) >= plan_.options.replay_every ||
-        since(last_flush_) >= plan_.options.progress_interval_seconds || k + 1 == steps || checkpoint_now || stop_now)
+    const bool must_flush = k + 1 == steps || checkpoint_now || stop_now;
+    if (must_flush) close_window();
+    // A window's steps are timed together, when it closes.
+    if (must_flush || (!pending_.back().record.window_open &&
+                       (int(pending_.size()) >= plan_.options.replay_every ||
+                        since(last_flush_) >= plan_.options.progress_interval_seconds)))
       flush(k + 1 == steps);
     if (checkpoint_now) checkpoint(false);
     if (stop_now) {  // as if killed here: the steps are written, no checkpoint follows
@@ -255,6 +263,13 @@ void RunLoop::evaluate_answers(PendingStep& p) {
     p.val_answers[key + "_loss"] = loss_sum / targets;
     if (counted) p.val_answers[key + "_accuracy"] = correct / targets;
   }
+}
+
+void RunLoop::close_window() {
+  if (pending_.empty() || !pending_.back().record.window_open) return;
+  parallel::StepRecord& last = pending_.back().record;
+  last.graph = trainer_.close_window();
+  last.window_open = false;
 }
 
 void RunLoop::flush(bool last) {

@@ -1,6 +1,8 @@
 #include "runtime/train/run_targets.h"
 
+#include <deque>
 #include <filesystem>
+#include <stdexcept>
 
 #include "runtime/compress/mos_ranks.h"
 #include "runtime/parallel/layout.h"
@@ -83,17 +85,39 @@ void RunTargets::start_files(bool resumed) {
   files_started_ = true;
 }
 
-void RunTargets::add(const std::vector<PendingStep>& pending) {
+void RunTargets::add(const std::vector<PendingStep>& steps) {
+  // Every graph once: a step's, or a window's on its last step (the steps before
+  // it in the window have none); a window's steps each with its own part of it,
+  // for their figures.
   std::vector<const sim::StepGraph*> graphs;
-  for (const auto& p : pending) graphs.push_back(&p.record.graph);
+  std::vector<const PendingStep*> pending;
+  std::deque<PendingStep> window_steps;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    pending.push_back(&steps[i]);
+    if (steps[i].record.window_open) continue;
+    const sim::StepGraph& graph = steps[i].record.graph;
+    graphs.push_back(&graph);
+    const int n = graph.steps();
+    if (n == 1) continue;
+    if (size_t(n) > i + 1)
+      throw std::logic_error("RunTargets::add: a window of " + std::to_string(n) + " steps after " +
+                             std::to_string(i) + " pending steps");
+    for (int k = 0; k < n; ++k) {
+      const size_t at = i + 1 - size_t(n) + size_t(k);
+      window_steps.push_back(steps[at]);
+      window_steps.back().record.graph = graph.steps_part(k, k);
+      pending[at] = &window_steps.back();
+    }
+  }
+  if (!steps.empty() && steps.back().record.window_open) throw std::logic_error("RunTargets::add: a window still open");
   for (auto& t : targets_) {
     // A projected target takes its step times from estimate: nothing to replay.
     const std::vector<ReplayedStep> replays =
         t->projection ? std::vector<ReplayedStep>{} : t->replayer.replay(graphs, t->totals.sim_total_seconds);
     t->totals.replay_wall_seconds = t->replayer.wall_seconds;
     for (size_t i = 0; i < pending.size(); ++i)
-      t->totals.add(pending[i],
-                    t->projection ? projected(t->projection->step(compressed(pending[i].record, traffic_)))
+      t->totals.add(*pending[i],
+                    t->projection ? projected(t->projection->step(compressed(pending[i]->record, traffic_)))
                                   : replays[i],
                     t->files);
     t->files.write_summary(t->totals.summary_json());

@@ -120,38 +120,90 @@ std::vector<std::unique_ptr<comm::Communicator>> OuterStep::part_groups(comm::Co
   return groups;
 }
 
-void OuterStep::run(int r, comm::Communicator& world, comm::RankLog& log) {
+bool OuterStep::acts_at(int step) const {
+  return sync::syncs_at(scenario_.parallel.data_sync.inner_steps, step) || merges_at(step);
+}
+
+bool OuterStep::merges_at(int step) const {
+  const DataSyncConfig& d = scenario_.parallel.data_sync;
+  if (sync::merges_at(d, step)) return true;
+  // τ = H: the first issue's merge of nothing (OuterSync::finish_first_round).
+  return d.delay_steps == d.inner_steps && sync::syncs_at(d.inner_steps, step) && !holdings_.empty() &&
+         !holdings_.front().empty() && !holdings_.front().front().sync->in_flight();
+}
+
+void OuterStep::span(int r, comm::RankLog& log, const cost::Cost& cost, double wall_seconds) {
+  wall_seconds_ += wall_seconds;
+  log.compute(timing_ == ComputeTiming::measured ? wall_seconds
+                                                 : cost::node_seconds(scenario_, layout_.node_of(r), cost, "outer_sync"),
+              "outer_sync");
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+void OuterStep::run(int r, int step, comm::Communicator& world, comm::RankLog& log) {
+  const size_t li = size_t(local_index(r));
+  const DataSyncConfig& config = scenario_.parallel.data_sync;
+  const bool issue = sync::syncs_at(config.inner_steps, step), merge = merges_at(step);
+  const int replicas = int(replica_shapes(scenario_.parallel).size());
+  std::vector<float> host = sync_view(r);
+  if (config.delay_steps == 0) {
+    if (!issue) return;
+    // Every part's message and collective first, all in flight together (a rank
+    // of a one-node replica holds several parts: their all-gathers share its
+    // links rather than wait for each other), then every part's update.
+    const std::vector<std::unique_ptr<comm::Communicator>> groups = part_groups(world);
+    for (Holding& h : holdings_[li]) {
+      const auto t0 = std::chrono::steady_clock::now();
+      h.sync->start(*groups[size_t(h.part)], at(host, h.offset), [&] {
+        span(r, log, sync::OuterSync::before_exchange_cost(config, h.sync->elements()), seconds_since(t0));
+      });
+    }
+    if (!holdings_[li].empty()) groups[size_t(holdings_[li].front().part)]->wait_deferred();
+    log.join_deferred();
+  } else if (issue) {  // the Δ of the weights the round ended with, before any merge changes them
+    for (Holding& h : holdings_[li]) {
+      const auto t0 = std::chrono::steady_clock::now();
+      h.sync->stage(at(host, h.offset));
+      h.stage_wall_seconds = seconds_since(t0);
+    }
+  }
+  if (!merge) return;
+  if (config.delay_steps > 0) log.join_background();
+  for (Holding& h : holdings_[li]) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (h.sync->in_flight()) h.sync->finish(at(host, h.offset));
+    else h.sync->finish_first_round(at(host, h.offset), replicas);
+    span(r, log, sync::OuterSync::after_exchange_cost(config, h.sync->elements()), seconds_since(t0));
+  }
+  put_back(r, host);
+}
+
+bool OuterStep::launch_staged(int r, comm::Communicator& world, comm::RankLog& log) {
+  const size_t li = size_t(local_index(r));
+  // Every rank holds a part and stages after the same steps: all split alike.
+  if (std::none_of(holdings_[li].begin(), holdings_[li].end(), [](const Holding& h) { return h.sync->staged(); }))
+    return false;
+  const DataSyncConfig& config = scenario_.parallel.data_sync;
   const std::vector<std::unique_ptr<comm::Communicator>> groups = part_groups(world);
+  for (Holding& h : holdings_[li])
+    h.sync->launch(*groups[size_t(h.part)], sync::OuterSync::Launch::background, [&] {
+      span(r, log, sync::OuterSync::before_exchange_cost(config, h.sync->elements()), h.stage_wall_seconds);
+    });
+  groups[size_t(holdings_[li].front().part)]->wait_deferred();
+  return true;
+}
+
+void OuterStep::put_back(int r, std::vector<float>& host) {
+  if (dry()) return;  // no weights to put back
   const size_t li = size_t(local_index(r));
   model::Model& m = programs_(r).model();
-  std::vector<float> host = sync_view(r);
-  // The compute before and after each part's collective, logged as the step
-  // graph's "outer_sync" spans.
-  const auto span = [&](const cost::Cost& cost, double wall_seconds) {
-    wall_seconds_ += wall_seconds;
-    log.compute(timing_ == ComputeTiming::measured ? wall_seconds
-                                                   : cost::node_seconds(scenario_, layout_.node_of(r), cost, "outer_sync"),
-                "outer_sync");
-  };
-  // Every part's message and collective first, all in flight together (a rank
-  // of a one-node replica holds several parts: their all-gathers share its
-  // links rather than wait for each other), then every part's update.
-  const DataSyncConfig& config = scenario_.parallel.data_sync;
-  auto t0 = std::chrono::steady_clock::now();
-  const auto since_t0 = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  for (Holding& h : holdings_[li]) {
-    t0 = std::chrono::steady_clock::now();
-    h.sync->start(*groups[size_t(h.part)], at(host, h.offset),
-                  [&] { span(sync::OuterSync::before_exchange_cost(config, h.sync->elements()), since_t0()); });
-  }
-  if (!holdings_[li].empty()) groups[size_t(holdings_[li].front().part)]->wait_deferred();
-  log.join_deferred();
-  for (Holding& h : holdings_[li]) {
-    t0 = std::chrono::steady_clock::now();
-    h.sync->finish(at(host, h.offset));
-    span(sync::OuterSync::after_exchange_cost(config, h.sync->elements()), since_t0());
-  }
-  if (dry()) return;  // no weights to put back
   Constrained* con = constrained_[li].get();
   if (con)
     for (size_t i = 0; i < con->fixed.size(); ++i) host[size_t(m.layout().embedding()) + i] -= con->fixed[i];

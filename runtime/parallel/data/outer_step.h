@@ -29,6 +29,14 @@
 // compressing replica's stages take a new snapshot of the embedding after the
 // outer step.
 //
+// Outer syncs beside the inner steps (data_sync.delay_steps τ > 0;
+// sync/sync_period.h): after step t each rank stages its parts' messages (Δ of
+// the weights the round ended with); as step t + 1 begins it launches their
+// collectives in the background (launch_staged), so that in the recorded graph
+// they run beside the inner steps; after step t + τ it merges them. Real
+// transports complete the collective at the launch: only the recorded graph,
+// and so the replayed clock, has it in flight.
+//
 // Run dry (kernels::Device::dry) nothing is constrained and the outer syncs are
 // dry ones: each outer step makes its collectives of their sizes.
 #include <functional>
@@ -63,10 +71,18 @@ class OuterStep {
   // The parts the outer sync synchronises.
   const std::vector<ModelPart>& parts() const { return parts_; }
 
+  // Whether step `step` (from 0) issues an exchange or merges one.
+  bool acts_at(int step) const;
+  bool merges_at(int step) const;
   // Local rank `rank`'s outer step: every rank of `world` calls it together after
-  // the same inner step. Its compute spans ("outer_sync") go to `log`: measured,
-  // or the device profile's seconds.
-  void run(int rank, comm::Communicator& world, comm::RankLog& log);
+  // inner step `step` where acts_at(step). Its compute spans ("outer_sync") go to
+  // `log`: measured, or the device profile's seconds. With τ > 0 it stages the
+  // messages where the step issues, merges where it merges (the merge of the
+  // exchange launched τ steps before), and launches nothing.
+  void run(int rank, int step, comm::Communicator& world, comm::RankLog& log);
+  // As a step begins (every rank of `world` together): the background launch of
+  // the messages run() staged after the step before. Whether there were any.
+  bool launch_staged(int rank, comm::Communicator& world, comm::RankLog& log);
   // The outer steps' compute wall seconds since the last call.
   double take_wall_seconds();
 
@@ -79,6 +95,7 @@ class OuterStep {
     int part = 0;
     int64_t offset = 0;  // in the rank's flat buffer
     std::unique_ptr<sync::OuterSync> sync;
+    double stage_wall_seconds = 0;  // the staging's, logged with the launch
   };
   struct Constrained {  // a rank of a replica with subspace boundaries
     BoundaryConstraint constraint;
@@ -92,6 +109,10 @@ class OuterStep {
   std::vector<float> sync_view(int rank) const;
   // One group per (part, context rank) of `world`.
   std::vector<std::unique_ptr<comm::Communicator>> part_groups(comm::Communicator& world) const;
+  // An "outer_sync" compute span of `rank`: measured seconds, or `cost` on its node's profile.
+  void span(int rank, comm::RankLog& log, const cost::Cost& cost, double wall_seconds);
+  // After the merge: the part's weights back on the device, constrained again.
+  void put_back(int rank, std::vector<float>& host);
 
   Scenario scenario_;
   const Layout& layout_;

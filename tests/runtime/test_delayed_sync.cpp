@@ -1,0 +1,358 @@
+// Outer syncs that run beside the inner steps (parallel.data_sync.delay_steps τ,
+// local_weight α, eager; sync/outer_sync.h, parallel/data/outer_step.h):
+// - the delayed update (τ = H) is the synchronous one applied a round later,
+//   hand-computed over two rounds; the eager one takes each replica's own fresh
+//   Δ at once; mixing keeps α of the local weights;
+// - an exchange staged or in flight is checkpointed and merged bit for bit;
+// - in the trainer the exchange is launched as the step after the issue begins
+//   and merged τ steps later; the steps between are one graph (a window) whose
+//   replay overlaps the exchange with their compute;
+// - the keys' bad values are named by their JSON path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "comm/in_process.h"
+#include "common/error.h"
+#include "runtime/parallel/layout_trainer.h"
+#include "runtime/scenario/load.h"
+#include "runtime/sync/outer_sync.h"
+#include "sim/replay.h"
+#include "tests/runtime/test_pipeline_support.h"
+#include "tests/runtime/test_sparseloco_support.h"
+
+namespace lowband::sync::test {
+namespace {
+
+constexpr int R = 2;
+constexpr double kLr = 0.7, kMu = 0.9;
+
+model::ParamLayout small_layout() {
+  ModelConfig c;
+  c.layers = 1;
+  c.d_model = 16;
+  c.heads = 2;
+  c.kv_heads = 2;
+  c.ffn_hidden = 32;
+  c.vocab = 20;
+  c.seq_len = 4;
+  return model::ParamLayout(c);
+}
+
+DataSyncConfig diloco(int tau, bool eager = false, double local_weight = 0) {
+  DataSyncConfig d;
+  d.method = DataSyncMethod::diloco;
+  d.inner_steps = 3;
+  d.outer_lr = kLr;
+  d.outer_momentum = kMu;
+  d.delay_steps = tau;
+  d.eager = eager;
+  d.local_weight = local_weight;
+  return d;
+}
+
+// Replica r's inner steps of round `round`: its weights plus its own drift.
+void drift(std::vector<float>& theta, int r, int round) {
+  const std::vector<float> d = normal_values(int64_t(theta.size()), 1e-2, unsigned(100 * round + r + 1));
+  for (size_t i = 0; i < theta.size(); ++i) theta[i] += d[i];
+}
+
+// Round `round`'s pseudo-gradient of every replica from `start` (θ_start − θ_r, as float32 rounds it).
+std::vector<std::vector<double>> deltas(const std::vector<float>& start, int round) {
+  std::vector<std::vector<double>> out;
+  for (int r = 0; r < R; ++r) {
+    std::vector<float> theta = start;
+    drift(theta, r, round);
+    std::vector<double> d(theta.size());
+    for (size_t i = 0; i < theta.size(); ++i) d[i] = double(float(start[i] - theta[i]));
+    out.push_back(d);
+  }
+  return out;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
+  return m;
+}
+
+// τ = H, two replicas. Round 0 ends with its Δ staged and, no exchange having
+// arrived, every replica back at θ_0 (the rounds start from the last global
+// weights); round 1's end merges round 0's exchange — exactly the synchronous
+// DiLoCo step of round 0 — and round 2's merges round 1's (whose Δ is measured
+// from θ_0, where round 1 began): G_2 = G_1 − lr(g_1 + μ m_2), m_2 = μ g_0 + g_1.
+TEST(DelayedOuterSync, IsTheSynchronousStepARoundLater) {
+  const model::ParamLayout layout = small_layout();
+  const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 7u);
+  std::vector<std::vector<float>> after0(R), after1(R), after2(R), synchronous(R);
+  comm::InProcessWorld world(R);
+  world.run([&](comm::Communicator& group) {
+    const int r = group.rank();
+    std::vector<float> params = theta0;
+    OuterSync outer(diloco(3), layout, params.data());
+    for (int round = 0; round < 3; ++round) {
+      drift(params, r, round);
+      outer.stage(params.data());
+      if (round == 0) outer.finish_first_round(params.data(), R);
+      else outer.finish(params.data());
+      (round == 0 ? after0 : round == 1 ? after1 : after2)[size_t(r)] = params;
+      if (round < 2) {
+        outer.launch(group, OuterSync::Launch::background);
+        group.wait_deferred();
+      }
+    }
+    std::vector<float> sync_params = theta0;  // synchronous DiLoCo, round 0 alone
+    OuterSync sync(diloco(0), layout, sync_params.data());
+    drift(sync_params, r, 0);
+    sync.outer_step(group, sync_params.data());
+    synchronous[size_t(r)] = sync_params;
+  });
+  for (int r = 0; r < R; ++r) {
+    EXPECT_EQ(after0[size_t(r)], theta0) << "replica " << r << " after round 0";
+    EXPECT_EQ(after1[size_t(r)], synchronous[size_t(r)]) << "replica " << r << ": round 0's step, a round late";
+    EXPECT_EQ(after2[size_t(r)], after2[0]);
+  }
+  // Round 2 by hand, in double: g_k the mean of round k's Δ.
+  const auto d0 = deltas(theta0, 0), d1 = deltas(theta0, 1);
+  std::vector<double> expected(theta0.size());
+  for (size_t i = 0; i < theta0.size(); ++i) {
+    const double g0 = (d0[0][i] + d0[1][i]) / R, g1 = (d1[0][i] + d1[1][i]) / R;
+    const double m1 = g0, m2 = kMu * m1 + g1;
+    const double G1 = double(after1[0][i]);
+    expected[i] = G1 - kLr * (g1 + kMu * m2);
+  }
+  EXPECT_LT(max_abs_diff(after2[0], expected), 2e-6);
+}
+
+// Eager (τ = H): replica r's outer step after round k takes the others' Δ of
+// round k − 1 and its own of round k, so after round 0 it has its own Δ / R
+// applied, and after round 1 g̃_r = (Σ_q Δ0_q − Δ0_r + Δ1_r) / R from its own
+// weights; the replicas differ.
+TEST(DelayedOuterSync, EagerTakesTheReplicasOwnFreshShare) {
+  const model::ParamLayout layout = small_layout();
+  const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 9u);
+  std::vector<std::vector<float>> after0(R), after1(R);
+  comm::InProcessWorld world(R);
+  world.run([&](comm::Communicator& group) {
+    const int r = group.rank();
+    std::vector<float> params = theta0;
+    OuterSync outer(diloco(3, /*eager=*/true), layout, params.data());
+    drift(params, r, 0);
+    outer.stage(params.data());
+    outer.finish_first_round(params.data(), R);
+    after0[size_t(r)] = params;
+    outer.launch(group, OuterSync::Launch::background);
+    group.wait_deferred();
+    drift(params, r, 1);
+    outer.stage(params.data());
+    outer.finish(params.data());
+    after1[size_t(r)] = params;
+  });
+  const auto d0 = deltas(theta0, 0);
+  for (int r = 0; r < R; ++r) {
+    const auto d1 = deltas(after0[size_t(r)], 1);
+    std::vector<double> first(theta0.size()), second(theta0.size());
+    for (size_t i = 0; i < theta0.size(); ++i) {
+      const double g0 = d0[size_t(r)][i] / R, m1 = g0;
+      first[i] = double(theta0[i]) - kLr * (g0 + kMu * m1);
+      const double g1 = (d0[0][i] + d0[1][i] - d0[size_t(r)][i] + d1[size_t(r)][i]) / R, m2 = kMu * m1 + g1;
+      second[i] = double(after0[size_t(r)][i]) - kLr * (g1 + kMu * m2);
+    }
+    EXPECT_LT(max_abs_diff(after0[size_t(r)], first), 2e-6) << "replica " << r;
+    EXPECT_LT(max_abs_diff(after1[size_t(r)], second), 2e-6) << "replica " << r;
+  }
+  EXPECT_NE(after1[0], after1[1]);
+}
+
+// local_weight α: the merge leaves fl(α·θ_local + (1 − α)·θ_global), θ_global
+// being what α = 0 leaves, bit for bit.
+TEST(DelayedOuterSync, MixingKeepsTheLocalShare) {
+  const model::ParamLayout layout = small_layout();
+  const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 11u);
+  std::vector<std::vector<float>> mixed(R), global(R), local(R);
+  comm::InProcessWorld world(R);
+  world.run([&](comm::Communicator& group) {
+    const int r = group.rank();
+    for (double alpha : {0.0, 0.25}) {
+      std::vector<float> params = theta0;
+      OuterSync outer(diloco(0, false, alpha), layout, params.data());
+      drift(params, r, 0);
+      local[size_t(r)] = params;
+      outer.outer_step(group, params.data());
+      (alpha == 0 ? global : mixed)[size_t(r)] = params;
+    }
+  });
+  for (int r = 0; r < R; ++r)
+    for (size_t i = 0; i < theta0.size(); ++i)
+      ASSERT_EQ(mixed[size_t(r)][i], float(0.25 * double(local[size_t(r)][i]) + 0.75 * double(global[size_t(r)][i])))
+          << "replica " << r << " element " << i;
+}
+
+// A checkpoint with a message staged, or an exchange in flight, resumes into the
+// same merge bit for bit.
+TEST(DelayedOuterSync, StateKeepsTheExchangeInFlight) {
+  const model::ParamLayout layout = small_layout();
+  const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 13u);
+  for (const DataSyncConfig& config : {diloco(3), diloco(3, /*eager=*/true)}) {
+    std::vector<std::vector<float>> straight(R), resumed(R);
+    comm::InProcessWorld world(R);
+    world.run([&](comm::Communicator& group) {
+      const int r = group.rank();
+      std::vector<float> params = theta0;
+      OuterSync outer(config, layout, params.data());
+      drift(params, r, 0);
+      outer.stage(params.data());
+      outer.finish_first_round(params.data(), R);
+      std::stringstream staged;
+      outer.save_state(staged);  // staged, not launched
+      OuterSync copy(config, layout, theta0.data());
+      copy.load_state(staged);
+      ASSERT_TRUE(copy.staged());
+      for (OuterSync* o : {&outer, &copy}) {
+        o->launch(group, OuterSync::Launch::background);
+        group.wait_deferred();
+      }
+      std::stringstream flying;
+      outer.save_state(flying);  // in flight
+      OuterSync again(config, layout, theta0.data());
+      again.load_state(flying);
+      ASSERT_TRUE(again.in_flight());
+      drift(params, r, 1);
+      std::vector<float> p1 = params, p2 = params, p3 = params;
+      outer.stage(p1.data());
+      outer.finish(p1.data());
+      copy.stage(p2.data());
+      copy.finish(p2.data());
+      again.stage(p3.data());
+      again.finish(p3.data());
+      EXPECT_EQ(p1, p2);
+      straight[size_t(r)] = p1;
+      resumed[size_t(r)] = p3;
+    });
+    for (int r = 0; r < R; ++r) EXPECT_EQ(straight[size_t(r)], resumed[size_t(r)]) << "replica " << r;
+  }
+}
+
+}  // namespace
+}  // namespace lowband::sync::test
+
+namespace lowband::parallel::test {
+namespace {
+
+using namespace pipeline_support;  // NOLINT(google-build-using-namespace): the tests' fixtures
+
+// Two replicas of one rank each under DiLoCo, H = 3, τ as given, on 100 Mbps
+// links: the exchange of the tiny model's 4-byte pseudo-gradients takes a few
+// times an inner step's compute.
+Scenario delayed(int tau) {
+  Scenario s = tiny_pipeline(1, 1, PipelineSchedule::one_f_one_b);
+  s.parallel.data = 2;
+  s.parallel.data_sync.method = DataSyncMethod::diloco;
+  s.parallel.data_sync.inner_steps = 3;
+  s.parallel.data_sync.delay_steps = tau;
+  s.network.nodes = 2;
+  s.network.link.bandwidth_bytes_per_s = 100e6 / 8;
+  return s;
+}
+
+double busiest_compute(const sim::StepGraph& g) {
+  double most = 0;
+  for (int r = 0; r < g.ranks(); ++r) most = std::max(most, g.compute_seconds(r));
+  return most;
+}
+
+std::vector<StepRecord> recorded(const Scenario& s, int steps) {
+  LayoutTrainer t(s, ComputeTiming::profile);
+  std::vector<StepRecord> out;
+  for (int k = 0; k < steps; ++k) {
+    const TestBatch b = make_batch(s, k);
+    out.push_back(t.train_step(k, b.inputs.data(), b.targets.data(), s.training.batch_size));
+  }
+  return out;
+}
+
+// τ = H = 3: step 2 stages round 0's Δ, step 3 begins by launching it and step 5
+// merges it, so steps 3–5 are one graph whose first step carries the exchange;
+// its replay overlaps the exchange with the inner steps: faster than the
+// synchronous period (steps 3–5 at τ = 0, the exchange at step 5's end) by more
+// than one step's compute (an exchange joined within its own step would hide
+// behind that step alone), and no faster than its compute or its exchange.
+TEST(DelayedSync, TheWindowOverlapsTheExchangeWithTheInnerSteps) {
+  const Scenario late = delayed(3), now = delayed(0);
+  const std::vector<StepRecord> a = recorded(late, 6), b = recorded(now, 6);
+  for (int k : {3, 4}) {
+    EXPECT_TRUE(a[size_t(k)].window_open) << "step " << k;
+    EXPECT_EQ(a[size_t(k)].graph.size(), 0u) << "step " << k;
+  }
+  const sim::StepGraph& window = a[5].graph;
+  ASSERT_FALSE(a[5].window_open);
+  ASSERT_EQ(window.steps(), 3);
+  EXPECT_GT(window.steps_part(0, 0).bytes_sent(0, "pseudo_grad"), 0);
+  EXPECT_EQ(window.steps_part(1, 2).bytes_sent(0, "pseudo_grad"), 0);
+  EXPECT_EQ(window.bytes_sent(0, "pseudo_grad"), b[5].graph.bytes_sent(0, "pseudo_grad"));
+  const sim::ReplayResult w = sim::replay(late.network, window);
+  double synchronous = 0, compute = 0;
+  for (int k = 3; k <= 5; ++k) {
+    synchronous += sim::replay(now.network, b[size_t(k)].graph).step_seconds;
+    compute += busiest_compute(window.steps_part(k - 3, k - 3));
+  }
+  const double exchange = sim::replay(now.network, b[5].graph).exposed_comm_seconds;
+  const double step = compute / 3;
+  ASSERT_GT(exchange, 1.5 * step) << "the network must make the exchange longer than a step";
+  EXPECT_LT(w.step_seconds, synchronous - 1.5 * step);
+  EXPECT_GE(w.step_seconds, std::max(compute, exchange) * (1 - 1e-9));
+  ASSERT_EQ(w.step_end_seconds.size(), 2u);
+  EXPECT_LT(w.step_end_seconds[0], w.step_end_seconds[1]);
+  EXPECT_LT(w.step_end_seconds[1], w.step_seconds);
+}
+
+// τ = 0 records what it always did: one graph per step, none open.
+TEST(DelayedSync, NoDelayKeepsOneGraphPerStep) {
+  for (const StepRecord& rec : recorded(delayed(0), 6)) {
+    EXPECT_FALSE(rec.window_open);
+    EXPECT_EQ(rec.graph.steps(), 1);
+  }
+}
+
+// Checkpointed with round 0's Δ staged (after step 2) or its exchange in flight
+// (after step 4), a trainer resumes bit for bit; so does the eager one and a
+// streaming-style τ < H with mixing.
+TEST(DelayedSync, ResumesBitIdenticallyMidExchange) {
+  Scenario eager = delayed(3);
+  eager.parallel.data_sync.eager = true;
+  Scenario mixing = delayed(1);
+  mixing.parallel.data_sync.local_weight = 0.5;
+  for (const Scenario& s : {delayed(3), eager, mixing})
+    for (int cut : {3, 5}) {
+      SCOPED_TRACE("cut " + std::to_string(cut));
+      expect_resumes_bit_identically<LayoutTrainer>(s, cut, 8);
+    }
+}
+
+std::string error_of(const std::string& data_sync) {
+  try {
+    builtin_scenario("default", {"parallel.context=1", "parallel.data=4", "training.batch_size=4",
+                                 "parallel.data_sync=" + data_sync});
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DelayedSync, BadKeysNameTheirPath) {
+  EXPECT_NE(error_of(R"({"method": "diloco", "inner_steps": 4, "delay_steps": 5})")
+                .find("parallel.data_sync.delay_steps: 5 steps: expected at most inner_steps (4)"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"method": "diloco", "inner_steps": 4, "delay_steps": 2, "eager": true})")
+                .find("parallel.data_sync.eager: the eager update"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"method": "sparseloco", "eager": true})").find("parallel.data_sync.eager"), std::string::npos);
+  EXPECT_NE(error_of(R"({"method": "diloco", "local_weight": 1})").find("parallel.data_sync.local_weight"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace lowband::parallel::test
