@@ -12,7 +12,8 @@ namespace lowband::estimate_detail {
 
 // Step k (from 1) is the sync step where k is a multiple of the period (a run
 // syncs after each period's last step), else the step between syncs; with one
-// graph every step is alike. nominal_seconds: each graph's step on the nominal
+// graph every step is alike. A window (data_sync.delay_steps > 0) stands for the
+// steps it holds. nominal_seconds: each graph's step on the nominal
 // network. Restarts (network.restart) go back to the last multiple of
 // checkpoint_every, as a run's do.
 ChangingNetworkSection replay_on_changing_network(const sim::NetworkSpec& network, const LayoutSteps& steps,
@@ -23,12 +24,21 @@ ChangingNetworkSection replay_on_changing_network(const sim::NetworkSpec& networ
   c.restart_policy = network.restart.has_value();
   const auto wall_start = std::chrono::steady_clock::now();
   const int period = steps.graphs.size() > 1 ? steps.period_steps : 1;
-  // Step k (from 1) is training step k − 1: graph 0 where it syncs, else the step between syncs.
-  auto graph_of = [&](int k) -> size_t { return steps.graphs.size() > 1 && !sync::syncs_at(period, k - 1) ? 1 : 0; };
+  const int window = steps.graphs[0].steps();  // data_sync.delay_steps > 0: the steps beside an exchange
+  // Training step k (from 0): graph 0 where it syncs, else the step between syncs.
+  // With a window: each period after the first begins with the window of the
+  // exchange issued at the end of the one before (while the run lasts it whole).
+  auto graph_at = [&](int k) -> size_t {
+    if (steps.graphs.size() == 1) return 0;
+    if (window == 1) return sync::syncs_at(period, k) ? 0 : 1;
+    return k >= period && k % period == 0 && k + window <= step_count ? 0 : 1;
+  };
   std::vector<const sim::StepGraph*> run;
-  for (int k = 1; k <= step_count; ++k) {
-    run.push_back(&steps.graphs[graph_of(k)]);
-    c.nominal_total_seconds += nominal_seconds[graph_of(k)];
+  for (int k = 0; k < step_count;) {
+    const size_t g = graph_at(k);
+    run.push_back(&steps.graphs[g]);
+    c.nominal_total_seconds += nominal_seconds[g];
+    k += steps.graphs[g].steps();
   }
   sim::RunClock clock(network, checkpoint_every);
   for (const sim::ClockedStep& step : clock.replay(run, 0.0)) {

@@ -65,6 +65,11 @@ void add_common_figures(const Scenario& s, const LayoutSteps& steps, const std::
     const std::vector<BytesByKind> sent = sent_by_node(steps.graphs[i]);
     for (size_t n = 0; n < sent.size() && n < per_node.size(); ++n)
       for (const auto& [kind, b] : sent[n]) per_node[n][kind] += w * b;
+    const int n_steps = steps.graphs[i].steps();
+    for (int k = 0; k < n_steps; ++k) {
+      const BytesByKind most = busiest(n_steps == 1 ? sent : sent_by_node(steps.graphs[i].steps_part(k, k)), layout);
+      e.peak_bytes_per_rank_per_step = std::max(e.peak_bytes_per_rank_per_step, most.at("total"));
+    }
   }
   e.compute_seconds = *std::max_element(compute.begin(), compute.end());
   e.exposed_comm_seconds = e.step_seconds - e.free_network_step_seconds;
@@ -148,11 +153,13 @@ PeriodicSync periodic_sync(const Scenario& s, const LayoutSteps& steps, const st
   y.inner_steps = steps.period_steps;
   y.sync_step_seconds = replayed[0].step_seconds;
   y.inner_step_seconds = replayed[1].step_seconds;
+  y.window_steps = steps.graphs[0].steps();
+  if (y.method != "sparse") y.delay_steps = s.parallel.data_sync.delay_steps;
   std::vector<double> outer(size_t(steps.graphs[0].ranks()), 0.0);
   for (const sim::Task& t : steps.graphs[0].tasks())
     if (t.kind == sim::TaskKind::compute && t.kind_tag == "outer_sync") outer[size_t(t.rank)] += t.seconds;
   y.outer_compute_seconds = outer.empty() ? 0.0 : *std::max_element(outer.begin(), outer.end());
-  y.comm_per_sync_seconds = y.sync_step_seconds - y.inner_step_seconds - y.outer_compute_seconds;
+  y.comm_per_sync_seconds = y.sync_step_seconds - y.window_steps * y.inner_step_seconds - y.outer_compute_seconds;
   const std::vector<BytesByKind> sent = sent_by_node(steps.graphs[0]);
   y.bytes_per_rank_per_sync = busiest(sent, layout);
   if (y.method == "sparse") return y;

@@ -73,11 +73,17 @@ struct PeriodicSync {
   std::string method;  // "sparse", "diloco", "sparseloco"
   int inner_steps = 1;  // steps per sync period: c or H
   double inner_step_seconds = 0;  // a step without the sync
-  double sync_step_seconds = 0;   // the step that ends with it
+  // The step that ends with it; with data_sync.delay_steps τ > 0 the window of
+  // the τ steps beside its exchange, from its launch to its merge.
+  double sync_step_seconds = 0;
+  int delay_steps = 0;   // τ (diloco, sparseloco)
+  int window_steps = 1;  // the steps sync_step_seconds covers: τ, or 1
   // diloco / sparseloco: the outer step's own compute (Δ, compression, decoding,
   // the outer optimiser: "outer_sync" spans), the busiest rank's.
   double outer_compute_seconds = 0;
-  double comm_per_sync_seconds = 0;  // sync step − inner step − outer_compute_seconds
+  // What the sync adds: sync step (window) − window_steps · inner step −
+  // outer_compute_seconds, the exchange's time not hidden behind compute.
+  double comm_per_sync_seconds = 0;
   std::map<std::string, double> bytes_per_rank_per_sync;  // the sync step's, as bytes_per_rank_per_step
   // diloco / sparseloco: one replica's message per sync (each of its context
   // ranks sends one such set), summed over the parts, and per part.
@@ -148,6 +154,10 @@ struct Estimate {
   // Bytes one rank sends over the network per step, by kind and "total": the
   // most any rank's node sends (transfers within a node are not counted).
   std::map<std::string, double> bytes_per_rank_per_step;
+  // The busiest rank's total in the busiest single step (a periodic sync's step,
+  // or the first of a window's, which launches the exchange): the peak beside
+  // bytes_per_rank_per_step's average.
+  double peak_bytes_per_rank_per_step = 0;
   double model_flops_per_step = 0;  // forward + backward, no recompute, all ranks
   double peak_flops_per_s = 0;      // Σ ranks' peak FLOP/s at the scenario dtype
   double mfu = 0;                   // model_flops_per_step / (step_seconds · peak_flops_per_s)

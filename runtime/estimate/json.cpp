@@ -42,7 +42,8 @@ void add_sync(const PeriodicSync& y, nlohmann::json& out) {
               {"inner_step_seconds", y.inner_step_seconds}, {"sync_step_seconds", y.sync_step_seconds},
               {"comm_per_sync_seconds", y.comm_per_sync_seconds}, {"bytes_per_rank_per_sync", y.bytes_per_rank_per_sync}});
   if (y.exchange.empty()) return;  // the sparse weight sync: no outer message
-  out.update({{"outer_compute_seconds", y.outer_compute_seconds},
+  out.update({{"delay_steps", y.delay_steps}, {"window_steps", y.window_steps},
+              {"outer_compute_seconds", y.outer_compute_seconds},
               {"message_bytes_per_replica", y.message_bytes_per_replica},
               {"part_message_bytes", y.part_message_bytes}, {"exchange", y.exchange}});
   if (y.relay_node < 0) return;
@@ -78,6 +79,7 @@ nlohmann::json to_json(const Estimate& e) {
       {"exposed_comm_seconds", e.exposed_comm_seconds},
       {"compute_utilisation", e.compute_utilisation},
       {"bytes_per_rank_per_step", e.bytes_per_rank_per_step},
+      {"peak_bytes_per_rank_per_step", e.peak_bytes_per_rank_per_step},
       {"model_flops_per_step", e.model_flops_per_step},
       {"peak_flops_per_s", e.peak_flops_per_s},
       {"mfu", e.mfu},

@@ -50,8 +50,9 @@ LayoutSteps build_layout_steps(const Scenario& s) {
   out.period_steps = sync::sync_period_steps(s);
   out.graphs.push_back(parallel::steady_step_graph(s, /*sync_step=*/true));
   if (!out.periodic_sync.empty()) out.graphs.push_back(parallel::steady_step_graph(s, /*sync_step=*/false));
-  const double H = out.period_steps;  // the sync step once, the step between H − 1 times
-  out.weights = out.graphs.size() > 1 ? std::vector<double>{1.0 / H, (H - 1.0) / H} : std::vector<double>{1.0};
+  // The sync step (or window) once, the step between for the period's other steps.
+  const double H = out.period_steps, sync_steps = out.graphs[0].steps();
+  out.weights = out.graphs.size() > 1 ? std::vector<double>{1.0 / H, (H - sync_steps) / H} : std::vector<double>{1.0};
   out.tokens = double(s.training.batch_size) * double(s.model.seq_len);
   for (const Scenario& one : replicas_of(s)) {
     out.model_flops += one.parallel.pipeline > 1 ? parallel::pipeline_step_figures(one).model_flops

@@ -13,7 +13,9 @@
 namespace lowband::estimate_detail {
 
 struct LayoutSteps {
-  // The step that syncs first; with a periodic sync also the step between syncs.
+  // The step that syncs first (with data_sync.delay_steps τ > 0 the window of τ
+  // steps beside its exchange: graphs[0].steps()); with a periodic sync also the
+  // step between syncs.
   std::vector<sim::StepGraph> graphs;
   std::vector<double> weights;  // each graph's share of one sync period
   std::string periodic_sync;    // "sparse", "diloco", "sparseloco"; "" when every step is alike

@@ -135,12 +135,19 @@ void section_rows(const Scenario& s, const Estimate& e, std::string& out) {
                                "  (step minus the step with those transfers free)");
   if (!e.sync) return;
   const PeriodicSync& y = *e.sync;
-  row("inner / sync step", fmt("%.4g s / ", y.inner_step_seconds) + fmt("%.4g s", y.sync_step_seconds));
+  if (y.window_steps > 1)
+    row("inner step / window", fmt("%.4g s / ", y.inner_step_seconds) + fmt("%.4g s", y.sync_step_seconds) + "  (the " +
+                                   std::to_string(y.window_steps) + " steps beside the exchange)");
+  else
+    row("inner / sync step", fmt("%.4g s / ", y.inner_step_seconds) + fmt("%.4g s", y.sync_step_seconds));
   if (y.outer_compute_seconds > 0) row("outer compute", fmt("%.4g s", y.outer_compute_seconds) + "  (per sync: the pseudo-gradient, its compression, the outer step)");
   row("comm per sync", fmt("%.4g s", y.comm_per_sync_seconds) +
-                           (y.outer_compute_seconds > 0 ? "  (sync step minus inner step minus outer compute)"
-                                                        : "  (sync step minus inner step)"));
-  row("sent per rank/sync", bytes_by_kind(y.bytes_per_rank_per_sync) + "  (the sync step)");
+                           (y.window_steps > 1 ? "  (window minus " + std::to_string(y.window_steps) +
+                                                     " inner steps minus outer compute)"
+                            : y.outer_compute_seconds > 0 ? "  (sync step minus inner step minus outer compute)"
+                                                          : "  (sync step minus inner step)"));
+  row("sent per rank/sync", bytes_by_kind(y.bytes_per_rank_per_sync) +
+                                (y.window_steps > 1 ? "  (the window)" : "  (the sync step)"));
   if (!y.exchange.empty())
     row("message/replica/sync", si(y.message_bytes_per_replica, "B") +
                                     fmt("  (%.4g x parameters)", y.message_bytes_per_replica / s.model.parameters()));
@@ -180,7 +187,8 @@ std::string format_estimate_table(const Scenario& s, const Estimate& e) {
   row("exposed comm", fmt("%.4g s", e.exposed_comm_seconds) +
                           fmt("  (step with free transfers: %.4g s)", e.free_network_step_seconds));
   row("compute utilisation", fmt("%.1f %%", 100.0 * e.compute_utilisation));
-  row("sent per rank/step", bytes_by_kind(e.bytes_per_rank_per_step) + "  (the busiest rank)");
+  row("sent per rank/step", bytes_by_kind(e.bytes_per_rank_per_step) + "  (the busiest rank; average)");
+  row("peak per rank/step", si(e.peak_bytes_per_rank_per_step, "B") + "  (the busiest rank's busiest step)");
   row("model FLOPs/step", si(e.model_flops_per_step, "FLOP"));
   row("MFU", fmt("%.1f %%", 100.0 * e.mfu));
   section_rows(s, e, out);

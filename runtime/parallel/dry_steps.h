@@ -25,7 +25,11 @@ sim::StepGraph dry_step_graph(const Scenario& scenario, int step);
 // The graph of steady_step(scenario, sync_step). Where an outer sync runs after
 // every step (parallel.data_sync.inner_steps = 1) no step of the scenario lies
 // between syncs: the step between is then the inner step as it is with
-// inner_steps 2 (an inner step does not depend on H).
+// inner_steps 2 (an inner step does not depend on H). An outer sync beside the
+// inner steps (parallel.data_sync.delay_steps τ > 0) has no sync step: the
+// graph of the sync is then the window of τ steps from its exchange's launch to
+// its merge (StepRecord::window_open; graph.steps() == τ), the steps before
+// taken dry to stage it.
 sim::StepGraph steady_step_graph(const Scenario& scenario, bool sync_step = true);
 
 }  // namespace lowband::parallel

@@ -21,7 +21,9 @@
 #include "runtime/scenario/load.h"
 #include "runtime/sync/outer_sync.h"
 #include "sim/replay.h"
+#include "runtime/train/run.h"
 #include "tests/runtime/test_pipeline_support.h"
+#include "tests/runtime/test_run_support.h"
 #include "tests/runtime/test_sparseloco_support.h"
 
 namespace lowband::sync::test {
@@ -356,3 +358,55 @@ TEST(DelayedSync, BadKeysNameTheirPath) {
 
 }  // namespace
 }  // namespace lowband::parallel::test
+
+namespace lowband::train::test {
+namespace {
+
+class DelayedRun : public RunDirTest {};
+
+// A run's steps.jsonl: the window's steps each get their share of its replay
+// (all positive, adding up to the run's time), whether the run replays them in
+// batches of 1 or of 100 (a window is timed when it closes); the delayed run is
+// faster than the synchronous one, and the exchange's bytes are on the step that
+// launches it.
+TEST_F(DelayedRun, AWindowsStepsShareItsReplay) {
+  const auto scenario = [](int tau) {
+    Scenario s = parallel::test::pipeline_support::tiny_pipeline(1, 1, PipelineSchedule::one_f_one_b);
+    s.parallel.data = 2;
+    s.parallel.data_sync.method = DataSyncMethod::diloco;
+    s.parallel.data_sync.inner_steps = 3;
+    s.parallel.data_sync.delay_steps = tau;
+    s.network.nodes = 2;
+    s.network.link.bandwidth_bytes_per_s = 100e6 / 8;
+    s.training.steps = 9;
+    s.training.eval_every = 0;
+    s.devices.timing = DeviceTiming::profile;
+    return s;
+  };
+  std::vector<std::vector<nlohmann::json>> runs;
+  for (const auto& [tau, every] : {std::pair{3, 1}, std::pair{3, 100}, std::pair{0, 1}}) {
+    RunOptions o;
+    o.out_dir = (dir_ / ("tau" + std::to_string(tau) + "_" + std::to_string(every))).string();
+    o.replay_every = every;
+    run_training(scenario(tau), o);
+    runs.push_back(read_jsonl(fs::path(o.out_dir) / "steps.jsonl"));
+  }
+  ASSERT_EQ(runs[0].size(), 9u);
+  double sum = 0;
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    const nlohmann::json& a = runs[0][i];
+    EXPECT_GT(a.at("sim_step_seconds").get<double>(), 0) << "step " << i + 1;
+    EXPECT_EQ(a.at("sim_step_seconds"), runs[1][i].at("sim_step_seconds")) << "step " << i + 1;
+    EXPECT_EQ(a.at("train_loss"), runs[1][i].at("train_loss"));
+    sum += a.at("sim_step_seconds").get<double>();
+    // Round 0's exchange is launched by step 4 (training step 3), round 1's by step 7.
+    const double pseudo = a.at("bytes_sent_per_rank").at("pseudo_grad").get<double>();
+    if (i + 1 == 4 || i + 1 == 7) EXPECT_GT(pseudo, 0) << "step " << i + 1;
+    else EXPECT_EQ(pseudo, 0) << "step " << i + 1;
+  }
+  EXPECT_NEAR(sum, runs[0].back().at("sim_total_seconds").get<double>(), 1e-12 * sum);
+  EXPECT_LT(runs[0].back().at("sim_total_seconds").get<double>(), runs[2].back().at("sim_total_seconds").get<double>());
+}
+
+}  // namespace
+}  // namespace lowband::train::test

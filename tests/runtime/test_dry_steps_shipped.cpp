@@ -1,8 +1,10 @@
 // Every shipped scenario (scenarios/**/*.json), its layout, codecs, syncs and
 // network kept and its model cut to one whose steps record in milliseconds: each
 // step of its first sync periods past the codecs' warm-up, run dry
-// (parallel::dry_step_graph, what `estimate` replays), is the graph the real
-// trainer records for that step with profile timing, task for task.
+// (the trainer on the dry backend, what `estimate` replays), is the graph the
+// real trainer records for that step with profile timing, task for task, a
+// window of steps beside an outer sync's exchange included; a step outside a
+// window is also the step taken alone (parallel::dry_step_graph).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,8 +53,12 @@ Scenario cut_down(const std::string& file) {
   if (shipped.compression.method != CompressionMethod::none)
     sets.insert(sets.end(), {"training.lr_warmup_steps=0", "compression.warmup_steps=1"});
   if (shipped.compression.weight_sync == WeightSync::sparse) sets.push_back("compression.sync_every=2");
-  if (shapes.size() > 1 && shipped.parallel.data_sync.method != DataSyncMethod::all_reduce)
+  if (shapes.size() > 1 && shipped.parallel.data_sync.method != DataSyncMethod::all_reduce) {
     sets.push_back("parallel.data_sync.inner_steps=2");
+    const DataSyncConfig& d = shipped.parallel.data_sync;  // τ = H stays τ = H, a shorter τ 1
+    if (d.delay_steps > 0) sets.push_back(d.delay_steps == d.inner_steps ? "parallel.data_sync.delay_steps=2"
+                                                                         : "parallel.data_sync.delay_steps=1");
+  }
   if (shipped.compression.boundary.method == BoundaryMethod::subspace) sets.push_back("compression.boundary.rank=4");
   // 20 replicas of 8 stages train in minutes as 160 threads; 4 replicas show the same sync.
   if (shipped.parallel.data > 4) sets.push_back("parallel.data=4"), sequences = 4 * microbatches;
@@ -64,7 +70,7 @@ class ShippedScenario : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ShippedScenario, EachDryStepIsTheRecordedStep) {
   const Scenario s = cut_down(GetParam());
-  LayoutTrainer real(s, ComputeTiming::profile);
+  LayoutTrainer real(s, ComputeTiming::profile), dry(s, LayoutTrainer::Dry{});
   std::vector<int32_t> tokens(size_t(s.training.batch_size) * size_t(s.model.seq_len));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 256);
   const int warmup = s.compression.method == CompressionMethod::none ? 0 : s.compression.warmup_steps;
@@ -72,10 +78,13 @@ TEST_P(ShippedScenario, EachDryStepIsTheRecordedStep) {
   for (int step = 0; step < warmup + 2 * period; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     const StepRecord rec = real.train_step(step, tokens.data(), tokens.data(), s.training.batch_size);
+    const StepRecord run_dry = dry.train_step(step, tokens.data(), tokens.data(), s.training.batch_size);
     // MoS fits its bases once, at the end of the warm-up (an all-reduce a dry
     // codec, fitting nothing, leaves out: dry_codec.h): a step no estimate replays.
     if (s.compression.method == CompressionMethod::mos && warmup > 0 && step == warmup) continue;
-    test_support::expect_same_tasks(dry_step_graph(s, step), rec.graph);
+    EXPECT_EQ(run_dry.window_open, rec.window_open);
+    test_support::expect_same_tasks(run_dry.graph, rec.graph);
+    if (s.parallel.data_sync.delay_steps == 0) test_support::expect_same_tasks(dry_step_graph(s, step), rec.graph);
   }
 }
 

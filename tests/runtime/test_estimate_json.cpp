@@ -22,7 +22,7 @@ namespace {
 using Keys = std::set<std::string>;
 const Keys kCommon = {"parallelism", "ranks", "step_seconds", "tokens_per_step", "tokens_per_s", "compute_seconds",
                       "free_network_step_seconds", "exposed_comm_seconds", "compute_utilisation",
-                      "bytes_per_rank_per_step", "model_flops_per_step", "peak_flops_per_s", "mfu", "network_model",
+                      "bytes_per_rank_per_step", "peak_bytes_per_rank_per_step", "model_flops_per_step", "peak_flops_per_s", "mfu", "network_model",
                       "network", "replay_wall_seconds",
                       // the physical bound: every layout has one
                       "bound_seconds", "bound_kind", "busiest_link", "busiest_link_bytes",
@@ -35,7 +35,8 @@ const Keys kPipeline = {"stages", "microbatches", "schedule", "bubble_fraction",
 const Keys kByKind = {"exposed_kv_seconds", "exposed_boundary_seconds", "exposed_grad_sync_seconds"};
 const Keys kSync = {"periodic_sync", "inner_steps", "inner_step_seconds", "sync_step_seconds", "comm_per_sync_seconds",
                     "bytes_per_rank_per_sync"};
-const Keys kOuter = {"outer_compute_seconds", "message_bytes_per_replica", "part_message_bytes", "exchange"};
+const Keys kOuter = {"outer_compute_seconds", "message_bytes_per_replica", "part_message_bytes", "exchange",
+                     "delay_steps", "window_steps"};
 const Keys kRelay = {"relay_node", "relay_bytes_per_sync"};
 
 // R replicas of P stages of C context ranks, one rank per node, a tiny model.
@@ -121,6 +122,9 @@ TEST(EstimateJson, EveryLayoutHasTheCommonKeysAndItsSectionsOnly) {
       {"data", layout(2, 2, 2, {"parallel.data_sync.method=diloco", "parallel.data_sync.inner_steps=4"}),
        {kData, kContext, kPipeline, kByKind, kSync, kOuter}},
       {"data", relay, {kData, kSync, kOuter, kRelay}},
+      {"data", layout(2, 1, 1, {"parallel.data_sync.method=diloco", "parallel.data_sync.inner_steps=4",
+                                "parallel.data_sync.delay_steps=4"}),
+       {kData, kSync, kOuter}},
   };
   for (const Case& c : cases) {
     const Scenario& s = c.scenario;

@@ -80,6 +80,22 @@ TEST_F(Resume, MosCheckpointInsideTheWarmup) {
       5, 4);
 }
 
+// DiLoCo replicas whose exchange runs beside the inner steps (delay_steps): the
+// checkpoint after step 4 falls with round 0's exchange in flight (issued after
+// step 3, merged after step 6; it closes the window there, in both runs), the
+// one after step 8 with round 2's staged; mixing keeps half the local weights.
+TEST_F(Resume, DilocoExchangeInFlightAtTheCheckpoint) {
+  for (const char* sync : {R"({"method": "diloco", "inner_steps": 3, "delay_steps": 3})",
+                           R"({"method": "diloco", "inner_steps": 3, "delay_steps": 3, "eager": true})",
+                           R"({"method": "diloco", "inner_steps": 3, "delay_steps": 2, "local_weight": 0.5})"}) {
+    SCOPED_TRACE(sync);
+    check_resume_equals_straight(
+        resume_tiny({"parallel.context=1", "parallel.data=2", std::string("parallel.data_sync=") + sync}), 6, 4);
+    fs::remove_all(dir_ / "straight");
+    fs::remove_all(dir_ / "resumed");
+  }
+}
+
 TEST_F(Resume, SparseWeightSync) {
   check_resume_equals_straight(resume_tiny({"parallel.context=4", "compression.weight_sync=sparse",
                                             "compression.sync_every=3", "compression.sync_fraction=0.2"}),
