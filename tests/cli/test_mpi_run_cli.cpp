@@ -167,6 +167,11 @@ INSTANTIATE_TEST_SUITE_P(
                       MpiCase{4, " --set parallel.context=2 --set parallel.data=2"
                                  " --set parallel.data_sync={\\\"method\\\":\\\"sparseloco\\\",\\\"inner_steps\\\":2,"
                                  "\\\"exchange\\\":\\\"relay\\\"}"},
+                      // DiLoCo every 2 steps, each exchange merged 2 steps later (eager): windows of steps
+                      // whose step_end barriers and background collectives cross the MPI log gather.
+                      MpiCase{4, " --set parallel.context=2 --set parallel.data=2"
+                                 " --set parallel.data_sync={\\\"method\\\":\\\"diloco\\\",\\\"inner_steps\\\":2,"
+                                 "\\\"delay_steps\\\":2,\\\"eager\\\":true}"},
                       // 2 stages x 2 context ranks under sparse_update over each stage's context ranks
                       // (its error buffers, per-rank norms, the weights projected back into span(U)).
                       MpiCase{4, " --set parallel.context=2 --set parallel.pipeline=2 --set parallel.microbatches=2"
