@@ -356,13 +356,8 @@ TEST(DelayedSync, BadKeysNameTheirPath) {
             std::string::npos);
 }
 
-}  // namespace
-}  // namespace lowband::parallel::test
 
-namespace lowband::train::test {
-namespace {
-
-class DelayedRun : public RunDirTest {};
+class DelayedRun : public train::test::RunDirTest {};
 
 // A run's steps.jsonl: the window's steps each get their share of its replay
 // (all positive, adding up to the run's time), whether the run replays them in
@@ -370,26 +365,17 @@ class DelayedRun : public RunDirTest {};
 // faster than the synchronous one, and the exchange's bytes are on the step that
 // launches it.
 TEST_F(DelayedRun, AWindowsStepsShareItsReplay) {
-  const auto scenario = [](int tau) {
-    Scenario s = parallel::test::pipeline_support::tiny_pipeline(1, 1, PipelineSchedule::one_f_one_b);
-    s.parallel.data = 2;
-    s.parallel.data_sync.method = DataSyncMethod::diloco;
-    s.parallel.data_sync.inner_steps = 3;
-    s.parallel.data_sync.delay_steps = tau;
-    s.network.nodes = 2;
-    s.network.link.bandwidth_bytes_per_s = 100e6 / 8;
+  std::vector<std::vector<nlohmann::json>> runs;
+  for (const auto& [tau, every] : {std::pair{3, 1}, std::pair{3, 100}, std::pair{0, 1}}) {
+    Scenario s = delayed(tau);
     s.training.steps = 9;
     s.training.eval_every = 0;
     s.devices.timing = DeviceTiming::profile;
-    return s;
-  };
-  std::vector<std::vector<nlohmann::json>> runs;
-  for (const auto& [tau, every] : {std::pair{3, 1}, std::pair{3, 100}, std::pair{0, 1}}) {
-    RunOptions o;
+    train::RunOptions o;
     o.out_dir = (dir_ / ("tau" + std::to_string(tau) + "_" + std::to_string(every))).string();
     o.replay_every = every;
-    run_training(scenario(tau), o);
-    runs.push_back(read_jsonl(fs::path(o.out_dir) / "steps.jsonl"));
+    train::run_training(s, o);
+    runs.push_back(train::test::read_jsonl(std::filesystem::path(o.out_dir) / "steps.jsonl"));
   }
   ASSERT_EQ(runs[0].size(), 9u);
   double sum = 0;
@@ -409,4 +395,4 @@ TEST_F(DelayedRun, AWindowsStepsShareItsReplay) {
 }
 
 }  // namespace
-}  // namespace lowband::train::test
+}  // namespace lowband::parallel::test
