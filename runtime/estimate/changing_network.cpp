@@ -10,10 +10,10 @@
 
 namespace lowband::estimate_detail {
 
-// Step k (from 1) is the sync step where k is a multiple of the period (a run
-// syncs after each period's last step), else the step between syncs; with one
-// graph every step is alike. A window (data_sync.delay_steps > 0) stands for the
-// steps it holds. nominal_seconds: each graph's step on the nominal
+// Each sync graph where it begins in the period (LayoutSteps::sync_offsets: a
+// run syncs after each period's last step, each fragment at its own), else the
+// step between syncs; with one graph every step is alike. A window
+// (data_sync.delay_steps > 0) stands for the steps it holds. nominal_seconds: each graph's step on the nominal
 // network. Restarts (network.restart) go back to the last multiple of
 // checkpoint_every, as a run's do.
 ChangingNetworkSection replay_on_changing_network(const sim::NetworkSpec& network, const LayoutSteps& steps,
@@ -23,15 +23,17 @@ ChangingNetworkSection replay_on_changing_network(const sim::NetworkSpec& networ
   c.steps = step_count;
   c.restart_policy = network.restart.has_value();
   const auto wall_start = std::chrono::steady_clock::now();
-  const int period = steps.graphs.size() > 1 ? steps.period_steps : 1;
-  const int window = steps.graphs[0].steps();  // data_sync.delay_steps > 0: the steps beside an exchange
-  // Training step k (from 0): graph 0 where it syncs, else the step between syncs.
-  // With a window: each period after the first begins with the window of the
-  // exchange issued at the end of the one before (while the run lasts it whole).
+  const int period = steps.period_steps;
+  // Training step k (from 0): the sync graph that begins there (a window only
+  // after its issue, and only while the run lasts it whole), else the step
+  // between syncs.
   auto graph_at = [&](int k) -> size_t {
     if (steps.graphs.size() == 1) return 0;
-    if (window == 1) return sync::syncs_at(period, k) ? 0 : 1;
-    return k >= period && k % period == 0 && k + window <= step_count ? 0 : 1;
+    for (int i = 0; i < steps.sync_graphs; ++i)
+      if (k % period == steps.sync_offsets[size_t(i)] && (!steps.windows || k >= 1) &&
+          k + steps.graphs[size_t(i)].steps() <= step_count)
+        return size_t(i);
+    return size_t(steps.sync_graphs);
   };
   std::vector<const sim::StepGraph*> run;
   for (int k = 0; k < step_count;) {

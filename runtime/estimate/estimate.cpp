@@ -146,25 +146,36 @@ PipelineSection pipeline_section(const Scenario& s, int stages, const LayoutStep
   return p;
 }
 
+// Per sync: with fragments (sync_graphs > 1) the mean over the period's syncs.
 PeriodicSync periodic_sync(const Scenario& s, const LayoutSteps& steps, const std::vector<sim::ReplayResult>& replayed) {
   const parallel::Layout layout(s.parallel);
   PeriodicSync y;
   y.method = steps.periodic_sync;
   y.inner_steps = steps.period_steps;
-  y.sync_step_seconds = replayed[0].step_seconds;
-  y.inner_step_seconds = replayed[1].step_seconds;
+  const int n = steps.sync_graphs;
+  y.inner_step_seconds = replayed[size_t(n)].step_seconds;
   y.window_steps = steps.graphs[0].steps();
-  if (y.method != "sparse") y.delay_steps = s.parallel.data_sync.delay_steps;
-  std::vector<double> outer(size_t(steps.graphs[0].ranks()), 0.0);
-  for (const sim::Task& t : steps.graphs[0].tasks())
-    if (t.kind == sim::TaskKind::compute && t.kind_tag == "outer_sync") outer[size_t(t.rank)] += t.seconds;
-  y.outer_compute_seconds = outer.empty() ? 0.0 : *std::max_element(outer.begin(), outer.end());
+  if (y.method != "sparse") {
+    y.delay_steps = s.parallel.data_sync.delay_steps;
+    y.fragments = s.parallel.data_sync.fragments;
+  }
+  std::vector<BytesByKind> sent(size_t(steps.graphs[0].ranks()));
+  for (int i = 0; i < n; ++i) {
+    const sim::StepGraph& g = steps.graphs[size_t(i)];
+    y.sync_step_seconds += replayed[size_t(i)].step_seconds / n;
+    std::vector<double> outer(size_t(g.ranks()), 0.0);
+    for (const sim::Task& t : g.tasks())
+      if (t.kind == sim::TaskKind::compute && t.kind_tag == "outer_sync") outer[size_t(t.rank)] += t.seconds;
+    y.outer_compute_seconds += (outer.empty() ? 0.0 : *std::max_element(outer.begin(), outer.end())) / n;
+    const std::vector<BytesByKind> mine = sent_by_node(g);
+    for (size_t node = 0; node < mine.size() && node < sent.size(); ++node)
+      for (const auto& [kind, b] : mine[node]) sent[node][kind] += b / n;
+  }
   y.comm_per_sync_seconds = y.sync_step_seconds - y.window_steps * y.inner_step_seconds - y.outer_compute_seconds;
-  const std::vector<BytesByKind> sent = sent_by_node(steps.graphs[0]);
   y.bytes_per_rank_per_sync = busiest(sent, layout);
   if (y.method == "sparse") return y;
   y.part_message_bytes = steps.part_message_bytes;
-  for (double b : steps.part_message_bytes) y.message_bytes_per_replica += b;
+  for (double b : steps.part_message_bytes) y.message_bytes_per_replica += b / y.fragments;
   y.relay_node = layout.relay_node();
   // diloco's pseudo-gradients are summed on the way; sparseloco's messages meet as data_sync.exchange says.
   y.exchange = y.method == "sparseloco" ? word_of(data_sync_exchange_words(), s.parallel.data_sync.exchange) : "all_reduce";

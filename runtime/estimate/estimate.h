@@ -77,6 +77,7 @@ struct PeriodicSync {
   // the τ steps beside its exchange, from its launch to its merge.
   double sync_step_seconds = 0;
   int delay_steps = 0;   // τ (diloco, sparseloco)
+  int fragments = 1;     // F (diloco, sparseloco): the figures per sync are the mean over the period's F
   int window_steps = 1;  // the steps sync_step_seconds covers: τ, or 1
   // diloco / sparseloco: the outer step's own compute (Δ, compression, decoding,
   // the outer optimiser: "outer_sync" spans), the busiest rank's.
@@ -86,7 +87,8 @@ struct PeriodicSync {
   double comm_per_sync_seconds = 0;
   std::map<std::string, double> bytes_per_rank_per_sync;  // the sync step's, as bytes_per_rank_per_step
   // diloco / sparseloco: one replica's message per sync (each of its context
-  // ranks sends one such set), summed over the parts, and per part.
+  // ranks sends one such set), summed over the parts (with fragments: over the
+  // period, / F), and per part.
   double message_bytes_per_replica = 0;
   std::vector<double> part_message_bytes;
   std::string exchange;  // "all_reduce", "all_gather", "relay" ("" for the sparse weight sync)

@@ -42,7 +42,7 @@ void add_sync(const PeriodicSync& y, nlohmann::json& out) {
               {"inner_step_seconds", y.inner_step_seconds}, {"sync_step_seconds", y.sync_step_seconds},
               {"comm_per_sync_seconds", y.comm_per_sync_seconds}, {"bytes_per_rank_per_sync", y.bytes_per_rank_per_sync}});
   if (y.exchange.empty()) return;  // the sparse weight sync: no outer message
-  out.update({{"delay_steps", y.delay_steps}, {"window_steps", y.window_steps},
+  out.update({{"delay_steps", y.delay_steps}, {"window_steps", y.window_steps}, {"fragments", y.fragments},
               {"outer_compute_seconds", y.outer_compute_seconds},
               {"message_bytes_per_replica", y.message_bytes_per_replica},
               {"part_message_bytes", y.part_message_bytes}, {"exchange", y.exchange}});

@@ -48,11 +48,26 @@ LayoutSteps build_layout_steps(const Scenario& s) {
   if (data && sync.method != DataSyncMethod::all_reduce) out.periodic_sync = data_sync_method_name(sync.method);
   else if (!data && sync::sync_period_steps(s) > 1) out.periodic_sync = "sparse";
   out.period_steps = sync::sync_period_steps(s);
-  out.graphs.push_back(parallel::steady_step_graph(s, /*sync_step=*/true));
+  out.graphs = parallel::steady_sync_graphs(s);
+  out.sync_graphs = int(out.graphs.size());
   if (!out.periodic_sync.empty()) out.graphs.push_back(parallel::steady_step_graph(s, /*sync_step=*/false));
-  // The sync step (or window) once, the step between for the period's other steps.
-  const double H = out.period_steps, sync_steps = out.graphs[0].steps();
-  out.weights = out.graphs.size() > 1 ? std::vector<double>{1.0 / H, (H - sync_steps) / H} : std::vector<double>{1.0};
+  // Each sync step (or window) once, the step between for the period's other steps.
+  const double H = out.period_steps;
+  double sync_steps = 0;
+  for (int i = 0; i < out.sync_graphs; ++i) {
+    out.weights.push_back(out.periodic_sync.empty() ? 1.0 : 1.0 / H);
+    sync_steps += out.graphs[size_t(i)].steps();
+  }
+  if (!out.periodic_sync.empty()) out.weights.push_back((H - sync_steps) / H);
+  out.windows = out.graphs[0].steps() > 1 || (data && sync.method != DataSyncMethod::all_reduce && sync.delay_steps > 0);
+  if (out.periodic_sync.empty() || out.periodic_sync == "sparse") {
+    out.sync_offsets = {out.period_steps - 1};
+  } else {
+    for (int f = 1; f <= sync.fragments; ++f) {  // steady_sync_graphs' order
+      const int issue = (sync::fragment_shift_steps(sync, f % sync.fragments) + sync.inner_steps - 1) % sync.inner_steps;
+      out.sync_offsets.push_back(sync.delay_steps == 0 ? issue : (issue + 1) % sync.inner_steps);
+    }
+  }
   out.tokens = double(s.training.batch_size) * double(s.model.seq_len);
   for (const Scenario& one : replicas_of(s)) {
     out.model_flops += one.parallel.pipeline > 1 ? parallel::pipeline_step_figures(one).model_flops

@@ -13,10 +13,16 @@
 namespace lowband::estimate_detail {
 
 struct LayoutSteps {
-  // The step that syncs first (with data_sync.delay_steps τ > 0 the window of τ
-  // steps beside its exchange: graphs[0].steps()); with a periodic sync also the
-  // step between syncs.
+  // The steps that sync first, sync_graphs of them (with data_sync.delay_steps
+  // τ > 0 each the window of τ steps beside its exchange: graphs[i].steps();
+  // with data_sync.fragments F > 1 one per fragment, in the order they come);
+  // with a periodic sync last the step between syncs.
   std::vector<sim::StepGraph> graphs;
+  int sync_graphs = 1;
+  // Where in the period (step mod period_steps) each sync graph begins; a window
+  // (delay_steps > 0) only after the step that issued its exchange (not at step 0).
+  std::vector<int> sync_offsets;
+  bool windows = false;
   std::vector<double> weights;  // each graph's share of one sync period
   std::string periodic_sync;    // "sparse", "diloco", "sparseloco"; "" when every step is alike
   int period_steps = 1;

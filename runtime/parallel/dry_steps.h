@@ -8,6 +8,8 @@
 //
 // A step's graph depends on its index alone (a dry rank keeps no values), so any
 // step may be taken without those before it.
+#include <vector>
+
 #include "runtime/scenario/scenario.h"
 #include "sim/step_graph.h"
 
@@ -31,5 +33,13 @@ sim::StepGraph dry_step_graph(const Scenario& scenario, int step);
 // its merge (StepRecord::window_open; graph.steps() == τ), the steps before
 // taken dry to stage it.
 sim::StepGraph steady_step_graph(const Scenario& scenario, bool sync_step = true);
+
+// The syncs of one steady period, in the order they come: with Streaming
+// DiLoCo's fragments (parallel.data_sync.fragments F > 1) each fragment's sync
+// step (or window), fragment 1's first and fragment 0's last; else
+// {steady_step_graph(scenario, true)}. The step between syncs is that of the
+// scenario with one fragment (steady_step_graph(..., false): an inner step does
+// not depend on them).
+std::vector<sim::StepGraph> steady_sync_graphs(const Scenario& scenario);
 
 }  // namespace lowband::parallel

@@ -165,10 +165,11 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
   const bool synchronous = R_ > 1 && !local_steps();  // replicas summing their gradients every step
   const bool outer = local_steps() && outer_->acts_at(step);
   const bool merge = outer && outer_->merges_at(step);
+  const bool merge_embedding = merge && outer_->merges_at(step, 0);  // the embedding lies in fragment 0
   std::vector<RankStepResult> results(static_cast<size_t>(ranks()));
   std::atomic<bool> launched{false};  // an exchange staged after the step before, launched as this one begins
   run_ranks([&](int r, comm::Communicator& world, comm::Communicator& replica) {
-    if (local_steps() && outer_->launch_staged(r, world, world_.log(r))) launched = true;
+    if (local_steps() && outer_->launch_staged(r, step, world, world_.log(r))) launched = true;
     const int q = layout_.place(r).replica;
     // Synchronous: the ranks holding the same part in every replica (one shape).
     const std::unique_ptr<comm::Communicator> data_group =
@@ -178,7 +179,7 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
     results[size_t(r)] = rank(r).train_step(replica, step, inputs + first, targets + first, per_replica,
                                             synchronous ? &data : nullptr);
     if (outer) outer_->run(r, step, world, world_.log(r));
-    if (merge) rank(r).snapshot_embedding(replica);  // the synchronised embedding, where the boundaries centre on it
+    if (merge_embedding) rank(r).snapshot_embedding(replica);  // the synchronised embedding, where the boundaries centre on it
   }, /*record=*/true);
   // A window stays open from the launch of a background exchange to its merge.
   exchange_in_window_ = record && ((exchange_in_window_ && world_.window_open()) || launched) && !merge;

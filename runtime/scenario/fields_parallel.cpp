@@ -146,6 +146,14 @@ Section data_sync_section() {
                               "global weights)",
                               "0.5", kLocal}),
                       &DataSyncConfig::local_weight, 0.0),
+       written_unless(integer("fragments", d, &DataSyncConfig::fragments, 1, kMaxInt,
+                              {"`1`",
+                               "F, at most H and `model.layers`: Streaming DiLoCo's fragments, runs of whole layers "
+                               "(the embedding with the first, the head with the last), fragment f synced after the "
+                               "steps t with t + 1 ≡ ⌊f·H/F⌋ (mod H), each with its own outer state: a sync carries "
+                               "about 1/F of the model. With `delay_steps`, τ·F ≤ H (one exchange in flight at a time)",
+                               "2", kLocal}),
+                      &DataSyncConfig::fragments, 1),
        tested_from(written_unless(boolean("eager", d, &DataSyncConfig::eager,
                                           {"`false`",
                                            "with `delay_steps` = H: the outer step of round k uses the average of "

@@ -42,6 +42,15 @@ DataSyncConfig parse_data_sync(const ObjectReader& parallel) {
                                        std::to_string(d.inner_steps) + "), so that each exchange is merged before the "
                                                                        "next one is issued",
          {r.path_of("inner_steps")});
+  if (d.fragments > d.inner_steps)
+    fail(r.path_of("fragments"), std::to_string(d.fragments) + " fragments: expected at most inner_steps (" +
+                                     std::to_string(d.inner_steps) + "), one sync step each",
+         {r.path_of("inner_steps")});
+  if (d.fragments > 1 && int64_t(d.delay_steps) * d.fragments > d.inner_steps)
+    fail(r.path_of("delay_steps"), std::to_string(d.delay_steps) + " steps with " + std::to_string(d.fragments) +
+                                       " fragments: expected delay_steps x fragments at most inner_steps (" +
+                                       std::to_string(d.inner_steps) + "), one fragment's exchange in flight at a time",
+         {r.path_of("fragments"), r.path_of("inner_steps")});
   if (d.eager && d.delay_steps != d.inner_steps)
     fail(r.path_of("eager"), "the eager update replaces a round's stale share by the next round's: it needs delay_steps "
                              "= inner_steps (" + std::to_string(d.inner_steps) + "), got " +

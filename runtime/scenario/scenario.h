@@ -95,6 +95,11 @@ struct DataSyncConfig {
   int delay_steps = 0;
   double local_weight = 0;
   bool eager = false;
+  // Streaming DiLoCo (Douillard et al. 2025): the model in `fragments` runs of
+  // layers (the embedding with the first, the head with the last), fragment f
+  // synced every H steps at offset f·H/F, each with its own outer state
+  // (sync/sync_period.h). 1: the whole model at once.
+  int fragments = 1;
 };
 
 struct ParallelConfig {

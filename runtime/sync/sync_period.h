@@ -16,14 +16,30 @@ namespace lowband::sync {
 int sync_period_steps(const Scenario& s);
 int weight_sync_period_steps(const Scenario& s);
 inline bool syncs_at(int period_steps, int step) { return (step + 1) % period_steps == 0; }
-inline bool syncs_at(const Scenario& s, int step) { return syncs_at(sync_period_steps(s), step); }
+// Whether step `step` syncs (an outer sync: any fragment issues).
+bool syncs_at(const Scenario& s, int step);
 
-// An outer sync (diloco, sparseloco) issues its exchange after step t where
-// syncs_at(H, t) and merges it after step t + parallel.data_sync.delay_steps (τ).
+// An outer sync (diloco, sparseloco) issues fragment f's exchange after step t
+// where t + 1 ≡ shift_f = ⌊f·H/F⌋ (mod H) (F = parallel.data_sync.fragments;
+// one fragment: syncs_at(H, t)), and merges it after step t + delay_steps (τ).
 // With τ > 0 the exchange is launched as step t + 1 begins and runs beside the
-// steps up to the merge.
-inline bool merges_at(const DataSyncConfig& d, int step) {
-  return step >= d.delay_steps && syncs_at(d.inner_steps, step - d.delay_steps);
+// steps up to the merge. Fragment f holds layers [⌊f·L/F⌋, ⌊(f+1)·L/F⌋) of L,
+// the embedding going with fragment 0 and the head with fragment F − 1.
+inline int fragment_shift_steps(const DataSyncConfig& d, int f) {
+  return int(int64_t(f) * d.inner_steps / d.fragments);
 }
+inline int fragment_first_layer(const DataSyncConfig& d, int layers, int f) {
+  return int(int64_t(f) * layers / d.fragments);
+}
+inline bool issues_at(const DataSyncConfig& d, int fragment, int step) {
+  const int k = step + 1 - fragment_shift_steps(d, fragment);
+  return k >= 0 && k % d.inner_steps == 0;  // fragment f first after shift_f steps (f > 0)
+}
+inline bool merges_at(const DataSyncConfig& d, int fragment, int step) {
+  return step >= d.delay_steps && issues_at(d, fragment, step - d.delay_steps);
+}
+// Whether any fragment issues (merges) after step `step`.
+bool issues_at(const DataSyncConfig& d, int step);
+bool merges_at(const DataSyncConfig& d, int step);
 
 }  // namespace lowband::sync

@@ -1,5 +1,5 @@
 // Outer syncs that run beside the inner steps (parallel.data_sync.delay_steps τ,
-// local_weight α, eager; sync/outer_sync.h, parallel/data/outer_step.h):
+// local_weight α, eager, fragments; sync/outer_sync.h, parallel/data/outer_step.h):
 // - the delayed update (τ = H) is the synchronous one applied a round later,
 //   hand-computed over two rounds; the eager one takes each replica's own fresh
 //   Δ at once; mixing keeps α of the local weights;
@@ -7,6 +7,8 @@
 // - in the trainer the exchange is launched as the step after the issue begins
 //   and merged τ steps later; the steps between are one graph (a window) whose
 //   replay overlaps the exchange with their compute;
+// - Streaming DiLoCo's fragments are independent syncs at their own offsets,
+//   halving the peak bytes per step;
 // - the keys' bad values are named by their JSON path.
 #include <gtest/gtest.h>
 
@@ -17,11 +19,13 @@
 
 #include "comm/in_process.h"
 #include "common/error.h"
+#include "runtime/estimate/estimate.h"
 #include "runtime/parallel/layout_trainer.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/outer_sync.h"
-#include "sim/replay.h"
 #include "runtime/train/run.h"
+#include "sim/replay.h"
+#include "tests/runtime/test_numeric_support.h"
 #include "tests/runtime/test_pipeline_support.h"
 #include "tests/runtime/test_run_support.h"
 #include "tests/runtime/test_sparseloco_support.h"
@@ -320,14 +324,16 @@ TEST(DelayedSync, NoDelayKeepsOneGraphPerStep) {
 }
 
 // Checkpointed with round 0's Δ staged (after step 2) or its exchange in flight
-// (after step 4), a trainer resumes bit for bit; so does the eager one and a
-// streaming-style τ < H with mixing.
+// (after step 4), a trainer resumes bit for bit; so does the eager one, a
+// streaming-style τ < H with mixing, and three fragments.
 TEST(DelayedSync, ResumesBitIdenticallyMidExchange) {
   Scenario eager = delayed(3);
   eager.parallel.data_sync.eager = true;
   Scenario mixing = delayed(1);
   mixing.parallel.data_sync.local_weight = 0.5;
-  for (const Scenario& s : {delayed(3), eager, mixing})
+  Scenario streaming = delayed(1);  // 3 fragments, one synced after each step
+  streaming.parallel.data_sync.fragments = 3;
+  for (const Scenario& s : {delayed(3), eager, mixing, streaming})
     for (int cut : {3, 5}) {
       SCOPED_TRACE("cut " + std::to_string(cut));
       expect_resumes_bit_identically<LayoutTrainer>(s, cut, 8);
@@ -392,6 +398,103 @@ TEST_F(DelayedRun, AWindowsStepsShareItsReplay) {
   }
   EXPECT_NEAR(sum, runs[0].back().at("sim_total_seconds").get<double>(), 1e-12 * sum);
   EXPECT_LT(runs[0].back().at("sim_total_seconds").get<double>(), runs[2].back().at("sim_total_seconds").get<double>());
+}
+
+}  // namespace
+}  // namespace lowband::parallel::test
+
+namespace lowband::parallel::test {
+namespace {
+
+using namespace pipeline_support;  // NOLINT(google-build-using-namespace): the tests' fixtures
+
+// Streaming DiLoCo with F = 2 fragments of a 4-layer model (fragment 0: the
+// embedding and layers 0–1, fragment 1: layers 2–3 and the head), H = 2, outer
+// lr 1 and no momentum: each outer step of a fragment is the replicas' mean of
+// that fragment alone, fragment 1 after steps 0, 2, 4 (offset ⌊H/F⌋ = 1) and
+// fragment 0 after steps 1, 3 — F independent DiLoCo syncs. Reference: two
+// one-replica trainers stepped alone, each fragment averaged by hand on its steps.
+TEST(StreamingSync, FragmentsAreIndependentDilocoSyncsAtTheirOffsets) {
+  const int R = 2;
+  Scenario base = tiny_pipeline(1, 1, PipelineSchedule::one_f_one_b);
+  Scenario s = base;
+  s.parallel.data = R;
+  s.parallel.data_sync.method = DataSyncMethod::diloco;
+  s.parallel.data_sync.inner_steps = 2;
+  s.parallel.data_sync.fragments = 2;
+  s.parallel.data_sync.outer_lr = 1.0;
+  s.parallel.data_sync.outer_momentum = 0;
+  LayoutTrainer t(s, ComputeTiming::profile);
+  base.training.batch_size /= R;
+  std::vector<std::unique_ptr<LayoutTrainer>> refs;
+  for (int q = 0; q < R; ++q) refs.push_back(std::make_unique<LayoutTrainer>(base, ComputeTiming::profile));
+  const model::ParamLayout& layout = refs[0]->model(0).layout();
+  const size_t cut = size_t(layout.layer(2).attn_norm), end = size_t(layout.count());
+  const int64_t per = int64_t(base.training.batch_size) * s.model.seq_len;
+  for (int k = 0; k < 5; ++k) {
+    SCOPED_TRACE("step " + std::to_string(k));
+    const TestBatch b = make_batch(s, k);
+    t.train_step(k, b.inputs.data(), b.targets.data(), s.training.batch_size, false);
+    for (int q = 0; q < R; ++q)
+      refs[size_t(q)]->train_step(k, b.inputs.data() + q * per, b.targets.data() + q * per, base.training.batch_size,
+                                  false);
+    const size_t lo = k % 2 == 0 ? cut : 0, hi = k % 2 == 0 ? end : cut;  // the fragment that syncs
+    std::vector<std::vector<float>> p;
+    for (auto& ref : refs) p.push_back(ref->model(0).params_to_host());
+    for (size_t i = lo; i < hi; ++i) {
+      const float mean = float((double(p[0][i]) + double(p[1][i])) / R);
+      p[0][i] = p[1][i] = mean;
+    }
+    for (int q = 0; q < R; ++q) {
+      std::copy(p[size_t(q)].begin(), p[size_t(q)].end(), refs[size_t(q)]->model(0).params());
+      const std::vector<float> got = t.model(q).params_to_host();
+      EXPECT_LT(lowband::test_support::rel_diff(got.data(), p[size_t(q)].data(), int64_t(end)), 1e-6) << "replica " << q;
+    }
+    // The fragment that did not sync differs between the replicas.
+    const std::vector<float> a = t.model(0).params_to_host(), c = t.model(1).params_to_host();
+    EXPECT_FALSE(std::equal(a.begin() + long(k % 2 == 0 ? 0 : cut), a.begin() + long(k % 2 == 0 ? cut : end),
+                            c.begin() + long(k % 2 == 0 ? 0 : cut)));
+  }
+}
+
+// estimate: two fragments halve the peak bytes per rank in one step and keep the
+// period's average; each window holds τ steps.
+TEST(StreamingSync, EstimateHalvesThePeakAndKeepsTheAverage) {
+  Scenario s = load_scenario_file(std::string(LOWBAND_SOURCE_DIR) + "/scenarios/dp-overlap.json",
+                                  {"parallel.data_sync.delay_steps=0"});
+  const Estimate whole = estimate(s);
+  s.parallel.data_sync.fragments = 2;
+  s.parallel.data_sync.delay_steps = 5;
+  const Estimate halves = estimate(s);
+  ASSERT_TRUE(halves.sync);
+  EXPECT_EQ(halves.sync->window_steps, 5);
+  EXPECT_EQ(halves.sync->fragments, 2);
+  EXPECT_NEAR(halves.bytes_per_rank_per_step.at("pseudo_grad"), whole.bytes_per_rank_per_step.at("pseudo_grad"),
+              1e-9 * whole.bytes_per_rank_per_step.at("pseudo_grad"));
+  EXPECT_LT(halves.peak_bytes_per_rank_per_step, 0.6 * whole.peak_bytes_per_rank_per_step);
+  EXPECT_GT(halves.peak_bytes_per_rank_per_step, 0.4 * whole.peak_bytes_per_rank_per_step);
+}
+
+TEST(StreamingSync, BadFragmentsNameTheirKey) {
+  const auto error_of = [](const std::string& data_sync, const std::string& layers = "4") {
+    try {
+      const Scenario s = builtin_scenario("default", {"parallel.context=1", "parallel.data=2", "training.batch_size=2",
+                                                      "model.layers=" + layers, "parallel.data_sync=" + data_sync});
+      LayoutTrainer t(s, LayoutTrainer::Dry{});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of(R"({"method": "diloco", "inner_steps": 2, "fragments": 3})")
+                .find("parallel.data_sync.fragments: 3 fragments: expected at most inner_steps (2)"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"method": "diloco", "inner_steps": 4, "fragments": 2, "delay_steps": 3})")
+                .find("parallel.data_sync.delay_steps: 3 steps with 2 fragments"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"method": "diloco", "inner_steps": 8, "fragments": 6})", "4")
+                .find("parallel.data_sync.fragments: 6 fragments of 4 layers"),
+            std::string::npos);
 }
 
 }  // namespace

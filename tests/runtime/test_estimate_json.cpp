@@ -36,7 +36,7 @@ const Keys kByKind = {"exposed_kv_seconds", "exposed_boundary_seconds", "exposed
 const Keys kSync = {"periodic_sync", "inner_steps", "inner_step_seconds", "sync_step_seconds", "comm_per_sync_seconds",
                     "bytes_per_rank_per_sync"};
 const Keys kOuter = {"outer_compute_seconds", "message_bytes_per_replica", "part_message_bytes", "exchange",
-                     "delay_steps", "window_steps"};
+                     "delay_steps", "window_steps", "fragments"};
 const Keys kRelay = {"relay_node", "relay_bytes_per_sync"};
 
 // R replicas of P stages of C context ranks, one rank per node, a tiny model.

@@ -40,7 +40,7 @@ OuterStep::OuterStep(const Scenario& s, const Layout& layout, const kernels::Bac
       const ModelPart& part = parts_[size_t(p)];
       if (!part.within(stage.first_layer(), stage.end_layer())) continue;
       const int64_t offset = part_offset(stage, part);
-      holdings_[li].push_back({p, offset,
+      holdings_[li].push_back({p, part_fragment(s, part), offset,
                                std::make_unique<sync::OuterSync>(s.parallel.data_sync,
                                                                  model::ParamLayout(s.model, part.span()),
                                                                  at(host, offset))});
@@ -121,15 +121,20 @@ std::vector<std::unique_ptr<comm::Communicator>> OuterStep::part_groups(comm::Co
 }
 
 bool OuterStep::acts_at(int step) const {
-  return sync::syncs_at(scenario_.parallel.data_sync.inner_steps, step) || merges_at(step);
+  return sync::issues_at(scenario_.parallel.data_sync, step) || merges_at(step);
 }
 
-bool OuterStep::merges_at(int step) const {
+bool OuterStep::merges_at(int step, int fragment) const {
   const DataSyncConfig& d = scenario_.parallel.data_sync;
-  if (sync::merges_at(d, step)) return true;
-  // τ = H: the first issue's merge of nothing (OuterSync::finish_first_round).
-  return d.delay_steps == d.inner_steps && sync::syncs_at(d.inner_steps, step) && !holdings_.empty() &&
-         !holdings_.front().empty() && !holdings_.front().front().sync->in_flight();
+  for (int f = 0; f < d.fragments; ++f) {
+    if (fragment >= 0 && f != fragment) continue;
+    if (sync::merges_at(d, f, step)) return true;
+    // τ = H (one fragment): the first issue's merge of nothing (OuterSync::finish_first_round).
+    if (d.delay_steps == d.inner_steps && sync::issues_at(d, f, step) && !holdings_.empty() &&
+        !holdings_.front().empty() && !holdings_.front().front().sync->in_flight())
+      return true;
+  }
+  return false;
 }
 
 void OuterStep::span(int r, comm::RankLog& log, const cost::Cost& cost, double wall_seconds) {
@@ -150,16 +155,18 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 void OuterStep::run(int r, int step, comm::Communicator& world, comm::RankLog& log) {
   const size_t li = size_t(local_index(r));
   const DataSyncConfig& config = scenario_.parallel.data_sync;
-  const bool issue = sync::syncs_at(config.inner_steps, step), merge = merges_at(step);
+  const auto issues = [&](const Holding& h) { return sync::issues_at(config, h.fragment, step); };
   const int replicas = int(replica_shapes(scenario_.parallel).size());
   std::vector<float> host = sync_view(r);
   if (config.delay_steps == 0) {
-    if (!issue) return;
-    // Every part's message and collective first, all in flight together (a rank
-    // of a one-node replica holds several parts: their all-gathers share its
-    // links rather than wait for each other), then every part's update.
+    if (!sync::issues_at(config, step)) return;
+    // Every issuing part's message and collective first, all in flight together
+    // (a rank of a one-node replica holds several parts: their all-gathers share
+    // its links rather than wait for each other), then every such part's update.
+    // Every rank splits alike, whichever fragments it holds.
     const std::vector<std::unique_ptr<comm::Communicator>> groups = part_groups(world);
     for (Holding& h : holdings_[li]) {
+      if (!issues(h)) continue;
       const auto t0 = std::chrono::steady_clock::now();
       h.sync->start(*groups[size_t(h.part)], at(host, h.offset), [&] {
         span(r, log, sync::OuterSync::before_exchange_cost(config, h.sync->elements()), seconds_since(t0));
@@ -167,37 +174,47 @@ void OuterStep::run(int r, int step, comm::Communicator& world, comm::RankLog& l
     }
     if (!holdings_[li].empty()) groups[size_t(holdings_[li].front().part)]->wait_deferred();
     log.join_deferred();
-  } else if (issue) {  // the Δ of the weights the round ended with, before any merge changes them
+  } else {  // the Δ of the weights the round ended with, before any merge changes them
     for (Holding& h : holdings_[li]) {
+      if (!issues(h)) continue;
       const auto t0 = std::chrono::steady_clock::now();
       h.sync->stage(at(host, h.offset));
       h.stage_wall_seconds = seconds_since(t0);
     }
   }
-  if (!merge) return;
+  if (!merges_at(step)) return;
   if (config.delay_steps > 0) log.join_background();
+  bool merged = false;
   for (Holding& h : holdings_[li]) {
+    const bool first_round = config.delay_steps == config.inner_steps && issues(h) && !h.sync->in_flight();
+    // A dry run taken from a later step has no exchange in flight where the
+    // schedule merges one: nothing to merge.
+    if (!h.sync->in_flight() && !first_round) continue;
     const auto t0 = std::chrono::steady_clock::now();
-    if (h.sync->in_flight()) h.sync->finish(at(host, h.offset));
-    else h.sync->finish_first_round(at(host, h.offset), replicas);
+    if (first_round) h.sync->finish_first_round(at(host, h.offset), replicas);
+    else h.sync->finish(at(host, h.offset));
     span(r, log, sync::OuterSync::after_exchange_cost(config, h.sync->elements()), seconds_since(t0));
+    merged = true;
   }
-  put_back(r, host);
+  if (merged) put_back(r, host);
 }
 
-bool OuterStep::launch_staged(int r, comm::Communicator& world, comm::RankLog& log) {
-  const size_t li = size_t(local_index(r));
-  // Every rank holds a part and stages after the same steps: all split alike.
-  if (std::none_of(holdings_[li].begin(), holdings_[li].end(), [](const Holding& h) { return h.sync->staged(); }))
-    return false;
+bool OuterStep::launch_staged(int r, int step, comm::Communicator& world, comm::RankLog& log) {
   const DataSyncConfig& config = scenario_.parallel.data_sync;
+  // Every rank splits alike: the step after an issue, whichever fragments it holds.
+  if (config.delay_steps == 0 || step == 0 || !sync::issues_at(config, step - 1)) return false;
+  const size_t li = size_t(local_index(r));
   const std::vector<std::unique_ptr<comm::Communicator>> groups = part_groups(world);
-  for (Holding& h : holdings_[li])
+  bool launched = false;
+  for (Holding& h : holdings_[li]) {
+    if (!h.sync->staged()) continue;
     h.sync->launch(*groups[size_t(h.part)], sync::OuterSync::Launch::background, [&] {
       span(r, log, sync::OuterSync::before_exchange_cost(config, h.sync->elements()), h.stage_wall_seconds);
     });
-  groups[size_t(holdings_[li].front().part)]->wait_deferred();
-  return true;
+    launched = true;
+  }
+  if (!holdings_[li].empty()) groups[size_t(holdings_[li].front().part)]->wait_deferred();
+  return launched;
 }
 
 void OuterStep::put_back(int r, std::vector<float>& host) {

@@ -71,18 +71,20 @@ class OuterStep {
   // The parts the outer sync synchronises.
   const std::vector<ModelPart>& parts() const { return parts_; }
 
-  // Whether step `step` (from 0) issues an exchange or merges one.
+  // Whether step `step` (from 0) issues an exchange or merges one (of
+  // `fragment`; -1: of any).
   bool acts_at(int step) const;
-  bool merges_at(int step) const;
+  bool merges_at(int step, int fragment = -1) const;
   // Local rank `rank`'s outer step: every rank of `world` calls it together after
   // inner step `step` where acts_at(step). Its compute spans ("outer_sync") go to
   // `log`: measured, or the device profile's seconds. With τ > 0 it stages the
   // messages where the step issues, merges where it merges (the merge of the
   // exchange launched τ steps before), and launches nothing.
   void run(int rank, int step, comm::Communicator& world, comm::RankLog& log);
-  // As a step begins (every rank of `world` together): the background launch of
-  // the messages run() staged after the step before. Whether there were any.
-  bool launch_staged(int rank, comm::Communicator& world, comm::RankLog& log);
+  // As step `step` begins (every rank of `world` together): the background
+  // launch of the messages run() staged after the step before. Whether the rank
+  // had any.
+  bool launch_staged(int rank, int step, comm::Communicator& world, comm::RankLog& log);
   // The outer steps' compute wall seconds since the last call.
   double take_wall_seconds();
 
@@ -93,6 +95,7 @@ class OuterStep {
  private:
   struct Holding {  // one part a local rank holds, and its outer sync
     int part = 0;
+    int fragment = 0;  // parallel.data_sync.fragments: which one the part lies in
     int64_t offset = 0;  // in the rank's flat buffer
     std::unique_ptr<sync::OuterSync> sync;
     double stage_wall_seconds = 0;  // the staging's, logged with the launch

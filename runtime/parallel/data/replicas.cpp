@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/scenario/layout_check.h"
+#include "runtime/sync/sync_period.h"
 
 namespace lowband::parallel {
 namespace {
@@ -27,7 +28,14 @@ std::vector<int> replica_first_ranks(const std::vector<ReplicaConfig>& shapes) {
 }
 
 // The checks live with the scenario's (loading runs them too): one place.
-void check_replicas(const Scenario& s) { check_layout(s); }
+void check_replicas(const Scenario& s) {
+  check_layout(s);
+  const int F = s.parallel.data_sync.fragments;
+  if (F > s.model.layers)
+    throw InputError("parallel.data_sync.fragments", std::to_string(F) + " fragments of " +
+                                                         std::to_string(s.model.layers) +
+                                                         " layers (model.layers): a fragment is one or more whole layers");
+}
 
 Scenario replica_scenario(const Scenario& s, int replica) {
   const std::vector<ReplicaConfig> shapes = replica_shapes(s.parallel);
@@ -54,7 +62,19 @@ std::vector<ModelPart> replica_parts(const Scenario& s) {
     for (int st = 0; st < one.parallel.pipeline; ++st)
       stage_firsts.back().push_back(one.parallel.stage_first_layer(st, s.model.layers));
   }
+  // Streaming DiLoCo's fragments cut the model too: a part lies in one fragment.
+  stage_firsts.emplace_back();
+  for (int f = 0; f < s.parallel.data_sync.fragments; ++f)
+    stage_firsts.back().push_back(sync::fragment_first_layer(s.parallel.data_sync, s.model.layers, f));
   return common_parts(stage_firsts, s.model.layers);
+}
+
+int part_fragment(const Scenario& s, const ModelPart& part) {
+  int f = 0;
+  while (f + 1 < s.parallel.data_sync.fragments &&
+         sync::fragment_first_layer(s.parallel.data_sync, s.model.layers, f + 1) <= part.first_layer)
+    ++f;
+  return f;
 }
 
 bool holds_part(const Scenario& s, const RankPlace& at, const ModelPart& part) {

@@ -35,7 +35,9 @@ Scenario replica_scenario(const Scenario& scenario, int replica);
 // What diloco / sparseloco synchronise: the common parts (data/parts.h) of every
 // replica's stages. The trainer holds one OuterSync per part a rank's stage holds,
 // and the estimate's graph one dry exchange per holder.
+// They lie each in one of parallel.data_sync.fragments (sync/sync_period.h): its number.
 std::vector<ModelPart> replica_parts(const Scenario& scenario);
+int part_fragment(const Scenario& scenario, const ModelPart& part);
 
 // Whether the rank at `at` (its replica's stage) holds all of `part`: the outer
 // sync's groups, the trainer's and the estimate's alike.
