@@ -154,6 +154,14 @@ Section data_sync_section() {
                                "about 1/F of the model. With `delay_steps`, τ·F ≤ H (one exchange in flight at a time)",
                                "2", kLocal}),
                       &DataSyncConfig::fragments, 1),
+       written_unless(integer("outer_gradient_bits", d, &DataSyncConfig::outer_gradient_bits, 1, 32,
+                              {"`32`",
+                               "1..8 or 32: DiLoCo's Δ on the wire. 1..8: each tensor's values in 2^bits bins over "
+                               "mean ± 3σ (as `value_bits`), b-bit codes and a float32 table per tensor, the replicas' "
+                               "messages all-gathered and g the mean of what they decode to, no error feedback "
+                               "(Streaming DiLoCo's low-bit outer gradients: 4); 32: float32, all-reduced",
+                               "4", kDiloco}),
+                      &DataSyncConfig::outer_gradient_bits, 32),
        tested_from(written_unless(boolean("eager", d, &DataSyncConfig::eager,
                                           {"`false`",
                                            "with `delay_steps` = H: the outer step of round k uses the average of "

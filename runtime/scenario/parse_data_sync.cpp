@@ -34,6 +34,9 @@ DataSyncConfig parse_data_sync(const ObjectReader& parallel) {
     fail(r.path_of("topk_per_chunk"), std::to_string(d.topk_per_chunk) + " entries kept of a chunk of " +
                                           std::to_string(d.chunk) + ": expected at most the chunk",
          {r.path_of("chunk")});
+  if (d.outer_gradient_bits > 8 && d.outer_gradient_bits != 32)
+    fail(r.path_of("outer_gradient_bits"), "expected 1..8 (2^bits bins) or 32 (float32), got " +
+                                               std::to_string(d.outer_gradient_bits));
   if (d.value_bits > 8 && d.value_bits != 32)
     fail(r.path_of("value_bits"), "expected 1..8 (2^bits bins) or 32 (float32 values), got " +
                                       std::to_string(d.value_bits));

@@ -100,6 +100,10 @@ struct DataSyncConfig {
   // synced every H steps at offset f·H/F, each with its own outer state
   // (sync/sync_period.h). 1: the whole model at once.
   int fragments = 1;
+  // diloco: Δ on the wire at 1..8 bits (pack.h: each tensor's 2^bits bins, the
+  // messages all-gathered; Streaming DiLoCo's low-bit outer gradients), or 32:
+  // float32, all-reduced.
+  int outer_gradient_bits = 32;
 };
 
 struct ParallelConfig {

@@ -31,6 +31,7 @@ OuterSync::OuterSync(const DataSyncConfig& config, const model::ParamLayout& par
   theta_start_.assign(params_host, params_host + elements_);
   if (config.method == DataSyncMethod::diloco) {
     momentum_.assign(size_t(elements_), 0.0f);
+    if (quantised()) tensors_ = part.tensors();
     return;
   }
   plan_ = plan_chunks(part, config.chunk);
@@ -42,7 +43,9 @@ OuterSync::OuterSync(const DataSyncConfig& config, const model::ParamLayout& par
 }
 
 int64_t OuterSync::message_bytes(const DataSyncConfig& config, const model::ParamLayout& part) {
-  if (config.method == DataSyncMethod::diloco) return int64_t(sizeof(float)) * part.count();
+  if (config.method == DataSyncMethod::diloco)
+    return config.outer_gradient_bits <= 8 ? dense_packed_bytes(part.tensors(), config.outer_gradient_bits)
+                                  : int64_t(sizeof(float)) * part.count();
   return packed_bytes(part.tensors(), config.chunk, {config.topk_per_chunk, config.value_bits});
 }
 
@@ -84,6 +87,11 @@ void OuterSync::stage(const float* params_host) {
   for (int64_t i = 0; i < n; ++i) delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
   if (config_.method == DataSyncMethod::diloco) {
     staged_.sent = n;
+    if (quantised()) {  // the bytes sent; an eager merge also needs what they decode to
+      staged_.packed = pack_dense(tensors_, config_.outer_gradient_bits, delta.data());
+      if (!config_.eager) return;
+      unpack_dense(tensors_, config_.outer_gradient_bits, staged_.packed.data(), int64_t(staged_.packed.size()), delta.data());
+    }
     staged_.delta = std::move(delta);
     return;
   }
@@ -100,20 +108,22 @@ void OuterSync::launch(comm::Communicator& data_group, Launch how, const std::fu
   f.started = true;
   f.replicas = data_group.size();
   f.sent = staged_.sent;
-  const bool diloco = config_.method == DataSyncMethod::diloco;
+  // diloco's float32 pseudo-gradients are summed on the way; quantised ones, as
+  // sparseloco's messages, all-gathered.
+  const bool all_reduce = config_.method == DataSyncMethod::diloco && !quantised();
   if (!dry_) {
     f.delta = std::move(staged_.delta);
     f.packed = std::move(staged_.packed);
-    if (diloco && config_.eager) f.own = f.delta;
-    if (!diloco) f.gathered.assign(f.packed.size() * size_t(f.replicas), 0);
+    if (config_.method == DataSyncMethod::diloco && config_.eager) f.own = f.delta;
+    if (!all_reduce) f.gathered.assign(f.packed.size() * size_t(f.replicas), 0);
   }
   staged_ = Staged{};
   const int64_t S = dry_ ? message_bytes_ : int64_t(f.packed.size());
-  comm::Wire wire = diloco ? comm::Wire("pseudo_grad", -1) : gather_wire(config_, S, f.replicas);
+  comm::Wire wire = all_reduce ? comm::Wire("pseudo_grad", -1) : gather_wire(config_, S, f.replicas);
   wire.deferred = how != Launch::blocking;
   wire.background = how == Launch::background;
   if (before_exchange) before_exchange();
-  if (diloco) {
+  if (all_reduce) {
     data_group.all_reduce_sum(dry_ ? nullptr : f.delta.data(), elements_, comm::DType::f32, wire);
     return;
   }
@@ -125,6 +135,19 @@ std::vector<float> OuterSync::outer_gradient() const {
   const InFlight& f = in_flight_;
   const int64_t n = elements_;
   std::vector<float> g(static_cast<size_t>(n));
+  if (quantised()) {  // the decoded messages' sum in rank order, in float64
+    std::vector<double> sum(static_cast<size_t>(n), 0.0);
+    std::vector<float> decoded(static_cast<size_t>(n));
+    const size_t S = f.packed.size();
+    for (int r = 0; r < f.replicas && !f.gathered.empty(); ++r) {  // finish_first_round: no message
+      unpack_dense(tensors_, config_.outer_gradient_bits, f.gathered.data() + size_t(r) * S, int64_t(S), decoded.data());
+      for (size_t k = 0; k < sum.size(); ++k) sum[k] += decoded[k];
+    }
+    if (config_.eager && !staged_.ready) throw std::logic_error("OuterSync: an eager merge needs the next round's Δ staged");
+    for (size_t k = 0; k < sum.size(); ++k)
+      g[k] = float((config_.eager ? sum[k] - double(f.own[k]) + double(staged_.delta[k]) : sum[k]) / f.replicas);
+    return g;
+  }
   if (config_.method == DataSyncMethod::diloco) {
     if (!config_.eager) {
       for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(f.delta[size_t(i)]) / f.replicas);

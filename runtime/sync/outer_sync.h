@@ -13,6 +13,8 @@
 // One outer step: Δ = θ_start − θ; then
 //  - diloco: the all-reduce (float32 sum in ring order, Wire "pseudo_grad", 4 bytes
 //    per parameter) of Δ, g = sum / R, outer Nesterov SGD (outer_optimizer.h);
+//    at outer_gradient_bits <= 8 Δ quantised per tensor (pack.h: pack_dense), the messages
+//    all-gathered and g the mean of what they decode to;
 //  - sparseloco: the replica's message compressed with error feedback
 //    (sparseloco.h), packed (pack.h), one all-gather of every replica's packed
 //    bytes (Wire "pseudo_grad": R × packed_bytes on the gather; through the
@@ -99,6 +101,8 @@ class OuterSync {
   // sparseloco packed_bytes (pack.h).
   static int64_t message_bytes(const DataSyncConfig& config, const model::ParamLayout& part);
   int64_t message_bytes() const { return message_bytes_; }
+  // diloco at outer_gradient_bits <= 8: its Δ quantised (pack.h: pack_dense) and all-gathered.
+  bool quantised() const { return config_.method == DataSyncMethod::diloco && config_.outer_gradient_bits <= 8; }
   int64_t elements() const { return elements_; }
   bool dry() const { return dry_; }
   // θ_start <- params_host: the caller moved the part's weights after the outer
@@ -127,6 +131,7 @@ class OuterSync {
   int64_t message_bytes_;
   bool dry_;
   ChunkPlan plan_;  // sparseloco only
+  std::vector<model::TensorInfo> tensors_;  // quantised diloco only
   SparseCodec codec_;
   std::vector<float> theta_start_, momentum_, error_;
   int64_t outer_steps_ = 0;

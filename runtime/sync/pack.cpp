@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/sync/bins.h"
+
 namespace lowband::sync {
 namespace {
 
@@ -90,6 +92,50 @@ SparseMessage unpack(const ChunkPlan& plan, const SparseCodec& codec, const uint
         throw std::invalid_argument("a SparseLoCo message's index " + std::to_string(m.index[at]) +
                                     " outside its chunk of " + std::to_string(c.size()));
   return m;
+}
+
+namespace {
+
+int64_t elements_of(const std::vector<model::TensorInfo>& tensors) {
+  int64_t n = 0;
+  for (const model::TensorInfo& t : tensors) n += t.count();
+  return n;
+}
+
+}  // namespace
+
+int64_t dense_packed_bytes(const std::vector<model::TensorInfo>& tensors, int bits) {
+  return 4 * int64_t(tensors.size()) * (int64_t(1) << bits) + stream_bytes(elements_of(tensors), bits);
+}
+
+std::vector<uint8_t> pack_dense(const std::vector<model::TensorInfo>& tensors, int bits, const float* values) {
+  const size_t bins = size_t(1) << bits;
+  std::vector<uint8_t> out(size_t(dense_packed_bytes(tensors, bits)), 0);
+  std::vector<uint8_t> codes(size_t(elements_of(tensors)));
+  std::vector<float> table(tensors.size() * bins);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const model::TensorInfo& t = tensors[i];
+    quantize_bins(values + t.offset, t.count(), bits, codes.data() + t.offset, table.data() + i * bins);
+  }
+  std::memcpy(out.data(), table.data(), table.size() * sizeof(float));
+  write_bits(codes, bits, out.data() + table.size() * sizeof(float));
+  return out;
+}
+
+void unpack_dense(const std::vector<model::TensorInfo>& tensors, int bits, const uint8_t* data, int64_t bytes,
+                  float* out) {
+  if (bytes != dense_packed_bytes(tensors, bits))
+    throw std::invalid_argument("a quantised DiLoCo message of " + std::to_string(bytes) + " bytes, expected " +
+                                std::to_string(dense_packed_bytes(tensors, bits)));
+  const size_t bins = size_t(1) << bits;
+  std::vector<float> table(tensors.size() * bins);
+  std::memcpy(table.data(), data, table.size() * sizeof(float));
+  std::vector<uint8_t> codes(size_t(elements_of(tensors)));
+  read_bits(data + table.size() * sizeof(float), bits, codes);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const model::TensorInfo& t = tensors[i];
+    for (int64_t j = t.offset; j < t.offset + t.count(); ++j) out[j] = table[i * bins + codes[size_t(j)]];
+  }
 }
 
 }  // namespace lowband::sync

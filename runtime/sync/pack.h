@@ -26,4 +26,16 @@ std::vector<uint8_t> pack(const ChunkPlan& plan, const SparseCodec& codec, const
 // Throws std::invalid_argument for a buffer of the wrong size or an index outside its chunk.
 SparseMessage unpack(const ChunkPlan& plan, const SparseCodec& codec, const uint8_t* data, int64_t bytes);
 
+// DiLoCo's outer gradient at value_bits b <= 8 (Streaming DiLoCo's low-bit outer
+// gradients): every value of each tensor quantised to 2^b bins over mean ± 3σ of
+// the tensor (bins.h), sent as b-bit codes after the tensors' tables (float32,
+// tensor-major); no error feedback (what the bins lose is lost):
+//   bytes = 4·T·2^b + ceil(b·N / 8)     (N parameters, T tensors)
+// `tensors` cover the buffer [0, N) in order.
+int64_t dense_packed_bytes(const std::vector<model::TensorInfo>& tensors, int bits);
+std::vector<uint8_t> pack_dense(const std::vector<model::TensorInfo>& tensors, int bits, const float* values);
+// out (N) <- the decoded values. Throws std::invalid_argument for a buffer of the wrong size.
+void unpack_dense(const std::vector<model::TensorInfo>& tensors, int bits, const uint8_t* data, int64_t bytes,
+                  float* out);
+
 }  // namespace lowband::sync
