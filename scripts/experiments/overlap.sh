@@ -40,8 +40,11 @@ arm eager --set parallel.data_sync.eager=true
 arm mix --set parallel.data_sync.delay_steps=2 --set parallel.data_sync.local_weight=0.5
 arm broken --set parallel.data_sync.outer_lr=0.000001
 echo "trained in $(($(date +%s) - start)) s"
-"$lowband" report "$runs"/{sync,delayed,eager,mix,broken} --baseline "$runs/sync" --out "$out/report.md"
-"$lowband" plot "$runs"/{sync,delayed,eager,mix,broken} --out "$out" >/dev/null
+"$lowband" report "$runs"/{sync,delayed,eager,mix,broken} --baseline "$runs/sync/dp-overlap-seed1" --out "$out/report.md"
+# The arms share the scenario's name: the report numbers them in the order given.
+sed -i -e 's/`dp-overlap #2`/`delayed`/g' -e 's/`dp-overlap #3`/`eager`/g' -e 's/`dp-overlap #4`/`mix`/g' \
+  -e 's/`dp-overlap #5`/`broken`/g' -e 's/`dp-overlap`/`sync`/g' "$out/report.md"
+"$lowband" plot "$runs"/{sync,delayed,eager,mix,broken} --format png --out "$out" >/dev/null
 # Per arm: compute utilisation (each step's busiest replica's compute over the run's
 # simulated time: the fraction of a replica's time spent computing), the simulated
 # time and the final validation loss, mean ± 95 % Student-t interval over the seeds.

@@ -268,10 +268,13 @@ TEST(QuantisedOuterSync, MergesTheMeanOfTheDecodedMessages) {
   for (const model::TensorInfo& t : layout.tensors()) {
     double mean = 0, var = 0;
     for (int64_t i = t.offset; i < t.offset + t.count(); ++i) mean += d[size_t(i)] / double(t.count());
-    for (int64_t i = t.offset; i < t.offset + t.count(); ++i) var += (d[size_t(i)] - mean) * (d[size_t(i)] - mean) / double(t.count());
-    const double sd = std::sqrt(var), width = 6 * sd / 16;
     for (int64_t i = t.offset; i < t.offset + t.count(); ++i)
-      if (std::abs(d[size_t(i)] - mean) <= 3 * sd) EXPECT_LE(std::abs(double(back[size_t(i)]) - d[size_t(i)]), width + 1e-9) << t.name;
+      var += (d[size_t(i)] - mean) * (d[size_t(i)] - mean) / double(t.count());
+    const double sd = std::sqrt(var), width = 6 * sd / 16;
+    for (int64_t i = t.offset; i < t.offset + t.count(); ++i) {
+      if (std::abs(d[size_t(i)] - mean) > 3 * sd) continue;  // an edge bin's
+      EXPECT_LE(std::abs(double(back[size_t(i)]) - d[size_t(i)]), width + 1e-9) << t.name;
+    }
   }
   std::vector<std::vector<float>> after(R), messages(R);
   comm::InProcessWorld world(R);
