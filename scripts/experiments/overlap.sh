@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Outer syncs beside the inner steps (analysis/overlap.md): scenarios/dp-overlap.json
 # (4 DiLoCo replicas, H = 10, 300 Mbps / 50 ms full mesh, cpu-profile compute) trained
-# in five arms at SEEDS seeds each (default 3: training.seed 1..3):
+# in seven arms at SEEDS seeds each (default 3: training.seed 1..3):
 #   sync     delay_steps 0: the replicas wait for each exchange (DiLoCo as published)
 #   delayed  delay_steps 10 = H: merged a round later (DiLoCoX's one-step delay)
 #   eager    delay_steps 10, eager: the replica's own fresh Δ in place of its stale one
@@ -9,12 +9,15 @@
 #            weights kept (Streaming DiLoCo's overlap and mixing, one fragment)
 #   broken   delayed with outer lr 1e-6: every round's work thrown away (the
 #            comparison must tell it apart from the others)
+#   mix0     delay_steps 0, local_weight 0.5: mix's mixing without its overlap
+#   delayed-sgd  delayed with outer momentum 0: the staleness without Nesterov's
+#            momentum adding it up
 # then one report (each arm's mean ± 95 % Student-t interval, Welch's test against
 # sync) and the plots. Runs: runs/overlap/ (RUNS=DIR for another place); rerunning
 # skips what is done. JOBS trainings at a time (default 2), one thread each. The
 # binaries are copied first, so that a rebuild meanwhile does not change them.
 # STEPS steps per training (default 300). About 4 minutes per training on a 2-core CPU:
-# 15 trainings, two at a time, ~40 minutes.
+# 21 trainings, two at a time, ~80 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/build.sh --target lowband lowband-replay >/dev/null
@@ -39,12 +42,16 @@ arm delayed
 arm eager --set parallel.data_sync.eager=true
 arm mix --set parallel.data_sync.delay_steps=2 --set parallel.data_sync.local_weight=0.5
 arm broken --set parallel.data_sync.outer_lr=0.000001
+arm mix0 --set parallel.data_sync.delay_steps=0 --set parallel.data_sync.local_weight=0.5
+arm delayed-sgd --set parallel.data_sync.outer_momentum=0
 echo "trained in $(($(date +%s) - start)) s"
-"$lowband" report "$runs"/{sync,delayed,eager,mix,broken} --baseline "$runs/sync/dp-overlap-seed1" --out "$out/report.md"
+"$lowband" report "$runs"/{sync,delayed,eager,mix,broken,mix0,delayed-sgd} --baseline "$runs/sync/dp-overlap-seed1" \
+  --out "$out/report.md"
 # The arms share the scenario's name: the report numbers them in the order given.
 sed -i -e 's/`dp-overlap #2`/`delayed`/g' -e 's/`dp-overlap #3`/`eager`/g' -e 's/`dp-overlap #4`/`mix`/g' \
-  -e 's/`dp-overlap #5`/`broken`/g' -e 's/`dp-overlap`/`sync`/g' "$out/report.md"
-"$lowband" plot "$runs"/{sync,delayed,eager,mix,broken} --format png --out "$out" >/dev/null
+  -e 's/`dp-overlap #5`/`broken`/g' -e 's/`dp-overlap #6`/`mix0`/g' -e 's/`dp-overlap #7`/`delayed-sgd`/g' \
+  -e 's/`dp-overlap`/`sync`/g' "$out/report.md"
+"$lowband" plot "$runs"/{sync,delayed,eager,mix,broken,mix0,delayed-sgd} --format png --out "$out" >/dev/null
 # Per arm: compute utilisation (each step's busiest replica's compute over the run's
 # simulated time: the fraction of a replica's time spent computing), the simulated
 # time and the final validation loss, mean ± 95 % Student-t interval over the seeds.
@@ -56,7 +63,7 @@ def interval(xs):
     return m, (T975[len(xs) - 1] * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan"))
 print("| arm | seeds | compute utilisation | simulated time (s) | final val loss |")
 print("|---|---:|---:|---:|---:|")
-for arm in ["sync", "delayed", "eager", "mix", "broken"]:
+for arm in ["sync", "delayed", "eager", "mix", "broken", "mix0", "delayed-sgd"]:
     util, total, loss = [], [], []
     for run in sorted(glob.glob(f"{sys.argv[1]}/{arm}/*/steps.jsonl")):
         steps = [json.loads(line) for line in open(run)]
