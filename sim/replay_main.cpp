@@ -21,20 +21,10 @@
 #include <istream>
 #include <string>
 
+#include "common/atomic_file.h"
 #include "sim/replay_engine.h"
 
 namespace {
-
-bool write_all(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t put = ::write(fd, p, n);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return false;
-    p += put, n -= size_t(put);
-  }
-  return true;
-}
 
 std::string read_all(int fd) {
   std::string out;
@@ -74,7 +64,7 @@ int main() {
         std::istream request(&buf);
         reply = lowband::sim::detail::reply_to(request);
       }
-      ::_exit(write_all(child_out[1], reply.data(), reply.size()) ? 0 : 1);
+      ::_exit(lowband::write_all(child_out[1], reply.data(), reply.size()) ? 0 : 1);
     }
     ::close(child_out[1]);
     std::string reply = read_all(child_out[0]);
@@ -90,7 +80,9 @@ int main() {
                                                 " before replying (SimGrid's own message, if any, is above on stderr)");
     }
     const uint64_t size = reply.size();
-    if (!write_all(3, &ending, 1) || !write_all(3, &size, sizeof size) || !write_all(3, reply.data(), reply.size()))
+    if (!lowband::write_all(3, reinterpret_cast<const char*>(&ending), 1) ||
+        !lowband::write_all(3, reinterpret_cast<const char*>(&size), sizeof size) ||
+        !lowband::write_all(3, reply.data(), reply.size()))
       return 1;
     if (ending) return 1;
   }

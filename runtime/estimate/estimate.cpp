@@ -31,10 +31,13 @@ sim::StepGraph without_transfers(const sim::StepGraph& g, const std::set<std::st
   return out;
 }
 
-// Per node, the bytes it sends over the network, by kind and "total".
-std::vector<BytesByKind> sent_by_node(const sim::StepGraph& g) {
+// Per node, the bytes it sends over the network, by kind and "total": in tasks
+// [first, end) (end < 0: to the last).
+std::vector<BytesByKind> sent_by_node(const sim::StepGraph& g, sim::TaskId first = 0, sim::TaskId end = -1) {
   std::vector<BytesByKind> out(static_cast<size_t>(g.ranks()));
-  for (const sim::Task& t : g.tasks()) {
+  if (end < 0) end = sim::TaskId(g.size());
+  for (sim::TaskId id = first; id < end; ++id) {
+    const sim::Task t = g.task(id);
     if (t.kind != sim::TaskKind::transfer || t.peer == t.rank) continue;
     out[size_t(t.rank)][t.kind_tag] += t.bytes;
     out[size_t(t.rank)]["total"] += t.bytes;
@@ -65,10 +68,14 @@ void add_common_figures(const Scenario& s, const LayoutSteps& steps, const std::
     const std::vector<BytesByKind> sent = sent_by_node(steps.graphs[i]);
     for (size_t n = 0; n < sent.size() && n < per_node.size(); ++n)
       for (const auto& [kind, b] : sent[n]) per_node[n][kind] += w * b;
-    const int n_steps = steps.graphs[i].steps();
-    for (int k = 0; k < n_steps; ++k) {
-      const BytesByKind most = busiest(n_steps == 1 ? sent : sent_by_node(steps.graphs[i].steps_part(k, k)), layout);
+    // Each step of a window apart: its tasks lie between its step_end tasks.
+    const std::vector<sim::TaskId> ends = steps.graphs[i].step_ends();
+    sim::TaskId from = 0;
+    for (size_t k = 0; k <= ends.size(); ++k) {
+      const sim::TaskId to = k < ends.size() ? ends[k] : sim::TaskId(steps.graphs[i].size());
+      const BytesByKind most = busiest(ends.empty() ? sent : sent_by_node(steps.graphs[i], from, to), layout);
       e.peak_bytes_per_rank_per_step = std::max(e.peak_bytes_per_rank_per_step, most.at("total"));
+      from = to + 1;
     }
   }
   e.compute_seconds = *std::max_element(compute.begin(), compute.end());

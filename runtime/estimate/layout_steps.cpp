@@ -59,7 +59,7 @@ LayoutSteps build_layout_steps(const Scenario& s) {
     sync_steps += out.graphs[size_t(i)].steps();
   }
   if (!out.periodic_sync.empty()) out.weights.push_back((H - sync_steps) / H);
-  out.windows = out.graphs[0].steps() > 1 || (data && sync.method != DataSyncMethod::all_reduce && sync.delay_steps > 0);
+  out.windows = sync::outer_syncs(s) && sync.delay_steps > 0;
   if (out.periodic_sync.empty() || out.periodic_sync == "sparse") {
     out.sync_offsets = {out.period_steps - 1};
   } else {

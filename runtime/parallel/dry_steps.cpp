@@ -28,17 +28,13 @@ sim::StepGraph dry_steps_graph(const Scenario& s, int first, int last) {
   return graph;
 }
 
-bool outer_sync(const Scenario& s) {
-  return replica_shapes(s.parallel).size() > 1 && s.parallel.data_sync.method != DataSyncMethod::all_reduce;
-}
-
 }  // namespace
 
 sim::StepGraph dry_step_graph(const Scenario& s, int step) { return dry_steps_graph(s, step, step); }
 
 std::vector<sim::StepGraph> steady_sync_graphs(const Scenario& s) {
   const DataSyncConfig& d = s.parallel.data_sync;
-  if (!outer_sync(s) || d.fragments == 1) return {steady_step_graph(s, true)};
+  if (!sync::outer_syncs(s) || d.fragments == 1) return {steady_step_graph(s, true)};
   const int first = steady_step(s, true) + 1 - d.inner_steps;  // the steady period's first step
   std::vector<sim::StepGraph> out;
   for (int f = 1; f <= d.fragments; ++f) {  // in the order they issue: 1, ..., F − 1, then 0
@@ -50,7 +46,7 @@ std::vector<sim::StepGraph> steady_sync_graphs(const Scenario& s) {
 }
 
 sim::StepGraph steady_step_graph(const Scenario& s, bool sync_step) {
-  const bool outer = outer_sync(s);
+  const bool outer = sync::outer_syncs(s);
   if (!sync_step && outer && s.parallel.data_sync.fragments > 1) {  // a step of no fragment's sync
     Scenario whole = s;
     whole.parallel.data_sync.fragments = 1;

@@ -24,9 +24,12 @@ bool merges_at(const DataSyncConfig& d, int step) {
   return false;
 }
 
+bool outer_syncs(const Scenario& s) {
+  return replica_shapes(s.parallel).size() > 1 && s.parallel.data_sync.method != DataSyncMethod::all_reduce;
+}
+
 bool syncs_at(const Scenario& s, int step) {
-  const bool outer = replica_shapes(s.parallel).size() > 1 && s.parallel.data_sync.method != DataSyncMethod::all_reduce;
-  return outer ? issues_at(s.parallel.data_sync, step) : syncs_at(sync_period_steps(s), step);
+  return outer_syncs(s) ? issues_at(s.parallel.data_sync, step) : syncs_at(sync_period_steps(s), step);
 }
 
 int weight_sync_period_steps(const Scenario& s) {

@@ -16,6 +16,9 @@ namespace lowband::sync {
 int sync_period_steps(const Scenario& s);
 int weight_sync_period_steps(const Scenario& s);
 inline bool syncs_at(int period_steps, int step) { return (step + 1) % period_steps == 0; }
+// Whether the scenario's replicas meet in outer steps (diloco, sparseloco with
+// more than one replica): the rules above apply.
+bool outer_syncs(const Scenario& s);
 // Whether step `step` syncs (an outer sync: any fragment issues).
 bool syncs_at(const Scenario& s, int step);
 

@@ -7,29 +7,39 @@
 namespace lowband::train {
 namespace {
 
-// `whole`, the replay of a window of graph.steps() steps, one per step.
-// nominal_ends: the window's step ends on the nominal network (for the time lost).
+// `whole`, the replay of a window of graph.steps() steps, one per step;
+// `nominal`, the window on the nominal network (for the time lost).
 void split_window(const sim::StepGraph& graph, ReplayedStep whole, const sim::ReplayResult& nominal,
                   std::vector<ReplayedStep>& out) {
-  const int n = graph.steps();
+  const std::vector<sim::TaskId> step_ends = graph.step_ends();
+  const int n = int(step_ends.size()) + 1;
   if (n == 1) return out.push_back(std::move(whole));
   const auto ends = [n](const sim::ReplayResult& r) {
     std::vector<double> e = r.step_end_seconds;
-    e.resize(size_t(n - 1), r.step_seconds);  // a window that gave up ends there
+    e.resize(size_t(n - 1), r.step_seconds);
+    for (double& end : e)
+      if (end < 0) end = r.step_seconds;  // a window that gave up before that step ended ends there
     e.push_back(r.step_seconds);
     return e;
   };
   const std::vector<double> at = ends(whole.replay), nominal_at = ends(nominal);
+  // Each step's compute per rank, in one pass: its tasks lie between the step_end tasks.
+  std::vector<std::vector<double>> compute(size_t(n), std::vector<double>(size_t(graph.ranks()), 0.0));
+  size_t in_step = 0;
+  for (size_t id = 0; id < graph.size(); ++id) {
+    if (in_step < step_ends.size() && sim::TaskId(id) == step_ends[in_step]) {
+      ++in_step;
+      continue;
+    }
+    const sim::StepGraph::Record& t = graph.records()[id];
+    if (t.kind == sim::TaskKind::compute) compute[in_step][size_t(t.rank)] += t.amount;
+  }
   for (int i = 0; i < n; ++i) {
-    const sim::StepGraph part = graph.steps_part(i, i);
     ReplayedStep step;
     sim::ReplayResult& r = step.replay;
     r.step_seconds = at[size_t(i)] - (i == 0 ? 0 : at[size_t(i - 1)]);
-    double busiest = 0;
-    for (int k = 0; k < part.ranks(); ++k) {
-      r.rank_compute_busy_seconds.push_back(part.compute_seconds(k));
-      busiest = std::max(busiest, r.rank_compute_busy_seconds.back());
-    }
+    r.rank_compute_busy_seconds = compute[size_t(i)];
+    const double busiest = *std::max_element(r.rank_compute_busy_seconds.begin(), r.rank_compute_busy_seconds.end());
     r.exposed_comm_seconds = std::max(0.0, r.step_seconds - busiest);
     r.gave_up = i == n - 1 && whole.replay.gave_up;
     step.seconds = r.step_seconds;

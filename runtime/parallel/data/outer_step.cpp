@@ -129,12 +129,15 @@ bool OuterStep::merges_at(int step, int fragment) const {
   for (int f = 0; f < d.fragments; ++f) {
     if (fragment >= 0 && f != fragment) continue;
     if (sync::merges_at(d, f, step)) return true;
-    // τ = H (one fragment): the first issue's merge of nothing (OuterSync::finish_first_round).
-    if (d.delay_steps == d.inner_steps && sync::issues_at(d, f, step) && !holdings_.empty() &&
-        !holdings_.front().empty() && !holdings_.front().front().sync->in_flight())
+    if (!holdings_.empty() && !holdings_.front().empty() && first_round(*holdings_.front().front().sync, f, step))
       return true;
   }
   return false;
+}
+
+bool OuterStep::first_round(const sync::OuterSync& sync, int fragment, int step) const {
+  const DataSyncConfig& d = scenario_.parallel.data_sync;
+  return d.delay_steps == d.inner_steps && sync::issues_at(d, fragment, step) && !sync.in_flight();
 }
 
 void OuterStep::span(int r, comm::RankLog& log, const cost::Cost& cost, double wall_seconds) {
@@ -186,12 +189,12 @@ void OuterStep::run(int r, int step, comm::Communicator& world, comm::RankLog& l
   if (config.delay_steps > 0) log.join_background();
   bool merged = false;
   for (Holding& h : holdings_[li]) {
-    const bool first_round = config.delay_steps == config.inner_steps && issues(h) && !h.sync->in_flight();
+    const bool first = first_round(*h.sync, h.fragment, step);
     // A dry run taken from a later step has no exchange in flight where the
     // schedule merges one: nothing to merge.
-    if (!h.sync->in_flight() && !first_round) continue;
+    if (!h.sync->in_flight() && !first) continue;
     const auto t0 = std::chrono::steady_clock::now();
-    if (first_round) h.sync->finish_first_round(at(host, h.offset), replicas);
+    if (first) h.sync->finish_first_round(at(host, h.offset), replicas);
     else h.sync->finish(at(host, h.offset));
     span(r, log, sync::OuterSync::after_exchange_cost(config, h.sync->elements()), seconds_since(t0));
     merged = true;

@@ -112,6 +112,9 @@ class OuterStep {
   std::vector<float> sync_view(int rank) const;
   // One group per (part, context rank) of `world`.
   std::vector<std::unique_ptr<comm::Communicator>> part_groups(comm::Communicator& world) const;
+  // τ = H: after step `step`, which issues `fragment`'s exchange, the merge of
+  // nothing arrived yet (the first round: OuterSync::finish_first_round).
+  bool first_round(const sync::OuterSync& sync, int fragment, int step) const;
   // An "outer_sync" compute span of `rank`: measured seconds, or `cost` on its node's profile.
   void span(int rank, comm::RankLog& log, const cost::Cost& cost, double wall_seconds);
   // After the merge: the part's weights back on the device, constrained again.
