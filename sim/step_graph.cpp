@@ -127,6 +127,43 @@ StepGraph StepGraph::steps_part(int first, int last) const {
   return part;
 }
 
+StepGraph StepGraph::without_ranks(const std::vector<bool>& drop) const {
+  const auto dropped = [&](int rank) { return rank >= 0 && size_t(rank) < drop.size() && drop[size_t(rank)]; };
+  StepGraph out(ranks_);
+  std::vector<TaskId> new_id(records_.size(), -1), deps;
+  for (TaskId id = 0; id < TaskId(records_.size()); ++id) {
+    const Record& r = records_[size_t(id)];
+    if (dropped(r.rank) || (r.kind == TaskKind::transfer && dropped(r.peer))) continue;
+    deps.clear();
+    for (TaskId d : this->deps(id))
+      if (new_id[size_t(d)] >= 0) deps.push_back(new_id[size_t(d)]);
+    new_id[size_t(id)] = out.add(r, deps, tag_names_[r.tag]);
+  }
+  return out;
+}
+
+void StepGraph::append_per_rank(const StepGraph& next) {
+  if (next.ranks() > ranks_) throw std::invalid_argument("StepGraph::append_per_rank: a graph of more ranks");
+  std::vector<bool> awaited(records_.size(), false);
+  for (size_t i = 0; i < deps_.size(); ++i) awaited[size_t(deps_[i])] = true;
+  std::vector<std::vector<TaskId>> last(static_cast<size_t>(ranks_));  // per rank: its tasks no task waits for
+  for (TaskId id = 0; id < TaskId(records_.size()); ++id) {
+    if (awaited[size_t(id)]) continue;
+    const Record& r = records_[size_t(id)];
+    last[size_t(r.rank)].push_back(id);
+    if (r.kind == TaskKind::transfer && r.peer != r.rank) last[size_t(r.peer)].push_back(id);
+  }
+  const TaskId offset = TaskId(records_.size());
+  std::vector<TaskId> deps;
+  for (TaskId id = 0; id < TaskId(next.size()); ++id) {
+    const Record& r = next.records_[size_t(id)];
+    deps.clear();
+    for (TaskId d : next.deps(id)) deps.push_back(d + offset);
+    if (deps.empty()) deps = last[size_t(r.rank)];
+    add(r, deps, next.tag_names_[r.tag]);
+  }
+}
+
 double StepGraph::bytes_sent(int rank, const std::string& kind_tag) const {
   double total = 0;
   for (const Record& r : records_)

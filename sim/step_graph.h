@@ -137,6 +137,16 @@ class StepGraph {
   int steps() const { return int(step_ends().size()) + 1; }
   StepGraph steps_part(int first, int last) const;
 
+  // The graph without the tasks of the ranks `drop` marks (compute on them,
+  // transfers from or to them), dependencies on those tasks dropped: a late
+  // replica's steps, which a round with partial participation does not wait for.
+  StepGraph without_ranks(const std::vector<bool>& drop) const;
+  // `next` appended as its ranks' logs would have continued: each of next's
+  // tasks that waits for none of its own waits for every task of this graph
+  // on its rank (compute; a transfer's source) that no task waits for — the
+  // rank's last (a compute, a send, a receive). A rank with none starts at once.
+  void append_per_rank(const StepGraph& next);
+
   // Bytes each rank sends, per kind tag; and compute seconds per rank.
   double bytes_sent(int rank, const std::string& kind_tag = "") const;
   double compute_seconds(int rank) const;

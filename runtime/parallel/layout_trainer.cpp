@@ -50,6 +50,11 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, const kern
   R_ = int(shapes_.size());
   model::check_model_config(s.model);
   check_layout();
+  if (partial() && !world_.local_ranks().empty() && int(world_.local_ranks().size()) != layout_.ranks())
+    throw InputError(s.parallel.data_sync.deadline_seconds >= 0 ? "parallel.data_sync.deadline_seconds"
+                                                                : "parallel.data_sync.quorum",
+                     "partial participation is decided by the replay, which runs in one process: not under MPI yet");
+  if (partial()) node_replicas();  // InputError where replicas share a node
   optim::lr_schedule_from(s.training).validate();
   // A dry run's: one real codec per replica answers its ranks' sizes.
   std::vector<std::shared_ptr<compress::KvCodec>> dry_codecs(static_cast<size_t>(R_));
@@ -163,7 +168,11 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
     valid_all += valid[size_t(q)];
   }
   const bool synchronous = R_ > 1 && !local_steps();  // replicas summing their gradients every step
-  const bool outer = local_steps() && outer_->acts_at(step);
+  if (partial() && step % scenario_.parallel.data_sync.inner_steps == 0) {  // a round begins
+    round_start_.clear();
+    for (int r : world_.local_ranks()) round_start_.push_back(rank_snapshot(rank(r)));
+  }
+  const bool outer = local_steps() && outer_->acts_at(step) && !closes_round(step);
   const bool merge = outer && outer_->merges_at(step);
   const bool merge_embedding = merge && outer_->merges_at(step, 0);  // the embedding lies in fragment 0
   std::vector<RankStepResult> results(static_cast<size_t>(ranks()));
@@ -217,6 +226,37 @@ StepRecord LayoutTrainer::train_step(int step, const int32_t* inputs, const int3
   rec.record_wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rec.weight_sync = syncs_weights(step);
   return rec;
+}
+
+bool LayoutTrainer::closes_round(int step) const {
+  return partial() && sync::issues_at(scenario_.parallel.data_sync, step);
+}
+
+Trainer::ClosedRound LayoutTrainer::close_round(int step, const std::vector<bool>& made_it) {
+  if (!closes_round(step) || int(made_it.size()) != R_ || round_start_.size() != world_.local_ranks().size())
+    throw std::logic_error("LayoutTrainer::close_round: step " + std::to_string(step) + " closes no round begun here");
+  const bool merge_embedding = outer_->merges_at(step, 0);
+  run_ranks([&](int r, comm::Communicator& world, comm::Communicator& replica) {
+    if (!made_it[size_t(layout_.place(r).replica)])
+      restore_rank(round_start_[size_t(world_.local_index(r))], rank(r), *k_);
+    outer_->run(r, step, world, world_.log(r), made_it);
+    if (merge_embedding) rank(r).snapshot_embedding(replica);
+  }, /*record=*/true);
+  RankWorld::StepBooks books = world_.close_step(scenario_, outer_->take_wall_seconds(), /*record=*/true);
+  return {std::move(books.graph), books.kernel_wall_seconds, books.record_wall_seconds};
+}
+
+std::vector<int> LayoutTrainer::node_replicas() const {
+  std::vector<int> out(size_t(scenario_.network.nodes), -1);
+  for (int w = 0; w < layout_.ranks(); ++w) {
+    int& q = out.at(size_t(layout_.node_of(w)));
+    if (q >= 0 && q != layout_.place(w).replica)
+      throw InputError("parallel.placement", "node " + std::to_string(layout_.node_of(w)) + " runs ranks of replicas " +
+                                                 std::to_string(q) + " and " + std::to_string(layout_.place(w).replica) +
+                                                 ": partial participation times each replica on nodes of its own");
+    q = layout_.place(w).replica;
+  }
+  return out;
 }
 
 float LayoutTrainer::evaluate(const int32_t* inputs, const int32_t* targets, int sequences) {

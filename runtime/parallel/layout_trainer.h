@@ -106,6 +106,9 @@ class LayoutTrainer final : public Trainer {
   std::vector<double> last_eval_per_replica() const override { return eval_per_replica_; }
   bool syncs_weights(int step) const override;
   sim::StepGraph close_window() override { return world_.close_window(scenario_); }
+  bool closes_round(int step) const override;
+  ClosedRound close_round(int step, const std::vector<bool>& made_it) override;
+  std::vector<int> node_replicas() const override;
   bool writer() const override { return world_.writer(); }
   void save_state(std::ostream& out) const override;
   void load_state(std::istream& in) override;
@@ -138,6 +141,9 @@ class LayoutTrainer final : public Trainer {
   bool exchange_in_window_ = false;   // the open window's logs hold a background exchange not merged
   std::vector<double> eval_per_replica_;  // of the last evaluate(); empty for one replica
   std::string codecs_;  // compressed_traffic().codec, which a checkpoint must match
+  // Partial participation: each local rank's state as its round began (rank_snapshot).
+  std::vector<std::string> round_start_;
+  bool partial() const { return local_steps() && !dry() && scenario_.parallel.data_sync.partial_participation(); }
 };
 
 }  // namespace lowband::parallel

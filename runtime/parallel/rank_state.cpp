@@ -98,6 +98,14 @@ std::vector<std::string> read_blobs(std::istream& in, int ranks, const std::stri
 
 }  // namespace
 
+std::string rank_snapshot(const RankProgram& program) {
+  return rank_blob(program, 0, [](int, std::ostream&) {});
+}
+
+void restore_rank(const std::string& snapshot, RankProgram& program, const kernels::Backend& k) {
+  load_blob(snapshot, program, 0, k, [](int, std::istream&) {});
+}
+
 void save_rank_states(std::ostream& out, const RankWorld& world, const std::string& codecs,
                       const ConstProgramOf& program, const std::function<void(int, std::ostream&)>& more) {
   const std::vector<std::string> blobs = world.gather([&](int r) { return rank_blob(program(r), r, more); });

@@ -39,6 +39,12 @@ void load_rank_states(std::istream& in, const RankWorld& world, const std::strin
                       const kernels::Backend& k, const Scenario& scenario, const ProgramOf& program,
                       const std::function<void(int rank, std::istream&)>& more);
 
+// One rank's state as a checkpoint's blob holds it, without what `more` adds
+// (partial participation puts a late replica's ranks back to the round's start
+// with it; their outer syncs did not change in the round).
+std::string rank_snapshot(const RankProgram& program);
+void restore_rank(const std::string& snapshot, RankProgram& program, const kernels::Backend& k);
+
 // The context trainer's first format: all parameters, then all optimisers (each
 // may refer to rank 0's), then one codec state every rank starts from; as blobs.
 std::vector<std::string> read_context_state_v1(std::istream& in, const Scenario& scenario, int64_t params);

@@ -27,6 +27,11 @@ double CompressedTraffic::sent(const sim::StepGraph& graph) const {
   return bytes;
 }
 
+Trainer::ClosedRound Trainer::close_round(int step, const std::vector<bool>& made_it) {
+  (void)made_it;
+  throw std::logic_error("Trainer::close_round: step " + std::to_string(step) + " closes no round");
+}
+
 StepRecord close_step_record(RankWorld& world, const Scenario& scenario, int step, const RankStepResult& mine,
                              double kernel_wall_seconds, bool record, bool keep_open) {
   StepRecord rec;

@@ -76,6 +76,26 @@ class Trainer {
   // closes it early, as if the exchange in flight were waited for there. Empty
   // (0 ranks) when no window is open.
   virtual sim::StepGraph close_window() { return sim::StepGraph(0); }
+  // Partial participation (parallel.data_sync.deadline_seconds, quorum;
+  // sync/participation.h). Whether step `step` closes a round that need not
+  // wait for every replica: train_step then takes the inner step alone, and the
+  // run loop, having replayed the round's steps, says who made it in
+  // close_round, which takes the outer step: a replica that did not is put back
+  // to the round's start (weights, inner optimiser, codecs: its round is
+  // undone) and takes the merged weights. The exchange is its own graph, every
+  // rank starting it at once (the late ones gave up at the close).
+  virtual bool closes_round(int step) const {
+    (void)step;
+    return false;
+  }
+  struct ClosedRound {
+    sim::StepGraph graph;  // the exchange
+    double kernel_wall_seconds = 0, record_wall_seconds = 0;
+  };
+  virtual ClosedRound close_round(int step, const std::vector<bool>& made_it);
+  // The replica whose ranks each network node runs (a step graph's ranks are
+  // nodes), -1 for a node that runs none.
+  virtual std::vector<int> node_replicas() const { return {}; }
   // Mean loss over the valid targets, forward only (codecs still apply).
   virtual float evaluate(const int32_t* inputs, const int32_t* targets, int sequences) = 0;
   // Data-parallel replicas: each replica's loss in the last evaluate(), whose mean

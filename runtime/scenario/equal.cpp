@@ -89,7 +89,11 @@ void explicit_stages(json& parallel, const ParallelConfig& p, int layers) {
 
 json training_json(const Scenario& s) {
   json j = canonical_json(s);
-  for (const char* timing_only : {"name", "description", "network", "projection"}) j.erase(timing_only);
+  // Under partial participation the network's replay decides who makes each
+  // round: there the network decides the training too.
+  const bool network_trains = s.parallel.data_sync.partial_participation();
+  for (const std::string timing_only : {"name", "description", "network", "projection"})
+    if (!(network_trains && timing_only == "network")) j.erase(timing_only);
   return j;
 }
 

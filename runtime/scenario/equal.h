@@ -20,7 +20,9 @@ nlohmann::json canonical_json(const Scenario& s);
 std::string scenario_difference(const Scenario& a, const Scenario& b);
 
 // As scenario_difference, over what decides the training only: name, description,
-// network and projection time a run (train::RetimeTarget) and are left out.
+// network and projection time a run (train::RetimeTarget) and are left out — but
+// the network, under partial participation (parallel.data_sync.deadline_seconds,
+// quorum), decides who makes each round, and stays in.
 std::string training_difference(const Scenario& a, const Scenario& b);
 
 // One string per training: equal for two scenarios exactly when

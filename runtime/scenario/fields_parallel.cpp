@@ -162,6 +162,24 @@ Section data_sync_section() {
                                "(Streaming DiLoCo's low-bit outer gradients: 4); 32: float32, all-reduced",
                                "4", kDiloco}),
                       &DataSyncConfig::outer_gradient_bits, 32),
+       written_unless(number("deadline_seconds", d, &DataSyncConfig::deadline_seconds, Bounds::at_least(0),
+                             {"none",
+                              "partial participation: a round closes this many simulated seconds after its first "
+                              "replica has finished its inner steps (or when `quorum` have, if that comes first); a "
+                              "replica not finished by then is dropped from the round: it contributes nothing to the "
+                              "average, its round is undone (weights, inner optimiser and codecs back to the round's "
+                              "start) and it takes the merged weights like the others. The replay of the round's steps "
+                              "decides who is late, so the same scenario on another network is another training. "
+                              "Needs delay_steps 0 and one fragment",
+                              "30", kDiloco, "seconds"}),
+                      &DataSyncConfig::deadline_seconds, -1.0),
+       written_unless(integer("quorum", d, &DataSyncConfig::quorum, 0, kMaxInt,
+                              {"`0` (none)",
+                               "partial participation: a round closes as soon as this many replicas (1..R) have "
+                               "finished its inner steps (or at `deadline_seconds`, if that comes first); the others "
+                               "are dropped from it as above",
+                               "3", kDiloco}),
+                      &DataSyncConfig::quorum, 0),
        tested_from(written_unless(boolean("eager", d, &DataSyncConfig::eager,
                                           {"`false`",
                                            "with `delay_steps` = H: the outer step of round k uses the average of "

@@ -59,6 +59,13 @@ DataSyncConfig parse_data_sync(const ObjectReader& parallel) {
                              "= inner_steps (" + std::to_string(d.inner_steps) + "), got " +
                                  std::to_string(d.delay_steps),
          {r.path_of("delay_steps")});
+  if (d.partial_participation()) {
+    const std::string key = d.deadline_seconds >= 0 ? "deadline_seconds" : "quorum";
+    if (d.delay_steps > 0 || d.fragments > 1)
+      fail(r.path_of(key), "partial participation closes a whole round at once: it needs delay_steps 0 and fragments "
+                           "1, got " + std::to_string(d.delay_steps) + " and " + std::to_string(d.fragments),
+           {r.path_of(d.delay_steps > 0 ? "delay_steps" : "fragments")});
+  }
   return d;  // relay_node stays -1 without a key: resolved with the network (parse_document)
 }
 

@@ -104,6 +104,13 @@ struct DataSyncConfig {
   // messages all-gathered; Streaming DiLoCo's low-bit outer gradients), or 32:
   // float32, all-reduced.
   int outer_gradient_bits = 32;
+  // Partial participation (diloco; sync/participation.h): a round closes
+  // deadline_seconds after the first replica is ready (< 0: no deadline) or when
+  // `quorum` replicas are (0: no quorum), whichever comes first; a replica not
+  // ready by then is dropped from the round. Neither: every round waits for all.
+  double deadline_seconds = -1;
+  int quorum = 0;
+  bool partial_participation() const { return deadline_seconds >= 0 || quorum > 0; }
 };
 
 struct ParallelConfig {

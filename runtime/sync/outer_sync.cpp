@@ -1,6 +1,8 @@
 #include "runtime/sync/outer_sync.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "runtime/sync/aggregate.h"
 #include "runtime/sync/outer_optimizer.h"
@@ -78,13 +80,17 @@ OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_h
   return finish(params_host);
 }
 
-void OuterSync::stage(const float* params_host) {
+void OuterSync::stage(const float* params_host, const Round& round) {
   if (staged_.ready) throw std::logic_error("OuterSync::stage: the staged message was not launched");
+  if (!round.made_it.empty() && (config_.method != DataSyncMethod::diloco || config_.eager))
+    throw std::logic_error("OuterSync::stage: partial participation is diloco's, without eager");
   staged_.ready = true;
+  staged_.made_it = round.made_it;
   if (dry_) return;  // the collective's size is all a dry run sends
   const int64_t n = elements_;
-  std::vector<float> delta(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
+  std::vector<float> delta(static_cast<size_t>(n), 0.0f);
+  const bool contributes = round.made_it.empty() || round.made_it.at(size_t(round.own));
+  for (int64_t i = 0; contributes && i < n; ++i) delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
   if (config_.method == DataSyncMethod::diloco) {
     staged_.sent = n;
     if (quantised()) {  // the bytes sent; an eager merge also needs what they decode to
@@ -108,6 +114,10 @@ void OuterSync::launch(comm::Communicator& data_group, Launch how, const std::fu
   f.started = true;
   f.replicas = data_group.size();
   f.sent = staged_.sent;
+  f.made_it = std::move(staged_.made_it);
+  if (!f.made_it.empty() && int(f.made_it.size()) != f.replicas)
+    throw std::logic_error("OuterSync::launch: a round of " + std::to_string(f.made_it.size()) + " replicas over " +
+                           std::to_string(f.replicas));
   // diloco's float32 pseudo-gradients are summed on the way; quantised ones, as
   // sparseloco's messages, all-gathered.
   const bool all_reduce = config_.method == DataSyncMethod::diloco && !quantised();
@@ -135,29 +145,32 @@ std::vector<float> OuterSync::outer_gradient() const {
   const InFlight& f = in_flight_;
   const int64_t n = elements_;
   std::vector<float> g(static_cast<size_t>(n));
+  const int contributors =
+      f.made_it.empty() ? f.replicas : int(std::count(f.made_it.begin(), f.made_it.end(), true));
   if (quantised()) {  // the decoded messages' sum in rank order, in float64
     std::vector<double> sum(static_cast<size_t>(n), 0.0);
     std::vector<float> decoded(static_cast<size_t>(n));
     const size_t S = f.packed.size();
     for (int r = 0; r < f.replicas && !f.gathered.empty(); ++r) {  // finish_first_round: no message
+      if (!f.made_it.empty() && !f.made_it[size_t(r)]) continue;  // dropped from the round
       unpack_dense(tensors_, config_.outer_gradient_bits, f.gathered.data() + size_t(r) * S, int64_t(S), decoded.data());
       for (size_t k = 0; k < sum.size(); ++k) sum[k] += decoded[k];
     }
     if (config_.eager && !staged_.ready) throw std::logic_error("OuterSync: an eager merge needs the next round's Δ staged");
     for (size_t k = 0; k < sum.size(); ++k)
-      g[k] = float((config_.eager ? sum[k] - double(f.own[k]) + double(staged_.delta[k]) : sum[k]) / f.replicas);
+      g[k] = float((config_.eager ? sum[k] - double(f.own[k]) + double(staged_.delta[k]) : sum[k]) / contributors);
     return g;
   }
   if (config_.method == DataSyncMethod::diloco) {
     if (!config_.eager) {
-      for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(f.delta[size_t(i)]) / f.replicas);
+      for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(f.delta[size_t(i)]) / contributors);
       return g;
     }
     if (!staged_.ready) throw std::logic_error("OuterSync: an eager merge needs the next round's Δ staged");
     // The others' Δ of the round in flight and this replica's of the round just ended.
     for (int64_t i = 0; i < n; ++i) {
       const size_t k = size_t(i);
-      g[k] = float((double(f.delta[k]) - double(f.own[k]) + double(staged_.delta[k])) / f.replicas);
+      g[k] = float((double(f.delta[k]) - double(f.own[k]) + double(staged_.delta[k])) / contributors);
     }
     return g;
   }

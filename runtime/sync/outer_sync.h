@@ -44,6 +44,16 @@ struct OuterStats {
   double wire_bytes = 0;   // this replica's message (diloco: its all-reduce buffer)
 };
 
+// Partial participation (data_sync.deadline_seconds, quorum; participation.h;
+// diloco): which replicas made the round, by their rank in the data group, and
+// which of them this replica is. One that did not sends zeros (float32, summed:
+// no change to the sum) or its slot is not decoded (quantised), and g is the
+// mean over those that did. Empty: every replica.
+struct OuterRound {
+  std::vector<bool> made_it;
+  int own = 0;
+};
+
 class OuterSync {
  public:
   // Throws std::invalid_argument for method all_reduce (the every-step gradient
@@ -77,11 +87,14 @@ class OuterSync {
   // A step that merges one exchange and issues the next (τ = H) stages first
   // (the Δ of the weights the round ended with), then finishes, then launches.
   // before_exchange() runs just before the collective, as around_exchange(false).
-  void stage(const float* params_host);
+  // round: partial participation (OuterRound).
+  using Round = OuterRound;
+  void stage(const float* params_host, const Round& round = {});
   enum class Launch { blocking, deferred, background };
   void launch(comm::Communicator& data_group, Launch how, const std::function<void()>& before_exchange = {});
-  void start(comm::Communicator& data_group, const float* params_host, const std::function<void()>& before_exchange = {}) {
-    stage(params_host);
+  void start(comm::Communicator& data_group, const float* params_host, const std::function<void()>& before_exchange = {},
+             const Round& round = {}) {
+    stage(params_host, round);
     launch(data_group, Launch::deferred, before_exchange);
   }
   OuterStats finish(float* params_host);
@@ -139,6 +152,7 @@ class OuterSync {
   struct Staged {
     bool ready = false;
     int64_t sent = 0;
+    std::vector<bool> made_it;    // partial participation (Round::made_it); empty: all
     std::vector<float> delta;     // diloco: Δ
     std::vector<uint8_t> packed;  // sparseloco: the packed message
   } staged_;
@@ -146,6 +160,7 @@ class OuterSync {
   struct InFlight {
     bool started = false;
     int replicas = 0;
+    std::vector<bool> made_it;  // as Staged's
     int64_t sent = 0;
     std::vector<float> delta;  // diloco: summed in place
     std::vector<float> own;    // diloco, eager: this replica's Δ before the sum

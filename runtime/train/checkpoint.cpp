@@ -64,6 +64,8 @@ std::string encode_totals(const RunTotals& t) {
   for (const auto& [kind, sum] : t.bytes_all_ranks_sum) binary::write_string(out, kind), binary::write_f64(out, sum);
   binary::write_f64(out, t.sim_lost_seconds);  // after it too, for the same reason
   binary::write_i64(out, t.sim_restarts);  // and after that
+  binary::write_i64(out, t.rounds_closed);  // and so on
+  binary::write_i64(out, t.replicas_dropped);
   return out.str();
 }
 
@@ -101,6 +103,10 @@ RunTotals decode_totals(const std::string& bytes) {
   }
   if (in.peek() != std::char_traits<char>::eof()) t.sim_lost_seconds = binary::read_f64(in, "the time lost");
   if (in.peek() != std::char_traits<char>::eof()) t.sim_restarts = read_int(in, "the restarts");
+  if (in.peek() != std::char_traits<char>::eof()) {
+    t.rounds_closed = read_int(in, "the rounds closed");
+    t.replicas_dropped = read_int(in, "the replicas dropped");
+  }
   if (in.peek() != std::char_traits<char>::eof()) throw binary::BinaryFormatError("bytes after the run totals");
   return t;
 }

@@ -88,6 +88,19 @@ std::vector<ReplayedStep> Replayer::replay(const std::vector<const sim::StepGrap
   return out;
 }
 
+std::vector<sim::ReplayResult> Replayer::replay_round(const std::vector<const sim::StepGraph*>& graphs,
+                                                      double run_seconds) {
+  if (network_.dynamics.empty()) return replay_constant(graphs);
+  sim::NetworkSpec waiting = network_;
+  waiting.restart.reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  sim::ReplayOptions options;
+  options.start_seconds = run_seconds;
+  std::vector<sim::ReplayResult> out = sim::replay_batch(waiting, graphs, options);
+  wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
 std::vector<sim::ReplayResult> Replayer::replay_constant(const std::vector<const sim::StepGraph*>& graphs) {
   if (!cache_) results_.clear();
   std::vector<std::string> keys(graphs.size()), todo_keys;

@@ -44,6 +44,13 @@ class Replayer {
   // result per step: a window's graph gives one per step it holds.
   std::vector<ReplayedStep> replay(const std::vector<const sim::StepGraph*>& graphs, double run_seconds);
 
+  // Partial participation: a round's steps as the replicas ran them, to say who
+  // was late (sync/participation.h); run_seconds as replay's. On a changing
+  // network the steps replay back to back from run_seconds without
+  // network.restart (a replica that stalls is late, the run does not restart
+  // for it); on a constant one, as replay's (cached). The run's clock is not moved.
+  std::vector<sim::ReplayResult> replay_round(const std::vector<const sim::StepGraph*>& graphs, double run_seconds);
+
   double wall_seconds = 0;  // spent replaying, all calls
 
  private:

@@ -19,6 +19,7 @@
 #include "runtime/data/dataset.h"
 #include "runtime/data/recall.h"
 #include "runtime/scenario/load.h"
+#include "runtime/sync/participation.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/memory_check.h"
 #include "runtime/train/run_plan.h"
@@ -155,6 +156,13 @@ class RunLoop {
   // The open window's graph on its last pending step (Trainer::close_window):
   // what must be timed now cannot wait for the exchange's merge.
   void close_window();
+  // Partial participation: step `step` (`p`, not yet pending) closes a round.
+  // The round's steps are replayed as run, each replica is ready when its
+  // nodes have finished them, sync::close_round says who made it, and the
+  // trainer takes the outer step. The late replicas' tasks leave the round's
+  // graphs (the round does not wait for them; they join the exchange at once)
+  // and the exchange follows `p`'s graph, each rank where its step ended.
+  void close_round(int step, PendingStep& p);
   void checkpoint(bool complete);  // right after a flush: nothing pending
   void progress_line(bool last);
 
@@ -166,6 +174,8 @@ class RunLoop {
   std::ostream* log_;
   const std::string scenario_json_;
   std::vector<PendingStep> pending_;
+  // Whether rounds close with partial participation (the first after step H − 1).
+  const bool partial_ = trainer_.closes_round(s_.parallel.data_sync.inner_steps - 1);
   Clock::time_point start_ = Clock::now(), last_flush_ = Clock::now();
 };
 
@@ -177,8 +187,9 @@ void RunLoop::run(RunResult& result) {
     PendingStep p;
     const auto t0 = Clock::now();
     p.record = trainer_.train_step(k, batch.inputs.data(), batch.targets.data(), data_.shape.batch_size);
-    p.wall_seconds = since(t0);
     const bool finite = std::isfinite(p.record.loss);
+    if (finite && trainer_.closes_round(k)) close_round(k, p);
+    p.wall_seconds = since(t0);
     const int eval_every = s_.training.eval_every;
     if (finite && ((eval_every > 0 && (k + 1) % eval_every == 0) || k + 1 == steps)) evaluate(p);
     pending_.push_back(std::move(p));
@@ -197,8 +208,10 @@ void RunLoop::run(RunResult& result) {
     const bool stop_now = k + 1 == plan_.options.stop_after_steps;
     const bool must_flush = k + 1 == steps || checkpoint_now || stop_now;
     if (must_flush) close_window();
-    // A window's steps are timed together, when it closes.
-    if (must_flush || (!pending_.back().record.window_open &&
+    // A window's steps are timed together, when it closes; a round's, when it
+    // closes, for who made it.
+    const bool round_open = partial_ && !trainer_.closes_round(k);
+    if (must_flush || (!pending_.back().record.window_open && !round_open &&
                        (int(pending_.size()) >= plan_.options.replay_every ||
                         since(last_flush_) >= plan_.options.progress_interval_seconds)))
       flush(k + 1 == steps);
@@ -270,6 +283,41 @@ void RunLoop::close_window() {
   parallel::StepRecord& last = pending_.back().record;
   last.graph = trainer_.close_window();
   last.window_open = false;
+}
+
+void RunLoop::close_round(int step, PendingStep& p) {
+  const int H = s_.parallel.data_sync.inner_steps;
+  if (pending_.size() < size_t(H - 1))
+    throw std::logic_error("RunLoop::close_round: " + std::to_string(pending_.size()) + " steps of the round pending");
+  std::vector<PendingStep*> round;
+  for (size_t i = pending_.size() + 1 - size_t(H); i < pending_.size(); ++i) round.push_back(&pending_[i]);
+  round.push_back(&p);
+  std::vector<const sim::StepGraph*> graphs;
+  for (const PendingStep* q : round) graphs.push_back(&q->record.graph);
+  const std::vector<sim::ReplayResult> replays = targets_.replay_round(graphs);
+  // Each replica ready when the last of its nodes has finished each step.
+  const std::vector<int> replica_of = trainer_.node_replicas();
+  const int R = *std::max_element(replica_of.begin(), replica_of.end()) + 1;
+  std::vector<double> ready(size_t(R), 0.0);
+  for (const sim::ReplayResult& r : replays) {
+    std::vector<double> replica_step(size_t(R), 0.0);
+    for (size_t n = 0; n < r.rank_finish_seconds.size() && n < replica_of.size(); ++n)
+      if (replica_of[n] >= 0)
+        replica_step[size_t(replica_of[n])] = std::max(replica_step[size_t(replica_of[n])], r.rank_finish_seconds[n]);
+    for (int q = 0; q < R; ++q) ready[size_t(q)] += replica_step[size_t(q)];
+  }
+  const sync::RoundClose close = sync::close_round(s_.parallel.data_sync, ready);
+  const parallel::Trainer::ClosedRound exchange = trainer_.close_round(step, close.made_it);
+  std::vector<bool> late_node(replica_of.size(), false);
+  for (size_t n = 0; n < replica_of.size(); ++n)
+    late_node[n] = replica_of[n] >= 0 && !close.made_it[size_t(replica_of[n])];
+  if (close.participants() < R)
+    for (PendingStep* q : round) q->record.graph = q->record.graph.without_ranks(late_node);
+  p.record.graph.append_per_rank(exchange.graph);
+  p.record.kernel_wall_seconds += exchange.kernel_wall_seconds;
+  p.record.record_wall_seconds += exchange.record_wall_seconds;
+  p.round_made_it = close.made_it;
+  p.round_wait_seconds = close.wait_seconds;
 }
 
 void RunLoop::flush(bool last) {

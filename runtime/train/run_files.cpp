@@ -139,6 +139,15 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
     line["sim_lost_total_seconds"] = sim_lost_seconds;
   }
   if (restarting) line["sim_restarts"] = replayed.restarts;
+  if (!p.round_made_it.empty()) {
+    nlohmann::json in = nlohmann::json::array(), late = nlohmann::json::array();
+    for (size_t q = 0; q < p.round_made_it.size(); ++q) (p.round_made_it[q] ? in : late).push_back(q);
+    line["round_replicas"] = in;
+    line["round_late_replicas"] = late;
+    line["round_wait_seconds"] = p.round_wait_seconds;
+    ++rounds_closed;
+    replicas_dropped += int(late.size());
+  }
   if (relay_node >= 0) line["bytes_sent_relay"] = relay_in_graph ? rec.graph.bytes_sent(relay_node, "") : 0.0;
   if (p.val_loss) line["val_loss"] = number_or_null(*p.val_loss);
   if (!p.val_loss_per_replica.empty()) {
@@ -190,6 +199,10 @@ nlohmann::json RunTotals::summary_json() const {
     s["sim_nominal_total_seconds"] = sim_total_seconds - sim_lost_seconds;
   }
   if (restarting) s["sim_restarts"] = sim_restarts;
+  if (rounds_closed > 0) {
+    s["rounds_closed"] = rounds_closed;
+    s["replicas_dropped"] = replicas_dropped;  // summed over the rounds
+  }
   s["sim_tokens_per_s"] = sim_total_seconds > 0 ? tokens_per_step * steps_done / sim_total_seconds : 0.0;
   s["process_tokens_per_s"] = step_wall_seconds > 0 ? tokens_per_step * steps_done / step_wall_seconds : 0.0;
   s["process_step_wall_seconds"] = step_wall_seconds / n;

@@ -45,6 +45,12 @@ struct PendingStep {
   // Keyed recall (training.data_source "recall"): val_answer_{remote,local}_{loss,accuracy,targets}.
   nlohmann::json val_answers = nlohmann::json::object();
   double wall_seconds = 0;  // train_step, including recording the graph
+  // Partial participation (parallel.data_sync.deadline_seconds, quorum): the
+  // step closes a round; which replicas made it (per replica, else empty), and
+  // how long those that did waited for the close after the last of them was
+  // ready (the step's replay does not hold it: added to its time).
+  std::vector<bool> round_made_it;
+  double round_wait_seconds = 0;
 };
 
 struct RunTotals {
@@ -67,6 +73,8 @@ struct RunTotals {
   // last checkpoint. restarting: whether to report them (from the scenario).
   int sim_restarts = 0;
   bool restarting = false;
+  // Partial participation: rounds closed, and replicas dropped from them, summed.
+  int rounds_closed = 0, replicas_dropped = 0;
   double step_wall_seconds = 0;       // sum of train_step wall times
   double record_wall_seconds = 0;     // of which building the graphs
   double replay_wall_seconds = 0;     // SimGrid replays

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/error.h"
 #include "runtime/compress/mos_ranks.h"
 #include "runtime/parallel/layout.h"
 #include "runtime/scenario/load.h"
@@ -33,6 +34,13 @@ Target::Target(const Scenario& s, const std::string& out_dir, bool cache_replays
 
 RunTargets::RunTargets(const Scenario& trained, const std::string& out_dir, const std::vector<RetimeTarget>& retimes,
                        bool cache_replays, bool writer) {
+  // Who makes a round is decided by the trained network's replay: another
+  // network would have trained otherwise.
+  const DataSyncConfig& d = trained.parallel.data_sync;
+  if (d.partial_participation() && (!retimes.empty() || trained.projection.scenario))
+    throw InputError(d.deadline_seconds >= 0 ? "parallel.data_sync.deadline_seconds" : "parallel.data_sync.quorum",
+                     "partial participation trains what its own network's replay decides: it cannot be timed on "
+                     "another network (a retime target or a projection); train it on each");
   targets_.push_back(std::make_unique<Target>(trained, out_dir, cache_replays, writer));
   for (const RetimeTarget& t : retimes)
     targets_.push_back(std::make_unique<Target>(t.scenario, t.out_dir, cache_replays, writer));
@@ -115,13 +123,21 @@ void RunTargets::add(const std::vector<PendingStep>& steps) {
     const std::vector<ReplayedStep> replays =
         t->projection ? std::vector<ReplayedStep>{} : t->replayer.replay(graphs, t->totals.sim_total_seconds);
     t->totals.replay_wall_seconds = t->replayer.wall_seconds;
-    for (size_t i = 0; i < pending.size(); ++i)
-      t->totals.add(*pending[i],
-                    t->projection ? projected(t->projection->step(compressed(pending[i]->record, traffic_)))
-                                  : replays[i],
-                    t->files);
+    for (size_t i = 0; i < pending.size(); ++i) {
+      ReplayedStep replayed = t->projection ? projected(t->projection->step(compressed(pending[i]->record, traffic_)))
+                                            : replays[i];
+      replayed.seconds += pending[i]->round_wait_seconds;  // the participants idle until the round closes
+      t->totals.add(*pending[i], replayed, t->files);
+    }
     t->files.write_summary(t->totals.summary_json());
   }
+}
+
+std::vector<sim::ReplayResult> RunTargets::replay_round(const std::vector<const sim::StepGraph*>& graphs) {
+  Target& t = *targets_.front();
+  std::vector<sim::ReplayResult> out = t.replayer.replay_round(graphs, t.totals.sim_total_seconds);
+  t.totals.replay_wall_seconds = t.replayer.wall_seconds;
+  return out;
 }
 
 void RunTargets::diverged(const std::string& message) {

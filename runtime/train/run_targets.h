@@ -49,6 +49,9 @@ class RunTargets {
   bool files_started() const { return files_started_; }
   // Times `pending` on every target (replays or projection) and appends the steps.
   void add(const std::vector<PendingStep>& pending);
+  // The trained network's replay of a round's steps (Replayer::replay_round),
+  // from the run's clock now.
+  std::vector<sim::ReplayResult> replay_round(const std::vector<const sim::StepGraph*>& graphs);
   // Marks every target's totals diverged with `message`.
   void diverged(const std::string& message);
 

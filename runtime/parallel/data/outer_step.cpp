@@ -155,7 +155,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-void OuterStep::run(int r, int step, comm::Communicator& world, comm::RankLog& log) {
+void OuterStep::run(int r, int step, comm::Communicator& world, comm::RankLog& log, const std::vector<bool>& made_it) {
   const size_t li = size_t(local_index(r));
   const DataSyncConfig& config = scenario_.parallel.data_sync;
   const auto issues = [&](const Holding& h) { return sync::issues_at(config, h.fragment, step); };
@@ -173,7 +173,7 @@ void OuterStep::run(int r, int step, comm::Communicator& world, comm::RankLog& l
       const auto t0 = std::chrono::steady_clock::now();
       h.sync->start(*groups[size_t(h.part)], at(host, h.offset), [&] {
         span(r, log, sync::OuterSync::before_exchange_cost(config, h.sync->elements()), seconds_since(t0));
-      });
+      }, {made_it, layout_.place(r).replica});  // a part's group: one rank per replica, in replica order
     }
     if (!holdings_[li].empty()) groups[size_t(holdings_[li].front().part)]->wait_deferred();
     log.join_deferred();

@@ -79,8 +79,9 @@ class OuterStep {
   // inner step `step` where acts_at(step). Its compute spans ("outer_sync") go to
   // `log`: measured, or the device profile's seconds. With τ > 0 it stages the
   // messages where the step issues, merges where it merges (the merge of the
-  // exchange launched τ steps before), and launches nothing.
-  void run(int rank, int step, comm::Communicator& world, comm::RankLog& log);
+  // exchange launched τ steps before), and launches nothing. made_it (partial
+  // participation, τ = 0): per replica, whether it made the round (empty: all).
+  void run(int rank, int step, comm::Communicator& world, comm::RankLog& log, const std::vector<bool>& made_it = {});
   // As step `step` begins (every rank of `world` together): the background
   // launch of the messages run() staged after the step before. Whether the rank
   // had any.

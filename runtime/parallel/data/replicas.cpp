@@ -35,6 +35,18 @@ void check_replicas(const Scenario& s) {
     throw InputError("parallel.data_sync.fragments", std::to_string(F) + " fragments of " +
                                                          std::to_string(s.model.layers) +
                                                          " layers (model.layers): a fragment is one or more whole layers");
+  const DataSyncConfig& d = s.parallel.data_sync;
+  const int R = int(replica_shapes(s.parallel).size());
+  if (d.quorum > R)
+    throw InputError("parallel.data_sync.quorum",
+                     std::to_string(d.quorum) + " replicas of " + std::to_string(R) + ": expected 1.." + std::to_string(R));
+  // A round's steps are timed together when it closes, and a checkpoint follows a flush.
+  const int every = s.training.checkpoint_every;
+  if (d.partial_participation() && every > 0 && every % d.inner_steps != 0)
+    throw InputError("training.checkpoint_every",
+                     std::to_string(every) + " steps: with partial participation a checkpoint falls where a round "
+                                             "closes, a multiple of parallel.data_sync.inner_steps (" +
+                         std::to_string(d.inner_steps) + ")");
 }
 
 Scenario replica_scenario(const Scenario& s, int replica) {
