@@ -242,6 +242,7 @@ Trainer::ClosedRound LayoutTrainer::close_round(int step, const std::vector<bool
     outer_->run(r, step, world, world_.log(r), made_it);
     if (merge_embedding) rank(r).snapshot_embedding(replica);
   }, /*record=*/true);
+  round_start_.clear();  // closed: the next round begins with its own
   RankWorld::StepBooks books = world_.close_step(scenario_, outer_->take_wall_seconds(), /*record=*/true);
   return {std::move(books.graph), books.kernel_wall_seconds, books.record_wall_seconds};
 }

@@ -96,6 +96,19 @@ TEST_F(Resume, DilocoExchangeInFlightAtTheCheckpoint) {
   }
 }
 
+// Partial participation: node 2 computes at a quarter speed, so its replica
+// misses every round (deadline 0). Stopped after step 5 and resumed from the
+// checkpoint after step 3, the run decides the same rounds and trains the same.
+TEST_F(Resume, PartialParticipationDropsTheSameReplicas) {
+  Scenario s = resume_tiny({"parallel.context=1", "parallel.data=3", "network.nodes=3", "training.batch_size=3",
+                            "training.checkpoint_every=3", "training.steps=9",
+                            R"(parallel.data_sync={"method": "diloco", "inner_steps": 3, "deadline_seconds": 0})",
+                            R"(network.dynamics=[{"node": 2, "speed": {"steps": [["0s", 0.25]]}}])"});
+  check_resume_equals_straight(s, 5, 3);
+  const auto steps = read_jsonl(dir_ / "resumed" / "steps.jsonl");
+  for (int i : {2, 5, 8}) EXPECT_EQ(steps[size_t(i)].at("round_late_replicas"), nlohmann::json::array({2}));
+}
+
 TEST_F(Resume, SparseWeightSync) {
   check_resume_equals_straight(resume_tiny({"parallel.context=4", "compression.weight_sync=sparse",
                                             "compression.sync_every=3", "compression.sync_fraction=0.2"}),
