@@ -80,17 +80,13 @@ OuterStats OuterSync::outer_step(comm::Communicator& data_group, float* params_h
   return finish(params_host);
 }
 
-void OuterSync::stage(const float* params_host, const Round& round) {
+void OuterSync::stage(const float* params_host) {
   if (staged_.ready) throw std::logic_error("OuterSync::stage: the staged message was not launched");
-  if (!round.made_it.empty() && (config_.method != DataSyncMethod::diloco || config_.eager))
-    throw std::logic_error("OuterSync::stage: partial participation is diloco's, without eager");
   staged_.ready = true;
-  staged_.made_it = round.made_it;
   if (dry_) return;  // the collective's size is all a dry run sends
   const int64_t n = elements_;
-  std::vector<float> delta(static_cast<size_t>(n), 0.0f);
-  const bool contributes = round.made_it.empty() || round.made_it.at(size_t(round.own));
-  for (int64_t i = 0; contributes && i < n; ++i) delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
+  std::vector<float> delta(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) delta[size_t(i)] = theta_start_[size_t(i)] - params_host[i];  // exact rounding
   if (config_.method == DataSyncMethod::diloco) {
     staged_.sent = n;
     if (quantised()) {  // the bytes sent; an eager merge also needs what they decode to
@@ -114,10 +110,6 @@ void OuterSync::launch(comm::Communicator& data_group, Launch how, const std::fu
   f.started = true;
   f.replicas = data_group.size();
   f.sent = staged_.sent;
-  f.made_it = std::move(staged_.made_it);
-  if (!f.made_it.empty() && int(f.made_it.size()) != f.replicas)
-    throw std::logic_error("OuterSync::launch: a round of " + std::to_string(f.made_it.size()) + " replicas over " +
-                           std::to_string(f.replicas));
   // diloco's float32 pseudo-gradients are summed on the way; quantised ones, as
   // sparseloco's messages, all-gathered.
   const bool all_reduce = config_.method == DataSyncMethod::diloco && !quantised();
@@ -145,14 +137,12 @@ std::vector<float> OuterSync::outer_gradient() const {
   const InFlight& f = in_flight_;
   const int64_t n = elements_;
   std::vector<float> g(static_cast<size_t>(n));
-  const int contributors =
-      f.made_it.empty() ? f.replicas : int(std::count(f.made_it.begin(), f.made_it.end(), true));
+  const int contributors = f.replicas;
   if (quantised()) {  // the decoded messages' sum in rank order, in float64
     std::vector<double> sum(static_cast<size_t>(n), 0.0);
     std::vector<float> decoded(static_cast<size_t>(n));
     const size_t S = f.packed.size();
     for (int r = 0; r < f.replicas && !f.gathered.empty(); ++r) {  // finish_first_round: no message
-      if (!f.made_it.empty() && !f.made_it[size_t(r)]) continue;  // dropped from the round
       unpack_dense(tensors_, config_.outer_gradient_bits, f.gathered.data() + size_t(r) * S, int64_t(S), decoded.data());
       for (size_t k = 0; k < sum.size(); ++k) sum[k] += decoded[k];
     }
@@ -180,6 +170,35 @@ std::vector<float> OuterSync::outer_gradient() const {
   for (int r = 0; r < f.replicas; ++r) messages.push_back(unpack(plan_, codec_, f.gathered.data() + size_t(r) * S, S));
   aggregate(plan_, codec_, messages, config_.average, g.data());
   return g;
+}
+
+void OuterSync::send_result(comm::Communicator& to_late, int root) {
+  InFlight& f = in_flight_;
+  if (!f.started || config_.method != DataSyncMethod::diloco || config_.eager)
+    throw std::logic_error("OuterSync::send_result: no diloco exchange in flight");
+  // The sum (float32) or every participant's message (quantised): what the late
+  // replicas' finish needs.
+  if (quantised()) to_late.broadcast(f.gathered.data(), int64_t(f.gathered.size()), comm::DType::u8, root,
+                                     comm::Wire("outer_result", -1));
+  else to_late.broadcast(f.delta.data(), elements_, comm::DType::f32, root, comm::Wire("outer_result", -1));
+}
+
+void OuterSync::receive_result(comm::Communicator& from_root, int root, int participants) {
+  if (in_flight_.started || staged_.ready || dry_ || config_.method != DataSyncMethod::diloco || config_.eager)
+    throw std::logic_error("OuterSync::receive_result: not a late diloco replica between rounds");
+  InFlight& f = in_flight_;
+  f = InFlight{};
+  f.started = true;
+  f.replicas = participants;
+  if (quantised()) {
+    f.packed.resize(size_t(message_bytes_));
+    f.gathered.resize(size_t(message_bytes_) * size_t(participants));
+    from_root.broadcast(f.gathered.data(), int64_t(f.gathered.size()), comm::DType::u8, root,
+                        comm::Wire("outer_result", -1));
+  } else {
+    f.delta.resize(size_t(elements_));
+    from_root.broadcast(f.delta.data(), elements_, comm::DType::f32, root, comm::Wire("outer_result", -1));
+  }
 }
 
 OuterStats OuterSync::finish_first_round(float* params_host, int replicas) {

@@ -44,16 +44,6 @@ struct OuterStats {
   double wire_bytes = 0;   // this replica's message (diloco: its all-reduce buffer)
 };
 
-// Partial participation (data_sync.deadline_seconds, quorum; participation.h;
-// diloco): which replicas made the round, by their rank in the data group, and
-// which of them this replica is. One that did not sends zeros (float32, summed:
-// no change to the sum) or its slot is not decoded (quantised), and g is the
-// mean over those that did. Empty: every replica.
-struct OuterRound {
-  std::vector<bool> made_it;
-  int own = 0;
-};
-
 class OuterSync {
  public:
   // Throws std::invalid_argument for method all_reduce (the every-step gradient
@@ -87,17 +77,23 @@ class OuterSync {
   // A step that merges one exchange and issues the next (τ = H) stages first
   // (the Δ of the weights the round ended with), then finishes, then launches.
   // before_exchange() runs just before the collective, as around_exchange(false).
-  // round: partial participation (OuterRound).
-  using Round = OuterRound;
-  void stage(const float* params_host, const Round& round = {});
+  void stage(const float* params_host);
   enum class Launch { blocking, deferred, background };
   void launch(comm::Communicator& data_group, Launch how, const std::function<void()>& before_exchange = {});
-  void start(comm::Communicator& data_group, const float* params_host, const std::function<void()>& before_exchange = {},
-             const Round& round = {}) {
-    stage(params_host, round);
+  void start(comm::Communicator& data_group, const float* params_host, const std::function<void()>& before_exchange = {}) {
+    stage(params_host);
     launch(data_group, Launch::deferred, before_exchange);
   }
   OuterStats finish(float* params_host);
+  // Partial participation (data_sync.deadline_seconds, quorum; participation.h;
+  // diloco): the replicas that made the round exchange among themselves (their
+  // data group), so g is the mean of their Δ; a late replica stages nothing and
+  // takes their exchange's result from one of them instead: send_result (that
+  // one, after its collective, before finish) and receive_result (each late
+  // one, over `to_late`: the sender, group rank `root`, and the late replicas),
+  // then finish as the others do. `participants`: how many made it.
+  void send_result(comm::Communicator& to_late, int root);
+  void receive_result(comm::Communicator& from_root, int root, int participants);
   // With τ = H the merge of round k's exchange comes with round k + 1's issue;
   // after round 0 none has arrived: the merge of an average of nothing (each
   // replica's weights back to θ_start, as every later round starts from the
@@ -152,7 +148,6 @@ class OuterSync {
   struct Staged {
     bool ready = false;
     int64_t sent = 0;
-    std::vector<bool> made_it;    // partial participation (Round::made_it); empty: all
     std::vector<float> delta;     // diloco: Δ
     std::vector<uint8_t> packed;  // sparseloco: the packed message
   } staged_;
@@ -160,7 +155,6 @@ class OuterSync {
   struct InFlight {
     bool started = false;
     int replicas = 0;
-    std::vector<bool> made_it;  // as Staged's
     int64_t sent = 0;
     std::vector<float> delta;  // diloco: summed in place
     std::vector<float> own;    // diloco, eager: this replica's Δ before the sum

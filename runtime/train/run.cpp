@@ -159,9 +159,11 @@ class RunLoop {
   // Partial participation: step `step` (`p`, not yet pending) closes a round.
   // The round's steps are replayed as run, each replica is ready when its
   // nodes have finished them, sync::close_round says who made it, and the
-  // trainer takes the outer step. The late replicas' tasks leave the round's
-  // graphs (the round does not wait for them; they join the exchange at once)
-  // and the exchange follows `p`'s graph, each rank where its step ended.
+  // trainer takes the outer step (the replicas that made it exchange among
+  // themselves; the late ones fetch the result from one of them). The late
+  // replicas' tasks leave the round's graphs, the fetch included: the round
+  // does not wait for them. The exchange follows `p`'s graph, each rank where
+  // its step ended.
   void close_round(int step, PendingStep& p);
   void checkpoint(bool complete);  // right after a flush: nothing pending
   void progress_line(bool last);
@@ -311,9 +313,13 @@ void RunLoop::close_round(int step, PendingStep& p) {
   std::vector<bool> late_node(replica_of.size(), false);
   for (size_t n = 0; n < replica_of.size(); ++n)
     late_node[n] = replica_of[n] >= 0 && !close.made_it[size_t(replica_of[n])];
-  if (close.participants() < R)
+  if (close.participants() < R) {
     for (PendingStep* q : round) q->record.graph = q->record.graph.without_ranks(late_node);
-  p.record.graph.append_per_rank(exchange.graph);
+    // Nor for their fetch of the result, which overlaps the next round's start.
+    p.record.graph.append_per_rank(exchange.graph.without_ranks(late_node));
+  } else {
+    p.record.graph.append_per_rank(exchange.graph);
+  }
   p.record.kernel_wall_seconds += exchange.kernel_wall_seconds;
   p.record.record_wall_seconds += exchange.record_wall_seconds;
   p.round_made_it = close.made_it;

@@ -104,7 +104,8 @@ std::vector<float> OuterStep::sync_view(int r) const {
   return host;
 }
 
-std::vector<std::unique_ptr<comm::Communicator>> OuterStep::part_groups(comm::Communicator& world) const {
+std::vector<std::unique_ptr<comm::Communicator>> OuterStep::part_groups(comm::Communicator& world,
+                                                                        const std::vector<bool>& made_it) const {
   // Every rank splits once per part, in part order, color -1 where it holds
   // nothing of the part: a split every rank makes without exchanging colors.
   const int C = replica_shapes(scenario_.parallel).front().context;
@@ -113,7 +114,37 @@ std::vector<std::unique_ptr<comm::Communicator>> OuterStep::part_groups(comm::Co
     std::vector<int> colors;
     for (int w = 0; w < layout_.ranks(); ++w) {
       const RankPlace& at = layout_.place(w);
-      colors.push_back(holds_part(scenario_, at, parts_[size_t(p)]) ? p * C + at.context_rank : -1);
+      const bool in = made_it.empty() || made_it[size_t(at.replica)];
+      colors.push_back(in && holds_part(scenario_, at, parts_[size_t(p)]) ? p * C + at.context_rank : -1);
+    }
+    groups.push_back(world.split_known(colors));
+  }
+  return groups;
+}
+
+std::vector<std::unique_ptr<comm::Communicator>> OuterStep::result_groups(comm::Communicator& world,
+                                                                          const std::vector<bool>& made_it,
+                                                                          std::vector<int>& roots) const {
+  const int C = replica_shapes(scenario_.parallel).front().context;
+  std::vector<std::unique_ptr<comm::Communicator>> groups;
+  roots.assign(parts_.size(), 0);
+  for (int p = 0; p < int(parts_.size()); ++p) {
+    std::vector<int> colors(size_t(layout_.ranks()), -1);
+    std::vector<bool> sender(size_t(C), false);  // per context rank: the first participant found
+    for (int w = 0; w < layout_.ranks(); ++w) {
+      const RankPlace& at = layout_.place(w);
+      if (!holds_part(scenario_, at, parts_[size_t(p)])) continue;
+      const bool in = made_it[size_t(at.replica)];
+      if (in && sender[size_t(at.context_rank)]) continue;  // a participant that sends nothing
+      colors[size_t(w)] = p * C + at.context_rank;
+      if (in) sender[size_t(at.context_rank)] = true;
+    }
+    // The sender's rank in its group (ranked in world order): the late holders before it.
+    const int mine = colors[size_t(world.rank())];
+    for (int w = 0; mine >= 0 && w < layout_.ranks(); ++w) {
+      if (colors[size_t(w)] != mine) continue;
+      if (made_it[size_t(layout_.place(w).replica)]) break;
+      ++roots[size_t(p)];
     }
     groups.push_back(world.split_known(colors));
   }
@@ -167,16 +198,29 @@ void OuterStep::run(int r, int step, comm::Communicator& world, comm::RankLog& l
     // (a rank of a one-node replica holds several parts: their all-gathers share
     // its links rather than wait for each other), then every such part's update.
     // Every rank splits alike, whichever fragments it holds.
-    const std::vector<std::unique_ptr<comm::Communicator>> groups = part_groups(world);
+    // Partial participation: the replicas that made the round among themselves.
+    const bool in = made_it.empty() || made_it[size_t(layout_.place(r).replica)];
+    const std::vector<std::unique_ptr<comm::Communicator>> groups = part_groups(world, made_it);
     for (Holding& h : holdings_[li]) {
-      if (!issues(h)) continue;
+      if (!issues(h) || !in) continue;
       const auto t0 = std::chrono::steady_clock::now();
       h.sync->start(*groups[size_t(h.part)], at(host, h.offset), [&] {
         span(r, log, sync::OuterSync::before_exchange_cost(config, h.sync->elements()), seconds_since(t0));
-      }, {made_it, layout_.place(r).replica});  // a part's group: one rank per replica, in replica order
+      });
     }
-    if (!holdings_[li].empty()) groups[size_t(holdings_[li].front().part)]->wait_deferred();
+    if (in && !holdings_[li].empty()) groups[size_t(holdings_[li].front().part)]->wait_deferred();
     log.join_deferred();
+    if (!made_it.empty()) {  // then the first of them sends the late ones the result
+      std::vector<int> roots;
+      const std::vector<std::unique_ptr<comm::Communicator>> to_late = result_groups(world, made_it, roots);
+      const int participants = int(std::count(made_it.begin(), made_it.end(), true));
+      for (Holding& h : holdings_[li]) {
+        comm::Communicator* group = to_late[size_t(h.part)].get();
+        if (!group || group->size() == 1) continue;
+        if (in) h.sync->send_result(*group, roots[size_t(h.part)]);
+        else h.sync->receive_result(*group, roots[size_t(h.part)], participants);
+      }
+    }
   } else {  // the Δ of the weights the round ended with, before any merge changes them
     for (Holding& h : holdings_[li]) {
       if (!issues(h)) continue;

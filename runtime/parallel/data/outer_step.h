@@ -111,8 +111,16 @@ class OuterStep {
   // The rank's parameters on the host as the outer sync sees them (E_fixed added
   // to a compressing first stage's embedding); empty in a dry run.
   std::vector<float> sync_view(int rank) const;
-  // One group per (part, context rank) of `world`.
-  std::vector<std::unique_ptr<comm::Communicator>> part_groups(comm::Communicator& world) const;
+  // One group per (part, context rank) of `world`; with made_it (partial
+  // participation, per replica), of the replicas that made the round.
+  std::vector<std::unique_ptr<comm::Communicator>> part_groups(comm::Communicator& world,
+                                                               const std::vector<bool>& made_it = {}) const;
+  // Partial participation: per part and context rank, the first holder that
+  // made the round (group rank *root) and the holders that did not; null where
+  // the rank is in none.
+  std::vector<std::unique_ptr<comm::Communicator>> result_groups(comm::Communicator& world,
+                                                                 const std::vector<bool>& made_it,
+                                                                 std::vector<int>& roots) const;
   // τ = H: after step `step`, which issues `fragment`'s exchange, the merge of
   // nothing arrived yet (the first round: OuterSync::finish_first_round).
   bool first_round(const sync::OuterSync& sync, int fragment, int step) const;
