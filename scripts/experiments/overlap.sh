@@ -52,27 +52,6 @@ sed -i -e 's/`dp-overlap #2`/`delayed`/g' -e 's/`dp-overlap #3`/`eager`/g' -e 's
   -e 's/`dp-overlap #5`/`broken`/g' -e 's/`dp-overlap #6`/`mix0`/g' -e 's/`dp-overlap #7`/`delayed-sgd`/g' \
   -e 's/`dp-overlap`/`sync`/g' "$out/report.md"
 "$lowband" plot "$runs"/{sync,delayed,eager,mix,broken,mix0,delayed-sgd} --format png --out "$out" >/dev/null
-# Per arm: compute utilisation (each step's busiest replica's compute over the run's
-# simulated time: the fraction of a replica's time spent computing), the simulated
-# time and the final validation loss, mean ± 95 % Student-t interval over the seeds.
-python3 - "$runs" >"$out/utilisation.md" <<'PY'
-import glob, json, math, statistics, sys
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-def interval(xs):
-    m = statistics.mean(xs)
-    return m, (T975[len(xs) - 1] * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan"))
-print("| arm | seeds | compute utilisation | simulated time (s) | final val loss |")
-print("|---|---:|---:|---:|---:|")
-for arm in ["sync", "delayed", "eager", "mix", "broken", "mix0", "delayed-sgd"]:
-    util, total, loss = [], [], []
-    for run in sorted(glob.glob(f"{sys.argv[1]}/{arm}/*/steps.jsonl")):
-        steps = [json.loads(line) for line in open(run)]
-        total.append(steps[-1]["sim_total_seconds"])
-        util.append(sum(s["compute_seconds"] for s in steps) / total[-1])
-        loss.append(next(s["val_loss"] for s in reversed(steps) if s.get("val_loss") is not None))
-    if not util:
-        continue
-    cells = [f"{m:.4g} ± {h:.2g}" for m, h in map(interval, (util, total, loss))]
-    print(f"| {arm} | {len(util)} | " + " | ".join(cells) + " |")
-PY
+# Per arm: compute utilisation, simulated time and final validation loss (utilisation.py).
+scripts/experiments/utilisation.py "$runs" sync delayed eager mix broken mix0 delayed-sgd >"$out/utilisation.md"
 echo "wrote $out/report.md, $out/utilisation.md and the plots in $out/"
