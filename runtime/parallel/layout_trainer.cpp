@@ -50,10 +50,6 @@ LayoutTrainer::LayoutTrainer(const Scenario& s, ComputeTiming timing, const kern
   R_ = int(shapes_.size());
   model::check_model_config(s.model);
   check_layout();
-  if (partial() && !world_.local_ranks().empty() && int(world_.local_ranks().size()) != layout_.ranks())
-    throw InputError(s.parallel.data_sync.deadline_seconds >= 0 ? "parallel.data_sync.deadline_seconds"
-                                                                : "parallel.data_sync.quorum",
-                     "partial participation is decided by the replay, which runs in one process: not under MPI yet");
   if (partial()) node_replicas();  // InputError where replicas share a node
   optim::lr_schedule_from(s.training).validate();
   // A dry run's: one real codec per replica answers its ranks' sizes.

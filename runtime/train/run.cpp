@@ -294,22 +294,31 @@ void RunLoop::close_round(int step, PendingStep& p) {
   std::vector<PendingStep*> round;
   for (size_t i = pending_.size() + 1 - size_t(H); i < pending_.size(); ++i) round.push_back(&pending_[i]);
   round.push_back(&p);
-  std::vector<const sim::StepGraph*> graphs;
-  for (const PendingStep* q : round) graphs.push_back(&q->record.graph);
-  const std::vector<sim::ReplayResult> replays = targets_.replay_round(graphs);
-  // Each replica ready when the last of its nodes has finished each step.
   const std::vector<int> replica_of = trainer_.node_replicas();
   const int R = *std::max_element(replica_of.begin(), replica_of.end()) + 1;
-  std::vector<double> ready(size_t(R), 0.0);
-  for (const sim::ReplayResult& r : replays) {
-    std::vector<double> replica_step(size_t(R), 0.0);
-    for (size_t n = 0; n < r.rank_finish_seconds.size() && n < replica_of.size(); ++n)
-      if (replica_of[n] >= 0)
-        replica_step[size_t(replica_of[n])] = std::max(replica_step[size_t(replica_of[n])], r.rank_finish_seconds[n]);
-    for (int q = 0; q < R; ++q) ready[size_t(q)] += replica_step[size_t(q)];
+  sync::RoundClose close;
+  if (plan_.writer) {  // the process that holds the graphs and replays them
+    std::vector<const sim::StepGraph*> graphs;
+    for (const PendingStep* q : round) graphs.push_back(&q->record.graph);
+    // Each replica ready when the last of its nodes has finished each step.
+    std::vector<double> ready(size_t(R), 0.0);
+    for (const sim::ReplayResult& r : targets_.replay_round(graphs)) {
+      std::vector<double> replica_step(size_t(R), 0.0);
+      for (size_t n = 0; n < r.rank_finish_seconds.size() && n < replica_of.size(); ++n)
+        if (replica_of[n] >= 0)
+          replica_step[size_t(replica_of[n])] = std::max(replica_step[size_t(replica_of[n])], r.rank_finish_seconds[n]);
+      for (int q = 0; q < R; ++q) ready[size_t(q)] += replica_step[size_t(q)];
+    }
+    close = sync::close_round(s_.parallel.data_sync, ready);
   }
-  const sync::RoundClose close = sync::close_round(s_.parallel.data_sync, ready);
+  if (comm::Communicator* comm = plan_.options.comm) {  // MPI: every process trains what rank 0 decided
+    std::vector<uint8_t> made(size_t(R), 0);
+    for (int q = 0; q < R && plan_.writer; ++q) made[size_t(q)] = close.made_it[size_t(q)];
+    comm->broadcast(made.data(), R, comm::DType::u8, 0, comm::Wire("round_close", -1));
+    close.made_it.assign(made.begin(), made.end());
+  }
   const parallel::Trainer::ClosedRound exchange = trainer_.close_round(step, close.made_it);
+  if (!plan_.writer) return;  // rank 0 holds the graphs and writes the steps
   std::vector<bool> late_node(replica_of.size(), false);
   for (size_t n = 0; n < replica_of.size(); ++n)
     late_node[n] = replica_of[n] >= 0 && !close.made_it[size_t(replica_of[n])];

@@ -172,6 +172,14 @@ INSTANTIATE_TEST_SUITE_P(
                       MpiCase{4, " --set parallel.context=2 --set parallel.data=2"
                                  " --set parallel.data_sync={\\\"method\\\":\\\"diloco\\\",\\\"inner_steps\\\":2,"
                                  "\\\"delay_steps\\\":2,\\\"eager\\\":true}"},
+                      // DiLoCo every 2 steps over 3 replicas, node 2 at a quarter speed, a deadline of 0:
+                      // rank 0's replay decides who makes each round (not replica 2), every process trains it.
+                      MpiCase{3, " --set parallel.context=1 --set parallel.data=3 --set training.batch_size=3"
+                                 " --set training.checkpoint_every=2"
+                                 " --set parallel.data_sync={\\\"method\\\":\\\"diloco\\\",\\\"inner_steps\\\":2,"
+                                 "\\\"deadline_seconds\\\":0}"
+                                 " --set network.dynamics=[{\\\"node\\\":2,\\\"speed\\\":{\\\"steps\\\":"
+                                 "[[\\\"0s\\\",0.25]]}}]"},
                       // 2 stages x 2 context ranks under sparse_update over each stage's context ranks
                       // (its error buffers, per-rank norms, the weights projected back into span(U)).
                       MpiCase{4, " --set parallel.context=2 --set parallel.pipeline=2 --set parallel.microbatches=2"

@@ -37,6 +37,12 @@
 // transports complete the collective at the launch: only the recorded graph,
 // and so the replayed clock, has it in flight.
 //
+// Partial participation (data_sync.deadline_seconds, quorum; τ = 0): run() is
+// given which replicas made the round (the run loop asked the replay: train/run.cpp);
+// those that did exchange among themselves (part_groups over them), the first
+// of them sends the late ones the result (result_groups), and every replica
+// merges it alike.
+//
 // Run dry (kernels::Device::dry) nothing is constrained and the outer syncs are
 // dry ones: each outer step makes its collectives of their sizes.
 #include <functional>
