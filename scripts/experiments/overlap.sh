@@ -15,16 +15,12 @@
 # then one report (each arm's mean ± 95 % Student-t interval, Welch's test against
 # sync) and the plots. Runs: runs/overlap/ (RUNS=DIR for another place); rerunning
 # skips what is done. JOBS trainings at a time (default 2), one thread each. The
-# binaries are copied first, so that a rebuild meanwhile does not change them.
+# binaries are copied first (binaries.sh).
 # STEPS steps per training (default 300). About 4 minutes per training on a 2-core CPU:
 # 21 trainings, two at a time, ~80 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-scripts/build.sh --target lowband lowband-replay >/dev/null
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
-cp build/lowband build/lowband-replay "$bin/"
-lowband=$bin/lowband
+source scripts/experiments/binaries.sh
 seeds=${SEEDS:-3} jobs=${JOBS:-2} steps=${STEPS:-300}
 runs=${RUNS:-runs/overlap}
 out=${OUT:-analysis/overlap}

@@ -38,18 +38,6 @@ namespace {
 constexpr int R = 2;
 constexpr double kLr = 0.7, kMu = 0.9;
 
-model::ParamLayout small_layout() {
-  ModelConfig c;
-  c.layers = 1;
-  c.d_model = 16;
-  c.heads = 2;
-  c.kv_heads = 2;
-  c.ffn_hidden = 32;
-  c.vocab = 20;
-  c.seq_len = 4;
-  return model::ParamLayout(c);
-}
-
 DataSyncConfig diloco(int tau, bool eager = false, double local_weight = 0) {
   DataSyncConfig d;
   d.method = DataSyncMethod::diloco;
@@ -93,7 +81,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b) {
 // DiLoCo step of round 0 — and round 2's merges round 1's (whose Δ is measured
 // from θ_0, where round 1 began): G_2 = G_1 − lr(g_1 + μ m_2), m_2 = μ g_0 + g_1.
 TEST(DelayedOuterSync, IsTheSynchronousStepARoundLater) {
-  const model::ParamLayout layout = small_layout();
+  const model::ParamLayout layout = one_layer_part();
   const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 7u);
   std::vector<std::vector<float>> after0(R), after1(R), after2(R), synchronous(R);
   comm::InProcessWorld world(R);
@@ -140,7 +128,7 @@ TEST(DelayedOuterSync, IsTheSynchronousStepARoundLater) {
 // applied, and after round 1 g̃_r = (Σ_q Δ0_q − Δ0_r + Δ1_r) / R from its own
 // weights; the replicas differ.
 TEST(DelayedOuterSync, EagerTakesTheReplicasOwnFreshShare) {
-  const model::ParamLayout layout = small_layout();
+  const model::ParamLayout layout = one_layer_part();
   const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 9u);
   std::vector<std::vector<float>> after0(R), after1(R);
   comm::InProcessWorld world(R);
@@ -178,7 +166,7 @@ TEST(DelayedOuterSync, EagerTakesTheReplicasOwnFreshShare) {
 // local_weight α: the merge leaves fl(α·θ_local + (1 − α)·θ_global), θ_global
 // being what α = 0 leaves, bit for bit.
 TEST(DelayedOuterSync, MixingKeepsTheLocalShare) {
-  const model::ParamLayout layout = small_layout();
+  const model::ParamLayout layout = one_layer_part();
   const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 11u);
   std::vector<std::vector<float>> mixed(R), global(R), local(R);
   comm::InProcessWorld world(R);
@@ -202,7 +190,7 @@ TEST(DelayedOuterSync, MixingKeepsTheLocalShare) {
 // A checkpoint with a message staged, or an exchange in flight, resumes into the
 // same merge bit for bit.
 TEST(DelayedOuterSync, StateKeepsTheExchangeInFlight) {
-  const model::ParamLayout layout = small_layout();
+  const model::ParamLayout layout = one_layer_part();
   const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 13u);
   for (const DataSyncConfig& config : {diloco(3), diloco(3, /*eager=*/true)}) {
     std::vector<std::vector<float>> straight(R), resumed(R);
@@ -250,7 +238,7 @@ TEST(DelayedOuterSync, StateKeepsTheExchangeInFlight) {
 // inside mean ± 3σ; the outer step (lr 1, no momentum) is θ_start minus the mean
 // of the decoded messages, on every replica alike.
 TEST(QuantisedOuterSync, MergesTheMeanOfTheDecodedMessages) {
-  const model::ParamLayout layout = small_layout();
+  const model::ParamLayout layout = one_layer_part();
   const std::vector<float> theta0 = normal_values(layout.count(), 0.1, 17u);
   DataSyncConfig config = diloco(0);
   config.outer_lr = 1.0;

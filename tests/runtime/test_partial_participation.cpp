@@ -72,18 +72,6 @@ TEST(CloseRound, TheEarliestOfTheRulesDecides) {
   EXPECT_EQ(close_round(rule(0, 0), {3, 1, 1}).made_it, (std::vector<bool>{false, true, true}));
 }
 
-model::ParamLayout small_layout() {
-  ModelConfig c;
-  c.layers = 1;
-  c.d_model = 16;
-  c.heads = 2;
-  c.kv_heads = 2;
-  c.ffn_hidden = 32;
-  c.vocab = 20;
-  c.seq_len = 4;
-  return model::ParamLayout(c);
-}
-
 // Three replicas drift from θ0; replica 1 is dropped. Replicas 0 and 2
 // exchange among themselves (float32 all-reduce, or 4-bit all-gather) and 0
 // sends the result to 1. The outer step (lr 0.7, momentum 0.9: m = g,
@@ -91,7 +79,7 @@ model::ParamLayout small_layout() {
 // replica alike, the dropped one included. The mean over three would be off by
 // a third of the drift.
 TEST(DroppedReplica, ContributesNothingToTheMean) {
-  const model::ParamLayout layout = small_layout();
+  const model::ParamLayout layout = one_layer_part();
   const int64_t n = layout.count();
   const std::vector<float> theta0 = normal_values(n, 0.1, 5u);
   for (int bits : {32, 4}) {

@@ -10,6 +10,19 @@
 
 namespace lowband::sync::test {
 
+// A one-layer model's parameters (d_model 16, vocab 20): a part for outer-sync tests.
+inline model::ParamLayout one_layer_part() {
+  ModelConfig c;
+  c.layers = 1;
+  c.d_model = 16;
+  c.heads = 2;
+  c.kv_heads = 2;
+  c.ffn_hidden = 32;
+  c.vocab = 20;
+  c.seq_len = 4;
+  return model::ParamLayout(c);
+}
+
 // tensors back to back: (rows, cols) each.
 inline std::vector<model::TensorInfo> tensors_of(const std::vector<std::pair<int64_t, int64_t>>& shapes) {
   std::vector<model::TensorInfo> out;
