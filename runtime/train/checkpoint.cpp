@@ -66,6 +66,7 @@ std::string encode_totals(const RunTotals& t) {
   binary::write_i64(out, t.sim_restarts);  // and after that
   binary::write_i64(out, t.rounds_closed);  // and so on
   binary::write_i64(out, t.replicas_dropped);
+  binary::write_f64(out, t.peak_bytes_per_rank);
   return out.str();
 }
 
@@ -107,6 +108,7 @@ RunTotals decode_totals(const std::string& bytes) {
     t.rounds_closed = read_int(in, "the rounds closed");
     t.replicas_dropped = read_int(in, "the replicas dropped");
   }
+  if (in.peek() != std::char_traits<char>::eof()) t.peak_bytes_per_rank = binary::read_f64(in, "the peak bytes");
   if (in.peek() != std::char_traits<char>::eof()) throw binary::BinaryFormatError("bytes after the run totals");
   return t;
 }

@@ -117,6 +117,7 @@ void RunTotals::add(const PendingStep& p, const ReplayedStep& replayed, const Ru
     bytes_all_ranks_sum[name] += all;
   }
   kv_bytes_sent += traffic.sent(rec.graph);
+  peak_bytes_per_rank = std::max(peak_bytes_per_rank, bytes["total"].get<double>());
   if (links) last_bound = physical_bound(*links, {&rec.graph}, {1.0}, replayed.seconds, tokens_per_step);
   double compute = 0;
   for (double c : replay.rank_compute_busy_seconds) compute = std::max(compute, c);
@@ -207,6 +208,7 @@ nlohmann::json RunTotals::summary_json() const {
   s["process_tokens_per_s"] = step_wall_seconds > 0 ? tokens_per_step * steps_done / step_wall_seconds : 0.0;
   s["process_step_wall_seconds"] = step_wall_seconds / n;
   s["bytes_sent_per_rank_per_step"] = bytes;  // max over ranks, mean over steps
+  s["bytes_sent_per_rank_peak_step"] = peak_bytes_per_rank;  // max over ranks, max over steps
   s["bytes_sent_all_ranks_per_step"] = bytes_all;  // sum over ranks, mean over steps
   if (last_bound) s["bound_last_step"] = to_json(*last_bound);  // step_over_bound: that step's simulated seconds
   // Measured: what the codec's real messages (K/V and dK/dV, or the pipeline

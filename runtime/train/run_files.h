@@ -75,6 +75,9 @@ struct RunTotals {
   bool restarting = false;
   // Partial participation: rounds closed, and replicas dropped from them, summed.
   int rounds_closed = 0, replicas_dropped = 0;
+  // The most the busiest rank sent in one step (all kinds): beside the mean per
+  // step, the peak a periodic sync puts on its step.
+  double peak_bytes_per_rank = 0;
   double step_wall_seconds = 0;       // sum of train_step wall times
   double record_wall_seconds = 0;     // of which building the graphs
   double replay_wall_seconds = 0;     // SimGrid replays

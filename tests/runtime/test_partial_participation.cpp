@@ -254,6 +254,16 @@ TEST_F(PartialRun, TheReplayDecidesWhoIsLate) {
   const nlohmann::json summary = nlohmann::json::parse(train::test::slurp(dir_ / "deadline0" / "summary.json"));
   EXPECT_EQ(summary.at("rounds_closed"), 2);
   EXPECT_EQ(summary.at("replicas_dropped"), 2);
+  // The peak step's bytes beside the mean: the sync steps' exchange, 3 times the mean of 3 steps.
+  double peak = 0, sum = 0;
+  for (const nlohmann::json& line : deadline0) {
+    peak = std::max(peak, line.at("bytes_sent_per_rank").at("total").get<double>());
+    sum += line.at("bytes_sent_per_rank").at("total").get<double>();
+  }
+  EXPECT_GT(peak, 0);
+  EXPECT_EQ(summary.at("bytes_sent_per_rank_peak_step").get<double>(), peak);
+  EXPECT_NEAR(summary.at("bytes_sent_per_rank_per_step").at("total").get<double>(), sum / 6, 1e-9 * sum);
+  EXPECT_NEAR(peak, 3 * sum / 6, 1e-9 * sum);
 }
 
 std::string error_of(const std::vector<std::string>& sets) {
