@@ -20,6 +20,7 @@ namespace lowband::cli {
 namespace {
 struct PlotArgs {
   std::vector<std::string> inputs;
+  std::vector<std::string> labels;
   std::string out;
   std::vector<std::string> formats = {"png", "svg"};
   std::optional<double> target_loss;
@@ -39,6 +40,10 @@ void add_plot_command(CLI::App& app) {
               "(PNG and SVG, with gnuplot) from run or sweep directories");
   cmd->add_option("dirs", args->inputs, "run directories (lowband run) or sweep directories (lowband sweep)")
       ->required();
+  cmd->add_option("--labels", args->labels,
+                  "one name per directory, comma-separated, for its runs in place of their scenario's name (arms "
+                  "of one scenario that differ by --set)")
+      ->delimiter(',');
   cmd->add_option("--out", args->out, "output directory (default: DIR/plots for one directory, ./plots for several)");
   cmd->add_option("--format", args->formats, "image formats: png, svg (default both)")->delimiter(',');
   cmd->add_option("--target-loss", args->target_loss,
@@ -53,7 +58,7 @@ void add_plot_command(CLI::App& app) {
       if (!report::is_image_format(f)) throw InputError("--format", "unknown format \"" + f + "\" (expected png, svg)");
     if (args->formats.empty()) throw InputError("--format", "give at least one of png, svg");
     check_target_loss(args->target_loss);
-    const report::LoadedRuns loaded = report::load_runs(args->inputs, "dirs");
+    const report::LoadedRuns loaded = report::load_runs(args->inputs, "dirs", args->labels);
     for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
     const double target = args->target_loss ? *args->target_loss : report::default_target_loss(loaded.runs);
     const std::string origin = args->target_loss ? "--target-loss" : "highest final loss among the runs";

@@ -19,6 +19,7 @@ namespace lowband::cli {
 namespace {
 struct ReportArgs {
   std::vector<std::string> inputs;
+  std::vector<std::string> labels;
   std::vector<double> target_losses;
   std::vector<double> target_fractions = report::kDefaultTargetFractions;
   std::string baseline;
@@ -35,6 +36,10 @@ void add_report_command(CLI::App& app) {
                 "and its difference from the baseline (Welch's t-test), bytes per step, measured K/V compression");
   cmd->add_option("dirs", args->inputs, "run directories (lowband run) or sweep directories (lowband sweep)")
       ->required();
+  cmd->add_option("--labels", args->labels,
+                  "one name per directory, comma-separated, for its runs in place of their scenario's name (arms "
+                  "of one scenario that differ by --set)")
+      ->delimiter(',');
   cmd->add_option("--target-loss", args->target_losses,
                   "target losses, comma-separated or repeated (default: --target-fraction of the baseline's drop)")
       ->delimiter(',');
@@ -59,7 +64,7 @@ void add_report_command(CLI::App& app) {
                                                    report::format_number(f, 4));
     if (!(args->answer_threshold > 0 && args->answer_threshold <= 1))
       throw InputError("--answer-threshold", "must be in (0, 1], got " + report::format_number(args->answer_threshold, 4));
-    report::LoadedRuns loaded = report::load_runs(args->inputs, "dirs");
+    report::LoadedRuns loaded = report::load_runs(args->inputs, "dirs", args->labels);
     for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
     const report::Report r = report::build_report(std::move(loaded), {args->target_losses, args->target_fractions, args->baseline, args->answer_threshold});
     const std::string markdown = report::report_markdown(r);

@@ -186,38 +186,58 @@ LoadedRun load_run_dir(const std::string& dir) {
   return run;
 }
 
-LoadedRuns load_runs(const std::vector<std::string>& paths, const std::string& place) {
-  LoadedRuns loaded;
-  for (const std::string& path : paths) {
-    const std::string index_path = path + "/index.json";
-    if (!fs::is_directory(path)) throw InputError(path, "not a directory");
-    if (!fs::exists(index_path)) {
-      if (!fs::exists(path + "/summary.json"))
-        throw InputError(path, "neither a run directory (no summary.json) nor a sweep directory (no index.json)");
-      loaded.runs.push_back(load_run_dir(path));
+namespace {
+
+// One path of load_runs: a run directory, or a sweep directory's finished points.
+void load_path(const std::string& path, LoadedRuns& loaded) {
+  const std::string index_path = path + "/index.json";
+  if (!fs::is_directory(path)) throw InputError(path, "not a directory");
+  if (!fs::exists(index_path)) {
+    if (!fs::exists(path + "/summary.json"))
+      throw InputError(path, "neither a run directory (no summary.json) nor a sweep directory (no index.json)");
+    loaded.runs.push_back(load_run_dir(path));
+    return;
+  }
+  const json index = read_json_object(index_path);
+  const std::string sweep = index.contains("sweep") ? setting_text(index["sweep"]) : dir_name(path);
+  if (!index.contains("points") || !index["points"].is_array())
+    throw InputError(index_path, "\"points\" must be an array");
+  for (size_t i = 0; i < index["points"].size(); ++i) {
+    const json& point = index["points"][i];
+    const std::string where = index_path + ": points." + std::to_string(i);
+    if (!point.is_object() || !point.contains("run_dir") || !point["run_dir"].is_string())
+      throw InputError(where, "expected an object with a \"run_dir\" string");
+    const std::string dir = (fs::path(path) / point["run_dir"].get<std::string>()).string();
+    const bool has_status = point.contains("status");
+    const std::string status = has_status ? setting_text(point["status"]) : "";
+    if (has_status ? status != "done" : !fs::exists(dir + "/summary.json")) {
+      loaded.notes.push_back("sweep " + sweep + ": left out " + dir + " (" +
+                             (has_status ? "status " + status : "no status and no summary.json") + ")");
       continue;
     }
-    const json index = read_json_object(index_path);
-    const std::string sweep = index.contains("sweep") ? setting_text(index["sweep"]) : dir_name(path);
-    if (!index.contains("points") || !index["points"].is_array())
-      throw InputError(index_path, "\"points\" must be an array");
-    for (size_t i = 0; i < index["points"].size(); ++i) {
-      const json& point = index["points"][i];
-      const std::string where = index_path + ": points." + std::to_string(i);
-      if (!point.is_object() || !point.contains("run_dir") || !point["run_dir"].is_string())
-        throw InputError(where, "expected an object with a \"run_dir\" string");
-      const std::string dir = (fs::path(path) / point["run_dir"].get<std::string>()).string();
-      const bool has_status = point.contains("status");
-      const std::string status = has_status ? setting_text(point["status"]) : "";
-      if (has_status ? status != "done" : !fs::exists(dir + "/summary.json")) {
-        loaded.notes.push_back("sweep " + sweep + ": left out " + dir + " (" +
-                               (has_status ? "status " + status : "no status and no summary.json") + ")");
-        continue;
-      }
-      LoadedRun run = load_run_dir(dir);
-      run.sweep = sweep;
-      run.sweep_settings = point.contains("settings") && point["settings"].is_object() ? point["settings"] : json::object();
-      loaded.runs.push_back(std::move(run));
+    LoadedRun run = load_run_dir(dir);
+    run.sweep = sweep;
+    run.sweep_settings = point.contains("settings") && point["settings"].is_object() ? point["settings"] : json::object();
+    loaded.runs.push_back(std::move(run));
+  }
+}
+
+}  // namespace
+
+LoadedRuns load_runs(const std::vector<std::string>& paths, const std::string& place,
+                     const std::vector<std::string>& labels, const std::string& labels_place) {
+  if (!labels.empty() && labels.size() != paths.size())
+    throw InputError(labels_place, std::to_string(labels.size()) + " labels for " + std::to_string(paths.size()) +
+                                       " directories: expected one per directory");
+  LoadedRuns loaded;
+  for (size_t p = 0; p < paths.size(); ++p) {
+    const std::string& path = paths[p];
+    const size_t first = loaded.runs.size();
+    load_path(path, loaded);
+    if (labels.empty()) continue;
+    for (size_t i = first; i < loaded.runs.size(); ++i) {
+      loaded.runs[i].name = labels[p];
+      if (!loaded.runs[i].sweep.empty()) loaded.runs[i].sweep = labels[p];
     }
   }
   if (loaded.runs.empty()) throw InputError(place, "no finished run among the directories given");

@@ -56,7 +56,11 @@ LoadedRun load_run_dir(const std::string& dir);
 // points whose status is "done" (a point without a status is taken when its
 // summary.json exists; the others are left out with a note). Gives every run a
 // unique label. InputError naming `place` when nothing is left to read.
-LoadedRuns load_runs(const std::vector<std::string>& paths, const std::string& place);
+// labels (--labels): empty, or one per path, naming that path's runs in place of
+// their scenario's name (arms of one scenario that differ by --set); InputError
+// naming `labels_place` for another count.
+LoadedRuns load_runs(const std::vector<std::string>& paths, const std::string& place,
+                     const std::vector<std::string>& labels = {}, const std::string& labels_place = "--labels");
 
 // Labels: the scenario name; names shared by several runs get the sweep settings
 // (or the directory's name, then a number) appended.

@@ -41,13 +41,11 @@ arm broken --set parallel.data_sync.outer_lr=0.000001
 arm mix0 --set parallel.data_sync.delay_steps=0 --set parallel.data_sync.local_weight=0.5
 arm delayed-sgd --set parallel.data_sync.outer_momentum=0
 echo "trained in $(($(date +%s) - start)) s"
-"$lowband" report "$runs"/{sync,delayed,eager,mix,broken,mix0,delayed-sgd} --baseline "$runs/sync/dp-overlap-seed1" \
-  --out "$out/report.md"
-# The arms share the scenario's name: the report numbers them in the order given.
-sed -i -e 's/`dp-overlap #2`/`delayed`/g' -e 's/`dp-overlap #3`/`eager`/g' -e 's/`dp-overlap #4`/`mix`/g' \
-  -e 's/`dp-overlap #5`/`broken`/g' -e 's/`dp-overlap #6`/`mix0`/g' -e 's/`dp-overlap #7`/`delayed-sgd`/g' \
-  -e 's/`dp-overlap`/`sync`/g' "$out/report.md"
-"$lowband" plot "$runs"/{sync,delayed,eager,mix,broken,mix0,delayed-sgd} --format png --out "$out" >/dev/null
+# The arms share the scenario's name: --labels names them.
+labels=sync,delayed,eager,mix,broken,mix0,delayed-sgd
+"$lowband" report "$runs"/{sync,delayed,eager,mix,broken,mix0,delayed-sgd} --labels $labels \
+  --baseline "$runs/sync/dp-overlap-seed1" --out "$out/report.md"
+"$lowband" plot "$runs"/{sync,delayed,eager,mix,broken,mix0,delayed-sgd} --labels $labels --format png --out "$out" >/dev/null
 # Per arm: compute utilisation, simulated time and final validation loss (utilisation.py).
 scripts/experiments/utilisation.py "$runs" sync delayed eager mix broken mix0 delayed-sgd >"$out/utilisation.md"
 echo "wrote $out/report.md, $out/utilisation.md and the plots in $out/"

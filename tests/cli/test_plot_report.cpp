@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -282,6 +283,33 @@ TEST_F(PlotReport, SweepSeedsAreOneArmWithAnIntervalAndABand) {
   EXPECT_EQ(lowband("sweep" + std::string(kTiny) + " --seeds 2 --set training.seed=1,2 --out " + (work_ / "bad").string()), 2);
   EXPECT_NE(err_.find("--seeds: training.seed is already an axis"), std::string::npos) << err_;
   EXPECT_FALSE(fs::exists(work_ / "bad"));
+}
+
+// --labels names each directory's runs: two copies of one run (one scenario
+// name) as arms "a" and "b" in the table and the legends; a count that does
+// not match the directories exits 2 naming the flag.
+TEST_F(PlotReport, LabelsNameTheArmsOfOneScenario) {
+  const fs::path copy = work_ / "copy";
+  fs::copy(run("slow"), copy);
+  ASSERT_EQ(lowband("report " + run("slow").string() + " " + copy.string() + " --labels a,b"), 0) << err_;
+  EXPECT_EQ(table_row(out_, "a").size(), 14u) << out_;
+  EXPECT_EQ(table_row(out_, "b").size(), 14u) << out_;
+  EXPECT_EQ(out_.find("tiny-slow"), std::string::npos) << out_;
+  ASSERT_EQ(lowband("plot " + run("slow").string() + " " + copy.string() + " --labels a,b --format svg --out " +
+                    (work_ / "p").string()),
+            0)
+      << err_;
+  const auto series = read_series(work_ / "p" / "loss_vs_step.dat");
+  std::set<std::string> titles;
+  for (const auto& [title, points] : series) titles.insert(title.substr(0, 2));
+  EXPECT_EQ(titles, (std::set<std::string>{"a ", "b "})) << slurp(work_ / "p" / "loss_vs_step.dat").substr(0, 400);
+  for (const char* cmd : {"report", "plot"}) {
+    EXPECT_EQ(lowband(std::string(cmd) + " " + run("slow").string() + " " + copy.string() + " --labels a --out " +
+                      (work_ / "q").string()),
+              2);
+    EXPECT_NE(err_.find("--labels: 1 labels for 2 directories"), std::string::npos) << err_;
+    EXPECT_FALSE(fs::exists(work_ / "q"));
+  }
 }
 
 TEST_F(PlotReport, ReportSaysWhenTheTimeWasProjected) {
