@@ -129,7 +129,9 @@ Section training_section() {
        integer("checkpoint_every", t, &TrainingConfig::checkpoint_every, 0, kMaxInt,
                {"`100`",
                 "steps between `lowband run` checkpoints (`RUN_DIR/checkpoint.bin`, for `lowband run --resume`); 0: "
-                "never. A finished run always leaves one, marked complete, unless 0",
+                "never. A finished run always leaves one, marked complete, unless 0. With partial participation "
+                "(`parallel.data_sync.deadline_seconds`, `quorum`) a multiple of `inner_steps`, the default "
+                "raised to the next one",
                 "25", {}, "steps"}),
        word("backend", t, &TrainingConfig::backend, {"cpu", "cuda"},
             {"`\"cpu\"`",

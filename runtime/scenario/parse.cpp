@@ -370,6 +370,13 @@ Scenario parse_document(const json& document, const std::string& source) {
     s.parallel.data_sync.relay_node = s.network.nodes - 1;  // the default: the last node
   s.devices = parse_devices(root, s.network.nodes);
   s.training = parse_training(root);
+  // Partial participation checkpoints where a round closes: without a
+  // training.checkpoint_every of its own, the default's next multiple of H.
+  const DataSyncConfig& d = s.parallel.data_sync;
+  const bool checkpoint_given = document.contains("training") && document["training"].is_object() &&
+                                document["training"].contains("checkpoint_every");
+  if (d.partial_participation() && !checkpoint_given && s.training.checkpoint_every % d.inner_steps != 0)
+    s.training.checkpoint_every = (s.training.checkpoint_every / d.inner_steps + 1) * d.inner_steps;
   s.projection = parse_projection(root, source);
   check_projection_network(s);
   check_across(s);

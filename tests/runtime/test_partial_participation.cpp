@@ -294,6 +294,10 @@ TEST(PartialRound, BadKeysNameTheirPath) {
                       "training.checkpoint_every=5"})
                 .find("training.checkpoint_every: 5 steps"),
             std::string::npos);
+  // Not given, the default 100 is raised to the next multiple of H (30): a checkpoint where a round closes.
+  const Scenario raised = builtin_scenario("default", {"parallel.context=1", "parallel.data=2", "training.batch_size=2",
+                                                      R"(parallel.data_sync={"method": "diloco", "quorum": 1})"});
+  EXPECT_EQ(raised.training.checkpoint_every, 120);
 }
 
 // Who makes a round depends on the network: two networks are two trainings.
