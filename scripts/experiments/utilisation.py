@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Per arm of an experiment (RUNS/ARM/<seed run>/steps.jsonl): compute utilisation
-(each step's busiest rank's compute over the run's simulated time: the fraction of a
-replica's time spent computing), the simulated time, the final validation loss and,
+(the fraction of a replica's time spent computing: each step's busiest rank's compute
+over the run's simulated time), the simulated time, the final validation loss and,
 where rounds closed without some replicas (parallel.data_sync.deadline_seconds,
 quorum), the replicas dropped per round; mean ± 95 % Student-t interval over the
 seeds, as a markdown table.
 
-usage: utilisation.py RUNS ARM...
+usage: utilisation.py [--compute-seconds S] RUNS ARM...
+
+--compute-seconds S: a replica's compute over the whole run instead of the busiest
+rank's per step (which is a slow replica's where one is: its compute, not the others').
 """
 import glob
 import json
@@ -22,7 +25,7 @@ def interval(xs):
     return m, (T975[len(xs) - 1] * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan"))
 
 
-def main(runs, arms):
+def main(runs, arms, compute_seconds=None):
     print("| arm | seeds | compute utilisation | simulated time (s) | final val loss | replicas dropped per round |")
     print("|---|---:|---:|---:|---:|---:|")
     for arm in arms:
@@ -30,7 +33,8 @@ def main(runs, arms):
         for run in sorted(glob.glob(f"{runs}/{arm}/*/steps.jsonl")):
             steps = [json.loads(line) for line in open(run)]
             total.append(steps[-1]["sim_total_seconds"])
-            util.append(sum(s["compute_seconds"] for s in steps) / total[-1])
+            compute = compute_seconds if compute_seconds is not None else sum(s["compute_seconds"] for s in steps)
+            util.append(compute / total[-1])
             loss.append(next(s["val_loss"] for s in reversed(steps) if s.get("val_loss") is not None))
             rounds = [len(s["round_late_replicas"]) for s in steps if "round_late_replicas" in s]
             if rounds:
@@ -43,4 +47,8 @@ def main(runs, arms):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    args = sys.argv[1:]
+    seconds = None
+    if args[:1] == ["--compute-seconds"]:
+        seconds, args = float(args[1]), args[2:]
+    main(args[0], args[1:], seconds)
