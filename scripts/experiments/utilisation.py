@@ -6,10 +6,11 @@ where rounds closed without some replicas (parallel.data_sync.deadline_seconds,
 quorum), the replicas dropped per round; mean ± 95 % Student-t interval over the
 seeds, as a markdown table.
 
-usage: utilisation.py [--compute-seconds S] RUNS ARM...
+usage: utilisation.py [--compute-per-step S] RUNS ARM...
 
---compute-seconds S: a replica's compute over the whole run instead of the busiest
-rank's per step (which is a slow replica's where one is: its compute, not the others').
+--compute-per-step S: a replica's compute per step (e.g. the estimate's
+compute_seconds) instead of the busiest rank's (which is a slow replica's where one
+is: its compute, not the others').
 """
 import glob
 import json
@@ -25,7 +26,7 @@ def interval(xs):
     return m, (T975[len(xs) - 1] * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan"))
 
 
-def main(runs, arms, compute_seconds=None):
+def main(runs, arms, compute_per_step=None):
     print("| arm | seeds | compute utilisation | simulated time (s) | final val loss | replicas dropped per round |")
     print("|---|---:|---:|---:|---:|---:|")
     for arm in arms:
@@ -33,7 +34,8 @@ def main(runs, arms, compute_seconds=None):
         for run in sorted(glob.glob(f"{runs}/{arm}/*/steps.jsonl")):
             steps = [json.loads(line) for line in open(run)]
             total.append(steps[-1]["sim_total_seconds"])
-            compute = compute_seconds if compute_seconds is not None else sum(s["compute_seconds"] for s in steps)
+            compute = (len(steps) * compute_per_step if compute_per_step is not None
+                       else sum(s["compute_seconds"] for s in steps))
             util.append(compute / total[-1])
             loss.append(next(s["val_loss"] for s in reversed(steps) if s.get("val_loss") is not None))
             rounds = [len(s["round_late_replicas"]) for s in steps if "round_late_replicas" in s]
@@ -49,6 +51,6 @@ def main(runs, arms, compute_seconds=None):
 if __name__ == "__main__":
     args = sys.argv[1:]
     seconds = None
-    if args[:1] == ["--compute-seconds"]:
+    if args[:1] == ["--compute-per-step"]:
         seconds, args = float(args[1]), args[2:]
     main(args[0], args[1:], seconds)

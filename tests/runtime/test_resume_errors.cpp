@@ -173,10 +173,11 @@ TEST(CheckpointTotals, AbsurdListCountIsAnError) {
   const RunTotals empty;
   std::string bytes = encode_totals(empty);
   // The tail: the K and V reconstruction errors' list counts (0), curve.csv (its
-  // length, its bytes), then 24 bytes (the all-ranks sums' count, the time lost,
-  // the restarts). Make the K count 2^32 lists that the bytes do not hold.
+  // length, its bytes), then 48 bytes (the all-ranks sums' count, the time lost,
+  // the restarts, the rounds closed, the replicas dropped, the peak step's bytes).
+  // Make the K count 2^32 lists that the bytes do not hold.
   const uint64_t huge = uint64_t(1) << 32;
-  std::memcpy(bytes.data() + bytes.size() - 24 - empty.curve_csv.size() - 8 - 8 - 8, &huge, 8);
+  std::memcpy(bytes.data() + bytes.size() - 48 - empty.curve_csv.size() - 8 - 8 - 8, &huge, 8);
   EXPECT_THROW(decode_totals(bytes), binary::BinaryFormatError);
 }
 
