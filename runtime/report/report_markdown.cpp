@@ -240,7 +240,8 @@ std::string report_markdown(const Report& r) {
         << bytes_cell(r, arm) << " | " << compression_cell(r, arm) << " |";
     if (any_lost) {
       const auto lost = mean_of_runs(r, arm, [](const ReportRow& row) { return row.lost_seconds; });
-      out << " " << (lost ? format_time(*lost) : kNone) << " |";
+      // Below a microsecond over a run it is the replays' rounding (either sign), not time lost.
+      out << " " << (lost ? format_time(std::abs(*lost) < 1e-6 ? 0.0 : *lost) : kNone) << " |";
     }
     out << "\n";
   }
