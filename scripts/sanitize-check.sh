@@ -22,7 +22,7 @@ fi
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The fast tests: input parsing, run directories, checkpoints, locks, the CLI contract.
-fast='Units|Scenario|Checkpoint|Resume|ExitCodes|DirLockCli|Cli\.|SweepGrid|Data|Delayed|Tokenizer|Optim|TrainerState|ReplayProcess|ReplayWire'
+fast='Units|Scenario|Checkpoint|Resume|ExitCodes|DirLockCli|Cli\.|SweepGrid|Data|Delayed|Partial|CloseRound|DroppedReplica|Tokenizer|Optim|TrainerState|ReplayProcess|ReplayWire'
 # Left out: the slowest of those (over 10 s each under ASan: training runs killed
 # and resumed, sweeps of whole trainings), whose code the shorter resume, lock and
 # sweep tests above run too. They run in the ordinary suite; FULL=1 runs them here.
