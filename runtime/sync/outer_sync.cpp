@@ -1,8 +1,6 @@
 #include "runtime/sync/outer_sync.h"
 
-#include <algorithm>
 #include <stdexcept>
-#include <string>
 
 #include "runtime/sync/aggregate.h"
 #include "runtime/sync/outer_optimizer.h"
@@ -137,7 +135,6 @@ std::vector<float> OuterSync::outer_gradient() const {
   const InFlight& f = in_flight_;
   const int64_t n = elements_;
   std::vector<float> g(static_cast<size_t>(n));
-  const int contributors = f.replicas;
   if (quantised()) {  // the decoded messages' sum in rank order, in float64
     std::vector<double> sum(static_cast<size_t>(n), 0.0);
     std::vector<float> decoded(static_cast<size_t>(n));
@@ -148,19 +145,19 @@ std::vector<float> OuterSync::outer_gradient() const {
     }
     if (config_.eager && !staged_.ready) throw std::logic_error("OuterSync: an eager merge needs the next round's Δ staged");
     for (size_t k = 0; k < sum.size(); ++k)
-      g[k] = float((config_.eager ? sum[k] - double(f.own[k]) + double(staged_.delta[k]) : sum[k]) / contributors);
+      g[k] = float((config_.eager ? sum[k] - double(f.own[k]) + double(staged_.delta[k]) : sum[k]) / f.replicas);
     return g;
   }
   if (config_.method == DataSyncMethod::diloco) {
     if (!config_.eager) {
-      for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(f.delta[size_t(i)]) / contributors);
+      for (int64_t i = 0; i < n; ++i) g[size_t(i)] = float(double(f.delta[size_t(i)]) / f.replicas);
       return g;
     }
     if (!staged_.ready) throw std::logic_error("OuterSync: an eager merge needs the next round's Δ staged");
     // The others' Δ of the round in flight and this replica's of the round just ended.
     for (int64_t i = 0; i < n; ++i) {
       const size_t k = size_t(i);
-      g[k] = float((double(f.delta[k]) - double(f.own[k]) + double(staged_.delta[k])) / contributors);
+      g[k] = float((double(f.delta[k]) - double(f.own[k]) + double(staged_.delta[k])) / f.replicas);
     }
     return g;
   }
