@@ -85,6 +85,16 @@ NetworkLinks::NetworkLinks(const NetworkSpec& net) : net_(net) {
         adj[size_t(p.a)].emplace_back(p.b, p.link.latency_s);
         adj[size_t(p.b)].emplace_back(p.a, p.link.latency_s);
       }
+      // A listed pair's own link, each way: the route between them (one hop, as
+      // SimGrid's fewest-hop routing takes), so on a mesh of listed pairs the bound
+      // sees the slow pair a ring crosses, not only each node's cut.
+      pair_index_.assign(size_t(N) * size_t(N), -1);
+      for (const PairLink& p : net.pair_links) {
+        pair_index_[size_t(p.a) * size_t(N) + size_t(p.b)] = int(links_.size());
+        links_.push_back({"link " + std::to_string(p.a) + "->" + std::to_string(p.b), p.link.upload()});
+        pair_index_[size_t(p.b) * size_t(N) + size_t(p.a)] = int(links_.size());
+        links_.push_back({"link " + std::to_string(p.b) + "->" + std::to_string(p.a), p.link.bandwidth_bytes_per_s});
+      }
       // Least latency from each node (Dijkstra): never more than SimGrid's fewest-hop route's.
       explicit_latency_.assign(size_t(N), std::vector<double>(size_t(N), std::numeric_limits<double>::infinity()));
       for (int s = 0; s < N; ++s) {
@@ -111,9 +121,14 @@ void NetworkLinks::route(int src, int dst, std::vector<int>& out) const {
   if (src == dst) return;
   switch (net_.topology) {
     case Topology::star:
-    case Topology::explicit_links:
       out = {up(src), down(dst)};
       return;
+    case Topology::explicit_links: {
+      out = {up(src), down(dst)};  // each node's cut, whatever the route
+      const int direct = pair_index_[size_t(src) * size_t(net_.nodes) + size_t(dst)];
+      if (direct >= 0) out.push_back(direct);
+      return;
+    }
     case Topology::full_mesh:
       out = {pair_index_[size_t(src) * size_t(net_.nodes) + size_t(dst)]};
       return;

@@ -62,7 +62,7 @@ class NetworkLinks {
   std::vector<DirectedLink> links_;
   std::vector<double> access_latency_;      // star, clusters: per node
   std::vector<int> cluster_of_;             // clusters: per node
-  std::vector<int> pair_index_;             // full_mesh: nodes²; clusters: clusters² (WAN links)
+  std::vector<int> pair_index_;             // full_mesh, explicit (-1: not listed): nodes²; clusters: clusters² (WAN links)
   std::vector<double> pair_latency_;        // the same, symmetric
   std::vector<std::vector<double>> explicit_latency_;  // explicit_links: least latency from each node
 };

@@ -84,6 +84,9 @@ struct Cluster {
 };
 
 struct NetworkSpec {
+  // network.source: where the figures come from and when they were measured
+  // (documentation, echoed in scenario.json; nothing reads it).
+  std::string source;
   NetworkModel model = NetworkModel::ideal;
   Topology topology = Topology::star;
   int nodes = 0;

@@ -44,6 +44,11 @@ Section network_section() {
                  "slow start again after an idle RTO on fresh and idle ones. "
                  "Echoed in every output",
                  "\"tcp\""}),
+       doc_only("source", Kind::string, "string",
+                {"`\"\"`",
+                 "where the network's figures come from and when they were measured: documentation, echoed in "
+                 "`scenario.json`, read by nothing. Each measured network under `scenarios/networks/` gives its own",
+                 "\"iperf3 between our two sites, 2026-01\""}),
        doc_choice("message_order", words_of(sim::message_order_words()),
                 {"\"concurrent\"",
                  "messages of one kind from one node to another that are ready at once: concurrent, each its own "

@@ -180,6 +180,7 @@ SweepSpec make_spec(const std::string& text, const std::string& source, const st
   SweepSpec spec;
   spec.source = source;
   spec.base = scenario_detail::parse_json_text(text, source);  // syntax errors with line and column
+  scenario_detail::include_network_file(spec.base, source, source);
   if (spec.base.is_object() && spec.base.contains("sweep")) {
     // Read again keeping key order: the section's keys are the axes, in file order.
     const auto section = nlohmann::ordered_json::parse(text).at("sweep");

@@ -61,6 +61,8 @@ void apply_one(json& document, const std::string& text) {
     walked = scenario_detail::join_path(walked, part);
   }
   *at = value;
+  // A network file named here is read now, so that a later --set network.KEY applies to it.
+  if (path == "network") scenario_detail::include_network_file(document, "", flag);
 }
 
 }  // namespace
@@ -69,8 +71,40 @@ void apply_overrides(nlohmann::json& document, const std::vector<std::string>& o
   for (const auto& o : overrides) apply_one(document, o);
 }
 
-Scenario scenario_detail::parse_with_overrides(const json& document, const std::string& source,
+std::string scenario_detail::locate_file(const std::string& written, const std::string& source) {
+  std::error_code ec;
+  if (std::filesystem::exists(written, ec) || std::filesystem::path(written).is_absolute() ||
+      source.rfind("builtin:", 0) == 0)
+    return written;
+  const std::filesystem::path beside = std::filesystem::path(source).parent_path() / written;
+  return std::filesystem::exists(beside, ec) ? beside.string() : written;
+}
+
+void scenario_detail::include_network_file(json& document, const std::string& source, const std::string& place) {
+  if (!document.is_object() || !document.contains("network") || !document["network"].is_string()) return;
+  const std::string written = document["network"].get<std::string>();
+  const std::string file = locate_file(written, source);
+  std::error_code ec;
+  if (written.empty() || !std::filesystem::is_regular_file(file, ec))
+    throw InputError(place, "network: no such network file \"" + written +
+                                "\" (a relative path is looked for in the working directory, then beside the "
+                                "scenario file)");
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw InputError(file, "cannot read the network file");
+  json network = parse_json_text(text.str(), file);
+  if (!network.is_object())
+    throw InputError(file, std::string("a network file holds the network section, an object; got ") + network.type_name());
+  document["network"] = std::move(network);
+}
+
+Scenario scenario_detail::parse_with_overrides(const json& given, const std::string& source,
                               const std::vector<std::string>& overrides) {
+  // A document that names a network file and was not read by load_scenario_file
+  // (a built-in's text, a fuzzed document): its file read here.
+  json document = given;
+  include_network_file(document, source, source);
   try {
     Scenario s = scenario_detail::parse_document(document, source);
     s.source = source;
@@ -108,13 +142,25 @@ json read_scenario_document(const std::string& path) {
 
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
   json document = read_scenario_document(path);
+  scenario_detail::include_network_file(document, path, path);
   apply_overrides(document, overrides);
   return scenario_detail::parse_with_overrides(document, path, overrides);
+}
+
+std::optional<Scenario> load_network_file(const std::string& path) {
+  const json document = read_scenario_document(path);
+  if (!document.is_object() || !document.contains("topology") || document.contains("network")) return std::nullopt;
+  json scenario = scenario_detail::parse_json_text(builtin_scenario_text("default"), path);
+  scenario["parallel"] = json{{"context", 1}};
+  scenario["network"] = path;
+  scenario_detail::include_network_file(scenario, "", path);
+  return scenario_detail::parse_with_overrides(scenario, path, {});
 }
 
 Scenario load_recorded_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
   json document = read_scenario_document(path);
   upgrade_recorded_scenario(document);
+  scenario_detail::include_network_file(document, path, path);
   apply_overrides(document, overrides);
   return scenario_detail::parse_with_overrides(document, path, overrides);
 }

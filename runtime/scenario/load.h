@@ -3,6 +3,7 @@
 // place: the file (with line and column for invalid JSON) and the JSON path, or the
 // --set flag that introduced the bad value. The key reference is scenarios/README.md.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,11 @@ namespace lowband {
 
 // Reads, applies the overrides ("dotted.path=value"), validates. source = path.
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// A network file (scenarios/networks/: a network section alone, with "topology" and
+// no "network"), as `lowband validate` checks one: the built-in default on one rank
+// with it as its network. nullopt when `path` holds anything else (a scenario).
+std::optional<Scenario> load_network_file(const std::string& path);
 
 // A run's recorded scenario (its scenario.json, a checkpoint's copy), as
 // load_scenario_file, but read as the lowband that resolved it meant it: keys whose
@@ -41,7 +47,8 @@ nlohmann::json to_json(const Scenario& scenario);
 // ("300Mbps"). Numeric path parts index arrays (network.overrides.0.bandwidth; the
 // index equal to the size appends); missing objects are created. Whether a key
 // exists in the schema is checked later, by parse_scenario; errors in the path
-// itself name the flag ("--set a.b=c").
+// itself name the flag ("--set a.b=c"). network=PATH reads the network file at
+// PATH (a relative path from the working directory) in place of the section.
 void apply_overrides(nlohmann::json& document, const std::vector<std::string>& overrides);
 
 // Built-in scenarios, embedded in the binary (each equals its file under scenarios/:

@@ -122,15 +122,6 @@ std::vector<sim::TracePoint> steps(const json& v, const std::string& path, const
   return out;
 }
 
-// `written` as a file: where it is (relative: in the working directory, else
-// beside the scenario file, as training.data), or "" when nowhere.
-std::string locate(const std::string& written, const std::string& source) {
-  std::error_code ec;
-  if (fs::exists(written, ec) || fs::path(written).is_absolute() || source.rfind("builtin:", 0) == 0) return written;
-  const fs::path beside = fs::path(source).parent_path() / written;
-  return fs::exists(beside, ec) ? beside.string() : written;
-}
-
 bool parse_double(const std::string& token, double& out) {
   const char* begin = token.data() + (token.size() > 1 && token[0] == '+' ? 1 : 0);
   const auto res = std::from_chars(begin, token.data() + token.size(), out);
@@ -142,7 +133,7 @@ std::vector<sim::TracePoint> file_points(const json& v, const std::string& path,
                                          const std::string& source) {
   const std::string written = as_string(v, path);
   if (written.empty()) fail(path, "expected a file name, got \"\"");
-  const std::string file = locate(written, source);
+  const std::string file = locate_file(written, source);
   std::error_code ec;
   const bool exists = fs::exists(file, ec);
   if (ec) fail(path, "cannot read the trace file \"" + file + "\": " + ec.message());

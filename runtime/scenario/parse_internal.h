@@ -80,6 +80,17 @@ struct json_limits {
 std::optional<json> parse_json_limited(const std::string& text, const std::string& source, const std::string& place,
                                        bool syntax_errors_throw, const json_limits& limits = {},
                                        const std::string& value_path = "");
+// A file a scenario names (`written`): where it is, a relative path looked for in the
+// working directory, else beside the scenario file `source`; `written` itself when
+// nowhere (or when `source` is a built-in).
+std::string locate_file(const std::string& written, const std::string& source);
+// "network": "PATH" names a network file (scenarios/networks/): the object it holds
+// becomes the network section. Read when the file is read and when a --set gives the
+// path (apply_overrides), so that a later --set network.KEY applies on top of it.
+// Found as locate_file finds it; errors name `place` (the scenario file or the --set),
+// or the network file and its line and column for JSON that does not parse. A
+// document whose network is not a string is left alone.
+void include_network_file(json& document, const std::string& source, const std::string& place);
 // Validates `document` (overrides already applied); an error at or under an
 // overridden path names the --set flag that set it, any other names `source`.
 Scenario parse_with_overrides(const json& document, const std::string& source,

@@ -207,6 +207,7 @@ sim::NetworkSpec parse_network(const ObjectReader& root, const std::string& sour
   const std::vector<std::string> all_keys = fields::section("network").keys();
   const ObjectReader all = root.object("network", all_keys);
   sim::NetworkSpec net;
+  net.source = all.string_or("source", "");
   net.model = value_of(sim::network_model_words(), all.choice("model", words_of(sim::network_model_words())));
   net.message_order = value_of(sim::message_order_words(),
                                all.choice_or("message_order", "concurrent", words_of(sim::message_order_words())));

@@ -90,6 +90,7 @@ json dynamics_json(const std::vector<sim::NetworkDynamic>& dynamics) {
 json network_json(const sim::NetworkSpec& n) {
   json j = {{"model", word_of(sim::network_model_words(), n.model)}, {"nodes", n.nodes}};
   j["topology"] = word_of(sim::topology_words(), n.topology);
+  if (!n.source.empty()) j["source"] = n.source;  // absent: none given
   switch (n.topology) {
     case sim::Topology::star:
     case sim::Topology::full_mesh:

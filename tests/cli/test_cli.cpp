@@ -31,6 +31,19 @@ TEST_F(Cli, ValidateAcceptsEveryShippedScenario) {
   EXPECT_NE(r.out.find("ok"), std::string::npos);
 }
 
+// A measured network alone (scenarios/networks/*.json) validates as the network of
+// the default on one rank, and says what it is.
+TEST_F(Cli, ValidateChecksANetworkFileOnItsOwn) {
+  const auto r = run("validate " + kScenarios + "networks/aws-8-regions.json " + kScenarios +
+                     "networks/us-home-broadband.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("aws-8-regions.json  (network: explicit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("us-home-broadband.json  (network: star, 8 nodes"), std::string::npos) << r.out;
+  const auto resolved = run("validate --resolved " + kScenarios + "networks/us-home-broadband.json");
+  EXPECT_EQ(resolved.exit_code, 0) << resolved.err;
+  EXPECT_NE(resolved.out.find("\"upload_bandwidth\":\"21.6Mbps\""), std::string::npos) << resolved.out;
+}
+
 // --resolved prints what a run would train: the file with every default filled
 // in (scripts/train-or-resume.sh stamps runs with it, so a changed default restarts them).
 TEST_F(Cli, ValidateResolvedPrintsTheScenarioWithItsDefaults) {

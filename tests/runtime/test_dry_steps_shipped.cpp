@@ -17,6 +17,7 @@
 #include "runtime/scenario/layout_check.h"
 #include "runtime/scenario/load.h"
 #include "runtime/sync/sync_period.h"
+#include "tests/shipped_scenarios.h"
 #include "tests/runtime/test_graph_support.h"
 
 #ifndef LOWBAND_SOURCE_DIR
@@ -26,17 +27,7 @@
 namespace lowband::parallel {
 namespace {
 
-std::vector<std::string> shipped_scenarios() {
-  std::vector<std::string> out;
-  const std::filesystem::path root = std::filesystem::path(LOWBAND_SOURCE_DIR) / "scenarios";
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.path().extension() == ".json" && name.find(".schema.") == std::string::npos)
-      out.push_back(std::filesystem::relative(entry.path(), root).string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using test_support::shipped_scenarios;
 
 // The scenario with its model cut down (4 heads of 8, 8 tokens per context chunk, one sequence per replica and microbatch) and its
 // periods short (codec warm-up 1 step, syncs every 2), at most 4 replicas: the

@@ -39,6 +39,7 @@ using nlohmann::json;
 const std::map<std::string, std::string> kUsedElsewhere = {
     {"name", "names the run directory and every summary (RunDir tests)"},
     {"description", "documentation only: recorded in scenario.json"},
+    {"network.source", "documentation only: recorded in scenario.json (ScenarioNetworkFile.*)"},
     {"training.checkpoint_every", "when checkpoints are taken: RunResume.* resume from them"},
     // A permission, not a setting: it lets a fit within the learning-rate warm-up
     // through, which is refused without it (CodecScenario.MosFitsU0NoEarlier...); elsewhere it allows nothing.

@@ -7,6 +7,7 @@
 
 #include "runtime/scenario/equal.h"
 #include "runtime/scenario/load.h"
+#include "tests/shipped_scenarios.h"
 
 #ifndef LOWBAND_SOURCE_DIR
 #error "LOWBAND_SOURCE_DIR must name the repository root"
@@ -19,10 +20,7 @@ const std::string kScenarios = std::string(LOWBAND_SOURCE_DIR) + "/scenarios";
 
 std::vector<std::string> scenario_files() {
   std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(kScenarios))
-    if (entry.path().extension() == ".json")
-      files.push_back(entry.path().string());
-  std::sort(files.begin(), files.end());
+  for (const std::string& rel : test_support::shipped_scenarios()) files.push_back(kScenarios + "/" + rel);
   return files;
 }
 

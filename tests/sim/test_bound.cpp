@@ -137,6 +137,25 @@ TEST(Bound, ExplicitLinksBoundEachNodesCut) {
   EXPECT_LE(b.seconds, replay(net, g).step_seconds);
 }
 
+TEST(Bound, ExplicitLinksBoundEachListedPairsOwnLink) {
+  // A triangle whose 0 - 1 link is slow (1 MB/s, the rest 10 MB/s): 0 -> 1 takes that
+  // link, however fast the nodes' other links are (their cuts: 11 MB/s).
+  NetworkSpec net;
+  net.topology = Topology::explicit_links;
+  net.nodes = 3;
+  net.pair_links = {PairLink{0, 1, link(1e6, 1e-3)}, PairLink{1, 2, link(1e7, 1e-3)},
+                    PairLink{0, 2, link(1e7, 1e-3)}};
+  StepGraph g(3);
+  g.add_transfer(0, 1, 1e6, {}, "x");
+  g.add_transfer(1, 2, 1e6, {}, "x");
+  const BusiestLink b = busiest(net, g);
+  EXPECT_EQ(b.name, "link 0->1");
+  EXPECT_DOUBLE_EQ(b.seconds, 1.0);
+  const double step = replay(net, g).step_seconds;
+  EXPECT_LE(b.seconds, step);
+  EXPECT_NEAR(step, 1.0 + 1e-3, 1e-6);  // the replay crosses that link: the bound is tight
+}
+
 TEST(Bound, ChainsFollowDependenciesAndWeightsScaleBytes) {
   const NetworkSpec net = testing::star(2, link(1e7, 1e-3));
   StepGraph g(2);
