@@ -18,11 +18,19 @@ LB = sys.argv[1]
 AWS = "network=scenarios/networks/aws-8-regions.json"
 HOME = "network=scenarios/networks/us-home-broadband.json"
 TCP = ("network.model=tcp",)  # 4 MiB send buffer, cubic, warm connections: Linux's defaults
+BIG_BUFFER = ("network.model=tcp", "network.tcp.send_buffer=64MiB")
+# The ring through the regions in an order whose slowest hop is the fastest a ring can
+# have (it must cross Europe-Asia once: Ireland-Tokyo, 0.465 Gbps): Tokyo, Seoul, Ohio,
+# Oregon, Virginia, Frankfurt, London, Ireland. Node order (0 Oregon ... 7 Ireland)
+# crosses Seoul-London, 0.342 Gbps.
+RING = ("parallel.placement=[3,4,2,0,1,6,5,7]",)
 NETWORKS = [  # (name, sets), the first two as the papers assumed
     ("100 Gbps star (centralised)", ("network.bandwidth=100Gbps", "network.latency=10us")),
     ("300 Mbps / 10 ms star (the paper's decentralised)", ("network.bandwidth=300Mbps", "network.latency=10ms")),
     ("8 AWS regions, ideal", (AWS,)),
+    ("8 AWS regions, ideal, ring ordered", (AWS,) + RING),
     ("8 AWS regions, tcp", (AWS,) + TCP),
+    ("8 AWS regions, tcp, 64 MiB send buffer", (AWS,) + BIG_BUFFER),
     ("8 US homes (153.8 / 21.6 Mbps), ideal", (HOME,)),
 ]
 
@@ -52,7 +60,9 @@ EIGHT = ("parallel.data=8", "training.batch_size=2560")
 SL_NETWORKS = [
     ("500 / 110 Mbps star (the published participant's link)", ("network.nodes=8",)),
     ("8 AWS regions, ideal", (AWS,)),
+    ("8 AWS regions, ideal, ring ordered", (AWS,) + RING),
     ("8 AWS regions, tcp", (AWS,) + TCP),
+    ("8 AWS regions, tcp, 64 MiB send buffer", (AWS,) + BIG_BUFFER),
     ("8 US homes (153.8 / 21.6 Mbps), ideal", (HOME,)),
 ]
 METHODS = [
