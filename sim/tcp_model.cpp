@@ -52,6 +52,23 @@ double tcp_first_window_bonus_seconds(double bytes, double bottleneck_bytes_per_
          bytes / tcp_message_rate_bytes_per_s(bytes, bottleneck_bytes_per_s, rtt_s, tcp);
 }
 
+double tcp_path_loss(double link_loss, int links) {
+  return link_loss > 0 && links > 0 ? 1 - std::pow(1 - link_loss, links) : 0.0;
+}
+
+double tcp_loss_rate_bytes_per_s(double path_loss, double bottleneck_bytes_per_s, double rtt_s,
+                                 const TcpSettings& tcp) {
+  const double lossless = tcp_rate_bytes_per_s(bottleneck_bytes_per_s, rtt_s, tcp);
+  const double q = path_loss;
+  if (!(q > 0) || !(rtt_s > 0)) return lossless;
+  if (tcp.congestion_control == CongestionControl::bbr) return (1 - q) * lossless;
+  const double reno_seconds_per_segment =
+      rtt_s * std::sqrt(2 * q / 3) +
+      tcp_rto_seconds(rtt_s) * std::min(1.0, 3 * std::sqrt(3 * q / 8)) * q * (1 + 32 * q * q);
+  const double cubic_segments = std::pow(0.4 * 3.7 / 1.2, 0.25) * std::pow(rtt_s / q, 0.75);
+  return std::min(lossless, std::max(kTcpMssBytes / reno_seconds_per_segment, cubic_segments * kTcpMssBytes / rtt_s));
+}
+
 double tcp_slow_start_exit_fraction(CongestionControl cc) {
   switch (cc) {
     case CongestionControl::cubic: return 1.0;

@@ -54,6 +54,24 @@ double tcp_message_rate_bytes_per_s(double bytes, double bottleneck_bytes_per_s,
 double tcp_first_window_bonus_seconds(double bytes, double bottleneck_bytes_per_s, double rtt_s,
                                       const TcpSettings& tcp);
 
+// Random loss. A path of `links` links that each drop a fraction p of their packets
+// drops 1 - (1 - p)^links of a flow's.
+double tcp_path_loss(double link_loss, int links);
+// The goodput random loss leaves one flow alone on a path that drops `path_loss` (q)
+// of its packets, round trip rtt (checked on the testbed: analysis/network-fidelity/loss.md).
+//  - cubic: the larger of its Reno-friendly rate and its own. Reno-friendly: Padhye
+//    et al. (1998), MSS / (rtt sqrt(2q/3) + rto min(1, 3 sqrt(3q/8)) q (1 + 32 q²)),
+//    with one ACK per segment (Linux counts the segments an ACK covers) and rto =
+//    tcp_rto_seconds(rtt); without timeouts (small q) it is Mathis et al.'s (1997)
+//    sqrt(3/(2q)) segments per round trip. Its own: an average window of
+//    (C (3 + b) / (4 (1 - b)))^(1/4) (rtt / q)^(3/4) segments with C 0.4 and b 0.7
+//    (RFC 8312 §5.1, rtt in seconds), larger on long paths with little loss.
+//  - bbr (v1, Linux's): does not slow down for random loss this low; only the
+//    retransmitted share is lost, (1 - q) × the rate without loss.
+// Never above the rate without loss; that rate itself when q is 0.
+double tcp_loss_rate_bytes_per_s(double path_loss, double bottleneck_bytes_per_s, double rtt_s,
+                                 const TcpSettings& tcp);
+
 // The window where slow start ends, as a fraction of the path's pipe (rate * rtt):
 // bbr's startup fills the pipe; cubic's HyStart leaves early and then grows slowly.
 double tcp_slow_start_exit_fraction(CongestionControl cc);

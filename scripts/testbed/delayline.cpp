@@ -3,7 +3,9 @@
 // queues, the namespace's uplink (queue --up) and downlink (queue --down); each is a
 // FIFO whose packet i leaves at
 //   depart_i = max(arrival_i + D, depart_{i-1}) + frame_bytes_i * 8 / R
-// and is dropped on arrival when L packets are already waiting (netem's tail drop).
+// and is dropped on arrival when L packets are already waiting (netem's tail drop),
+// or at random with probability P (--loss P, netem's `loss P`: each packet on its own;
+// testbed.sh keeps packets to one segment each when P > 0, so that is per segment).
 // frame_bytes is what the wire carries: the IP packet plus 14 bytes of Ethernet
 // header per segment. GSO packets arrive unsegmented (NFQA_CFG_F_GSO) to halve the
 // per-packet CPU; their frames are counted as ceil(payload / mss) segments.
@@ -24,6 +26,7 @@
 #include <cstring>
 #include <ctime>
 #include <deque>
+#include <random>
 #include <string>
 
 namespace {
@@ -50,6 +53,8 @@ struct Direction {
 };
 
 Direction dirs[2];
+double loss = 0;          // --loss: each packet's chance to be dropped on arrival
+std::mt19937_64 rng{1};   // --seed
 volatile sig_atomic_t stop = 0;
 const int kMss = 1448;  // 1500 MTU - 20 IP - 32 TCP with timestamps
 
@@ -73,7 +78,7 @@ int on_packet(nfq_q_handle* qh, nfgenmsg*, nfq_data* nfa, void*) {
   const nfqnl_msg_packet_hdr* ph = nfq_get_msg_packet_hdr(nfa);
   if (!ph) return 0;
   const uint32_t id = ntohl(ph->packet_id);
-  if (d.fifo.size() >= d.limit) {
+  if (d.fifo.size() >= d.limit || (loss > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < loss)) {
     ++d.drops;
     return nfq_set_verdict(qh, id, NF_DROP, 0, nullptr);
   }
@@ -103,8 +108,9 @@ double number(const char* flag, const char* text) {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: delayline --up Q --down Q --rate-mbit R --delay-ms D [--limit PKTS]\n"
-               "  per-direction rate R (Mbit/s, 1e6 bit) and one-way delay D for both queues\n");
+               "usage: delayline --up Q --down Q --rate-mbit R --delay-ms D [--limit PKTS] [--loss P --seed S]\n"
+               "  per-direction rate R (Mbit/s, 1e6 bit) and one-way delay D for both queues;\n"
+               "  P: the fraction of packets dropped at random in each (0..1)\n");
   std::exit(2);
 }
 
@@ -122,9 +128,11 @@ int main(int argc, char** argv) {
     else if (a == "--rate-mbit") rate_mbit = number("--rate-mbit", v);
     else if (a == "--delay-ms") delay_ms = number("--delay-ms", v);
     else if (a == "--limit") limit = number("--limit", v);
+    else if (a == "--loss") loss = number("--loss", v);
+    else if (a == "--seed") rng.seed(static_cast<uint64_t>(number("--seed", v)));
     else usage();
   }
-  if (queue_num[0] < 0 || queue_num[1] < 0 || !(rate_mbit > 0) || delay_ms < 0 || !(limit >= 1)) usage();
+  if (queue_num[0] < 0 || queue_num[1] < 0 || !(rate_mbit > 0) || delay_ms < 0 || !(limit >= 1) || !(loss < 1)) usage();
   prctl(PR_SET_TIMERSLACK, 1UL);  // wake at the departure time, not 50 us later
   signal(SIGTERM, [](int) { stop = 1; });
   signal(SIGINT, [](int) { stop = 1; });
@@ -145,8 +153,8 @@ int main(int argc, char** argv) {
   const int fd = nfq_fd(h);
   int rcvbuf = 64 << 20;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
-  std::fprintf(stderr, "delayline: queues %d/%d, %g Mbit/s, %g ms, limit %g\n", queue_num[0], queue_num[1],
-               rate_mbit, delay_ms, limit);
+  std::fprintf(stderr, "delayline: queues %d/%d, %g Mbit/s, %g ms, limit %g, loss %g\n", queue_num[0],
+               queue_num[1], rate_mbit, delay_ms, limit, loss);
 
   alignas(8) static char buf[1 << 17];
   while (!stop) {

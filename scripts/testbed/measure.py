@@ -3,11 +3,17 @@
 run (medians are taken by the analysis): point-to-point, incast (2 and 3 flows into
 one host) and a 4-host ring all-gather / all-reduce. Run as root from the repo root:
 
-  scripts/testbed/measure.py p2p|incast|ring|states OUT.csv [--quick]
+  scripts/testbed/measure.py p2p|incast|ring|states|loss OUT.csv [--quick]
 
 states: the connection states of sim/tcp_model.h (analysis/network-fidelity/tcp-states.md):
 warm vs idle (a gap before each message, tcp_slow_start_after_idle=1 on the sender),
 two messages written back to back, and bbr's window on warm transfers.
+
+loss: warm point-to-point messages over links that drop packets at random (testbed.sh
+LOSS: each access link, each direction, one segment per packet), cubic and bbr, at
+100 Mbit/s with 25 and 100 ms one-way paths and a 16 MiB send buffer (the window
+never limits); cubic's messages long enough for 8 loss events, bbr's 64 MiB.
+LOSS_REPS (default 5) timed messages per case.
 
 Delays are one-way *path* delays: each of the two access links a message crosses
 gets half. RATES, DELAYS, SIZES_MIB (comma lists) keep only those values of the p2p
@@ -208,8 +214,44 @@ def states(writer, quick):
             "seconds", "loadavg_1min"]
 
 
+def loss(writer, quick):
+    rate, sndbuf = 100, 16 * MIB
+    delays = only("DELAYS", [25, 100])
+    losses = only("LOSSES", [0.0001, 0.001, 0.01])
+    ccs = only("CCS", ["cubic", "bbr"])
+    reps = 2 if quick else int(os.environ.get("LOSS_REPS", "5"))
+    if quick:
+        delays, losses = delays[:1], losses[1:2]
+    # cubic: messages long enough for 8 loss events (the closed forms are steady
+    # rates), in MiB, a power of two; bbr: 64 MiB, some seconds at its rate.
+    def cubic_mib(p):
+        path_loss = 1 - (1 - p) ** 2
+        return 2 ** math.ceil(math.log2(8 / path_loss * 1448 / MIB))
+    for delay, p in itertools.product(delays, losses):
+        os.environ["LOSS"] = str(p)
+        try:
+            up(2, rate, delay, sndbuf)
+        finally:
+            del os.environ["LOSS"]
+        server = serve(1)
+        time.sleep(0.3)
+        try:
+            for cc in ccs:
+                size = 64 * MIB if cc == "bbr" else cubic_mib(p) * MIB
+                budget = 120 + 60 * (reps + 1) * size / (0.3e6 / 8)
+                load = os.getloadavg()[0]
+                for r in runs(in_host(0, "send", "10.14.1.2:5201", str(size), "--cc", cc, "--reps", str(reps),
+                                      "--reused", "--warmup", "1"), budget):
+                    writer.writerow([rate, delay, sndbuf, p, cc, size, r["rep"], f"{r['seconds']:.6f}", f"{load:.2f}"])
+        finally:
+            server.kill()
+            server.wait()
+    return ["rate_mbit", "path_delay_ms", "sndbuf_max_bytes", "link_loss", "cc", "size_bytes", "rep", "seconds",
+            "loadavg_1min"]
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("p2p", "incast", "ring", "states"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("p2p", "incast", "ring", "states", "loss"):
         print(__doc__, file=sys.stderr)
         return 2
     kind, out = sys.argv[1], sys.argv[2]
@@ -224,7 +266,7 @@ def main():
                 f.write(",".join(map(str, row)) + "\n")
                 f.flush()
 
-        header = {"p2p": p2p, "incast": incast, "ring": ring, "states": states}[kind](Keep(), quick)
+        header = {"p2p": p2p, "incast": incast, "ring": ring, "states": states, "loss": loss}[kind](Keep(), quick)
     try:
         with open(out + ".new", "w", newline="") as f:
             w = csv.writer(f)

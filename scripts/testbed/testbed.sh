@@ -14,6 +14,10 @@
 #   testbed.sh down
 #   testbed.sh exec I CMD...      run CMD in host I's namespace
 #
+# LOSS=P (environment) drops each packet at random with probability P on every
+# access link, each direction (a path of two links loses 1 - (1 - P)^2), and keeps
+# every packet to one segment (gso_max_segs 1 on both ends of each link) so that a
+# drop is one segment's, as on a real path.
 # SNDBUF_MAX_BYTES is the third field of net.ipv4.tcp_wmem in every host (Linux's
 # default is 4 MiB); tcp_rmem's maximum is 64 MiB so the receiver never limits.
 # tcp_no_metrics_save=1: a fresh connection does not inherit the last one's ssthresh;
@@ -67,8 +71,12 @@ up() {
     # xt NFQUEUE: this kernel's nftables has no native queue expression.
     ip netns exec lbtb-sw iptables -t mangle -A PREROUTING -i p$i -j NFQUEUE --queue-num $((2 * i))
     ip netns exec lbtb-sw iptables -t mangle -A POSTROUTING -o p$i -j NFQUEUE --queue-num $((2 * i + 1))
+    if [ "${LOSS:-0}" != 0 ]; then
+      ip -n $ns link set dev eth0 gso_max_segs 1
+      ip -n lbtb-sw link set dev p$i gso_max_segs 1
+    fi
     ip netns exec lbtb-sw "$delayline" --up $((2 * i)) --down $((2 * i + 1)) --rate-mbit "$rate" \
-      --delay-ms "$delay" 2>$state/h$i.log &
+      --delay-ms "$delay" --loss "${LOSS:-0}" --seed $((i + 1)) 2>$state/h$i.log &
     echo $! >$state/h$i.pid
   done
   sleep 0.3  # the queues bind before the first packet

@@ -114,6 +114,31 @@ TEST(TcpModel, FlowsSharingADownlinkSplitThePayloadRate) {
   EXPECT_NEAR(replay(net, g).step_seconds, expected, 0.01 * expected);
 }
 
+TEST(TcpModel, RandomLossLeavesCubicPadhyesOrItsOwnRateAndBbrAllButTheRetransmittedShare) {
+  const double B = 12.5e6;  // 100 Mbit/s
+  TcpSettings cubic, bbr;
+  cubic.send_buffer_bytes = bbr.send_buffer_bytes = 64 * kMiB;  // the window never limits here
+  bbr.congestion_control = CongestionControl::bbr;
+  EXPECT_NEAR(tcp_path_loss(1e-3, 2), 1 - 0.999 * 0.999, 1e-15);
+  EXPECT_EQ(tcp_path_loss(0, 2), 0);
+  EXPECT_EQ(tcp_loss_rate_bytes_per_s(0, B, 0.05, cubic), tcp_rate_bytes_per_s(B, 0.05, cubic));
+  // Little loss on a short path: Padhye's form is Mathis's sqrt(3/(2q)) segments a round trip.
+  const double q = 1e-4, rtt = 0.05;
+  const double mathis = std::sqrt(1.5 / q) * kTcpMssBytes / rtt;
+  ASSERT_LT(mathis, B);
+  EXPECT_NEAR(tcp_loss_rate_bytes_per_s(q, B, rtt, cubic), mathis, 2e-3 * mathis);
+  // 2 % at 50 ms: timeouts count (rto 0.25 s), 1448 / (0.05 sqrt(0.04/3) + 0.25 * 3 sqrt(0.0075) * 0.02 * 1.0128).
+  const double padhye = 1448 / (0.05 * std::sqrt(0.02 * 2 / 3) + 0.25 * 3 * std::sqrt(0.0075) * 0.02 * (1 + 32 * 4e-4));
+  EXPECT_NEAR(tcp_loss_rate_bytes_per_s(0.02, B, 0.05, cubic), padhye, 1e-9 * padhye);
+  // At 200 ms and q = 2e-4 cubic's own window is the larger: 1.054 (1000)^0.75 = 187 segments.
+  const double own = std::pow(0.4 * 3.7 / 1.2, 0.25) * std::pow(0.2 / 2e-4, 0.75) * kTcpMssBytes / 0.2;
+  EXPECT_GT(own, std::sqrt(1.5 / 2e-4) * kTcpMssBytes / 0.2);
+  EXPECT_NEAR(tcp_loss_rate_bytes_per_s(2e-4, B, 0.2, cubic), own, 1e-9 * own);
+  // Never above the line.
+  EXPECT_EQ(tcp_loss_rate_bytes_per_s(1e-9, B, 0.05, cubic), B * kTcpPayloadPerFrame);
+  EXPECT_NEAR(tcp_loss_rate_bytes_per_s(2e-3, B, 0.05, bbr), (1 - 2e-3) * B * kTcpPayloadPerFrame, 1e-6);
+}
+
 TEST(SimgridConfig, PassesThroughAfterTheModelAndRefusalsNameTheKey) {
   // ideal has no window cap; a 64 KiB TCP-gamma over a 40 ms round trip caps the flow
   // at 64 KiB / 40 ms = 1.6 MB/s, so 8 MiB takes about 5.2 s instead of 0.09 s.
