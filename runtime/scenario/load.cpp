@@ -89,6 +89,8 @@ void scenario_detail::include_network_file(json& document, const std::string& so
     throw InputError(place, "network: no such network file \"" + written +
                                 "\" (a relative path is looked for in the working directory, then beside the "
                                 "scenario file)");
+  if (std::filesystem::file_size(file, ec) > scenario_detail::json_limits{}.max_bytes)
+    throw InputError(file, "larger than a network file can be (4 MiB)");
   std::ifstream in(file, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
