@@ -71,6 +71,19 @@ void apply_overrides(nlohmann::json& document, const std::vector<std::string>& o
   for (const auto& o : overrides) apply_one(document, o);
 }
 
+namespace {
+
+// A regular file's text and what parse_json_text makes of it (its line and column in errors).
+json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw InputError(path, "cannot read the file");
+  return scenario_detail::parse_json_text(text.str(), path);
+}
+
+}  // namespace
+
 std::string scenario_detail::locate_file(const std::string& written, const std::string& source) {
   std::error_code ec;
   if (std::filesystem::exists(written, ec) || std::filesystem::path(written).is_absolute() ||
@@ -91,11 +104,7 @@ void scenario_detail::include_network_file(json& document, const std::string& so
                                 "scenario file)");
   if (std::filesystem::file_size(file, ec) > scenario_detail::json_limits{}.max_bytes)
     throw InputError(file, "larger than a network file can be (4 MiB)");
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) throw InputError(file, "cannot read the network file");
-  json network = parse_json_text(text.str(), file);
+  json network = read_json_file(file);
   if (!network.is_object())
     throw InputError(file, std::string("a network file holds the network section, an object; got ") + network.type_name());
   document["network"] = std::move(network);
@@ -133,11 +142,7 @@ json read_scenario_document(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(path, "no such scenario file");
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, "not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) throw InputError(path, "cannot read the file");
-  return scenario_detail::parse_json_text(text.str(), path);
+  return read_json_file(path);
 }
 
 }  // namespace
@@ -154,8 +159,7 @@ std::optional<Scenario> load_network_file(const std::string& path) {
   if (!document.is_object() || !document.contains("topology") || document.contains("network")) return std::nullopt;
   json scenario = scenario_detail::parse_json_text(builtin_scenario_text("default"), path);
   scenario["parallel"] = json{{"context", 1}};
-  scenario["network"] = path;
-  scenario_detail::include_network_file(scenario, "", path);
+  scenario["network"] = document;
   return scenario_detail::parse_with_overrides(scenario, path, {});
 }
 
